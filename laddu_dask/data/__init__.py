@@ -1,0 +1,37 @@
+"""Event data: schemas, event batches, partitioned datasets and Parquet I/O.
+
+Examples
+--------
+>>> import numpy as np
+>>> from laddu_dask.data import Dataset
+>>> Dataset.from_arrays(scalars={"x": np.arange(3.0)}).n_events
+3
+"""
+
+from laddu_dask.data.batch import EventBatch, array_module
+from laddu_dask.data.dataset import (
+    DEFAULT_CHUNK_SIZE,
+    MEMORY_POLICIES,
+    ArrayPartition,
+    Dataset,
+    Partition,
+)
+from laddu_dask.data.parquet import ParquetPartition, read_parquet, write_parquet
+from laddu_dask.data.schema import P4_COMPONENTS, WEIGHT_COLUMN, Schema, p4_columns
+
+__all__ = [
+    "DEFAULT_CHUNK_SIZE",
+    "MEMORY_POLICIES",
+    "P4_COMPONENTS",
+    "WEIGHT_COLUMN",
+    "ArrayPartition",
+    "Dataset",
+    "EventBatch",
+    "ParquetPartition",
+    "Partition",
+    "Schema",
+    "array_module",
+    "p4_columns",
+    "read_parquet",
+    "write_parquet",
+]

@@ -1,0 +1,152 @@
+"""A block of events held as flat column arrays (NumPy on CPU, CuPy on GPU).
+
+Examples
+--------
+>>> import numpy as np
+>>> from laddu_dask.data.batch import EventBatch
+>>> b = EventBatch({"s": np.array([1.0, 2.0])}, weights=np.ones(2))
+>>> b.n_events, b.xp.__name__
+(2, 'numpy')
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from laddu_dask.data.schema import p4_columns
+from laddu_dask.errors import DataError, SchemaError
+
+
+def array_module(array: Any) -> ModuleType:
+    """Return the array module (``numpy`` or ``cupy``) that owns ``array``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> array_module(np.zeros(3)).__name__
+    'numpy'
+    """
+    root = type(array).__module__.split(".", 1)[0]
+    if root == "cupy":
+        return sys.modules["cupy"]
+    return np
+
+
+def _length(array: Any) -> int:
+    shape = getattr(array, "shape", None)
+    if shape is None or len(shape) != 1:
+        raise DataError(f"event arrays must be 1-D, got shape {shape}")
+    return int(shape[0])
+
+
+@dataclass
+class EventBatch:
+    """Events of one partition: flat columns and weights.
+
+    Parameters
+    ----------
+    columns : dict of str to array
+        Flat column name (``beam_px``, ``pol``, ...) to a 1-D float array.
+    weights : array
+        1-D array of event weights.
+    offset : int, default 0
+        Global index of the first event in its dataset (for error messages).
+    source : str, default "arrays"
+        Where the events came from (file path and row range), for error messages.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> cols = {f"k_{c}": np.array([1.0, 2.0]) for c in ("e", "px", "py", "pz")}
+    >>> b = EventBatch(cols, np.ones(2), offset=10)
+    >>> [float(a[0]) for a in b.p4("k")]
+    [1.0, 1.0, 1.0, 1.0]
+    """
+
+    columns: dict[str, Any]
+    weights: Any
+    offset: int = 0
+    source: str = field(default="arrays")
+
+    def __post_init__(self) -> None:
+        n = _length(self.weights)
+        for name, arr in self.columns.items():
+            m = _length(arr)
+            if m != n:
+                raise DataError(
+                    f"column {name!r} has {m} events but the weights have {n} ({self.source})"
+                )
+
+    @property
+    def n_events(self) -> int:
+        """Number of events in the batch."""
+        return int(self.weights.shape[0])
+
+    @property
+    def xp(self) -> ModuleType:
+        """Array module of the batch's arrays (``numpy`` or ``cupy``)."""
+        return array_module(self.weights)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the columns and weights."""
+        return int(self.weights.nbytes) + sum(int(a.nbytes) for a in self.columns.values())
+
+    def column(self, name: str) -> Any:
+        """Return one flat column; :class:`SchemaError` if it was not loaded.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> EventBatch({"s": np.zeros(1)}, np.ones(1)).column("s").shape
+        (1,)
+        """
+        try:
+            return self.columns[name]
+        except KeyError:
+            loaded = ", ".join(repr(c) for c in self.columns) or "none"
+            raise SchemaError(
+                f"column {name!r} is not in this batch of {self.source} "
+                f"(loaded columns: {loaded})"
+            ) from None
+
+    def p4(self, name: str) -> tuple[Any, Any, Any, Any]:
+        """Return the ``(e, px, py, pz)`` arrays of four-vector ``name``."""
+        e, px, py, pz = (self.column(c) for c in p4_columns(name))
+        return e, px, py, pz
+
+    def map_arrays(self, fn: Callable[[Any], Any]) -> EventBatch:
+        """Return a batch with ``fn`` applied to every array (e.g. ``cupy.asarray``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> b = EventBatch({"s": np.ones(2)}, np.ones(2)).map_arrays(lambda a: a * 2)
+        >>> float(b.weights.sum())
+        4.0
+        """
+        cols = {k: fn(v) for k, v in self.columns.items()}
+        return EventBatch(cols, fn(self.weights), offset=self.offset, source=self.source)
+
+    def slice(self, start: int, stop: int) -> EventBatch:
+        """Return events ``start:stop`` (local indices) as a batch sharing memory.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> b = EventBatch({"s": np.arange(5.0)}, np.ones(5), offset=100).slice(2, 4)
+        >>> b.offset, b.n_events
+        (102, 2)
+        """
+        start, stop, _ = slice(start, stop).indices(self.n_events)
+        stop = max(stop, start)
+        cols = {k: v[start:stop] for k, v in self.columns.items()}
+        return EventBatch(
+            cols, self.weights[start:stop], offset=self.offset + start, source=self.source
+        )

@@ -1,0 +1,201 @@
+"""Column layout of an event sample, in laddu's Parquet convention.
+
+Every four-vector ``NAME`` is stored as the four columns ``NAME_e``, ``NAME_px``,
+``NAME_py`` and ``NAME_pz``; every scalar is one column under its own name; the
+optional ``weight`` column holds the event weights (1 when absent).
+
+Examples
+--------
+>>> from laddu_dask.data.schema import Schema
+>>> s = Schema.from_column_names(["beam_e", "beam_px", "beam_py", "beam_pz", "pol"], "x.parquet")
+>>> s.p4s, s.scalars, s.has_weight
+(('beam',), ('pol',), False)
+>>> s.columns()
+['beam_e', 'beam_px', 'beam_py', 'beam_pz', 'pol']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from laddu_dask.errors import SchemaError
+
+P4_COMPONENTS: tuple[str, ...] = ("e", "px", "py", "pz")
+"""Suffixes of the four columns of a four-vector, in (E, px, py, pz) order."""
+
+WEIGHT_COLUMN = "weight"
+"""Name of the optional event-weight column."""
+
+
+def p4_columns(name: str) -> list[str]:
+    """Return the four column names of four-vector ``name``.
+
+    Examples
+    --------
+    >>> p4_columns("beam")
+    ['beam_e', 'beam_px', 'beam_py', 'beam_pz']
+    """
+    return [f"{name}_{c}" for c in P4_COMPONENTS]
+
+
+def _split_component(column: str) -> tuple[str, str] | None:
+    """Split ``'NAME_px'`` into ``('NAME', 'px')``; None when not a component name."""
+    head, sep, tail = column.rpartition("_")
+    if sep and head and tail in P4_COMPONENTS:
+        return head, tail
+    return None
+
+
+def _quoted(names: Iterable[str]) -> str:
+    return ", ".join(repr(n) for n in names)
+
+
+@dataclass(frozen=True)
+class Schema:
+    """Which four-vectors, scalars and weight an event sample holds.
+
+    Parameters
+    ----------
+    p4s : tuple of str
+        Four-vector names, in file column order.
+    scalars : tuple of str
+        Scalar column names, in file column order.
+    has_weight : bool
+        Whether a ``weight`` column is stored (otherwise every weight is 1).
+
+    Examples
+    --------
+    >>> s = Schema(p4s=("beam",), scalars=(), has_weight=True)
+    >>> s.columns()
+    ['beam_e', 'beam_px', 'beam_py', 'beam_pz']
+    """
+
+    p4s: tuple[str, ...]
+    scalars: tuple[str, ...]
+    has_weight: bool
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "p4s", tuple(self.p4s))
+        object.__setattr__(self, "scalars", tuple(self.scalars))
+        cols = self.columns()
+        dup = sorted({c for c in cols if cols.count(c) > 1})
+        if dup:
+            raise SchemaError(f"schema defines column(s) {_quoted(dup)} more than once")
+        if WEIGHT_COLUMN in cols:
+            raise SchemaError(
+                f"{WEIGHT_COLUMN!r} is reserved for event weights and cannot be a scalar"
+            )
+
+    def columns(self) -> list[str]:
+        """Flat column names: four-vector columns, then scalars (never ``weight``).
+
+        Examples
+        --------
+        >>> Schema(("k",), ("s",), True).columns()
+        ['k_e', 'k_px', 'k_py', 'k_pz', 's']
+        """
+        out: list[str] = []
+        for name in self.p4s:
+            out.extend(p4_columns(name))
+        out.extend(self.scalars)
+        return out
+
+    @classmethod
+    def from_column_names(cls, names: Iterable[str], source: str) -> Schema:
+        """Infer the schema from a file's column names.
+
+        Columns ``NAME_e``, ``NAME_px``, ``NAME_py``, ``NAME_pz`` form four-vector
+        ``NAME``. A name with two or three of these four columns is an incomplete
+        four-vector and raises :class:`SchemaError`; a lone ``NAME_e`` (say) is
+        taken as a scalar. ``weight`` is the event weight; every other column is
+        a scalar.
+
+        Parameters
+        ----------
+        names : iterable of str
+            Column names, in file order.
+        source : str
+            Where the names come from (a file path), for error messages.
+
+        Raises
+        ------
+        SchemaError
+            For an incomplete four-vector (naming it, its missing columns and
+            ``source``) or a repeated column name.
+
+        Examples
+        --------
+        >>> Schema.from_column_names(["k_e", "k_px", "k_py", "k_pz", "weight"], "f").p4s
+        ('k',)
+        """
+        names = list(names)
+        seen: set[str] = set()
+        for n in names:
+            if n in seen:
+                raise SchemaError(f"column {n!r} appears more than once in {source}")
+            seen.add(n)
+        groups: dict[str, list[str]] = {}
+        for n in names:
+            split = _split_component(n)
+            if split is not None:
+                groups.setdefault(split[0], []).append(split[1])
+        p4s: list[str] = []
+        for head, comps in groups.items():
+            if len(comps) == len(P4_COMPONENTS):
+                p4s.append(head)
+            elif len(comps) > 1:
+                missing = [c for c in p4_columns(head) if c not in seen]
+                raise SchemaError(
+                    f"four-vector {head!r} in {source} is incomplete: it lacks column(s) "
+                    f"{_quoted(missing)} (a four-vector needs {_quoted(p4_columns(head))})"
+                )
+        in_p4 = {c for p in p4s for c in p4_columns(p)}
+        scalars = tuple(n for n in names if n not in in_p4 and n != WEIGHT_COLUMN)
+        return cls(p4s=tuple(p4s), scalars=scalars, has_weight=WEIGHT_COLUMN in seen)
+
+    def require(self, columns: Iterable[str], source: str, *, needed_by: str = "model") -> None:
+        """Check that every column in ``columns`` exists.
+
+        ``weight`` always counts as present (it defaults to 1).
+
+        Parameters
+        ----------
+        columns : iterable of str
+            Flat column names that are needed.
+        source : str
+            Where the data come from (a file path, or ``"arrays"``).
+        needed_by : str, default "model"
+            Who needs the columns, for the message.
+
+        Raises
+        ------
+        SchemaError
+            Naming every missing column and ``source``.
+
+        Examples
+        --------
+        >>> s = Schema(("beam",), (), False)
+        >>> s.require(["beam_e", "weight"], "data.parquet")
+        >>> s.require(["kshort1_px"], "data.parquet")
+        Traceback (most recent call last):
+        ...
+        laddu_dask.errors.SchemaError: model needs column 'kshort1_px' which data.parquet lacks ...
+        """
+        have = set(self.columns())
+        have.add(WEIGHT_COLUMN)
+        missing: list[str] = []
+        for c in columns:
+            if c not in have and c not in missing:
+                missing.append(c)
+        if not missing:
+            return
+        word = "column" if len(missing) == 1 else "columns"
+        avail = _quoted(self.columns()) or "none"
+        raise SchemaError(
+            f"{needed_by} needs {word} {_quoted(missing)} which {source} lacks "
+            f"(available columns: {avail})"
+        )
+
+    def __contains__(self, column: object) -> bool:
+        return column in self.columns()

@@ -1,0 +1,171 @@
+"""Standard amplitudes built from elementary expressions.
+
+Every amplitude here expands into ordinary expression nodes, so it is compiled,
+differentiated and shared like any other part of a model.  Conventions follow
+laddu 0.28.1.
+
+Examples
+--------
+>>> import laddu_dask as ld
+>>> s = ld.Vec4.event("x").m2()
+>>> bw = ld.breit_wigner(s, mass=ld.parameter("m0", initial=1.5), width=0.1)
+>>> bw.kind
+'complex'
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+from laddu_dask.errors import ModelError
+from laddu_dask.expr.node import Expr, ExprLike, as_expr, complex_, constant
+
+#: Reference momentum of the Blatt-Weisskopf barrier factors (GeV), laddu's default.
+Q_R = 0.1973
+
+
+def _integer(value: object, what: str) -> int:
+    if isinstance(value, bool):
+        raise ModelError(f"{what} must be an integer, got {value!r}")
+    try:
+        frac = Fraction(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ModelError(f"{what} must be an integer, got {value!r}") from None
+    if frac.denominator != 1:
+        raise ModelError(f"{what} must be an integer, got {value!r}")
+    return int(frac)
+
+
+def _real(value: ExprLike, what: str) -> Expr:
+    out = as_expr(value)
+    if out.kind != "real":
+        raise ModelError(f"{what} must be real, got a complex expression")
+    return out
+
+
+def breit_wigner(s: ExprLike, *, mass: ExprLike, width: ExprLike) -> Expr:
+    """Constant-width Breit-Wigner ``1 / (mass^2 - s - i mass width)``.
+
+    Parameters
+    ----------
+    s : Expr or float
+        Squared invariant mass.
+    mass, width : Expr or float
+        Pole mass and width.
+
+    Examples
+    --------
+    >>> import laddu_dask as ld
+    >>> complex(ld.breit_wigner(2.0, mass=1.0, width=1.0).attr)
+    (-0.5+0.5j)
+    """
+    s = _real(s, "s")
+    mass = _real(mass, "mass")
+    width = _real(width, "width")
+    return 1.0 / complex_(mass * mass - s, -(mass * width))
+
+
+def breakup_momentum(s: ExprLike, mass1: ExprLike, mass2: ExprLike) -> Expr:
+    """Two-body breakup momentum ``sqrt(lambda(s, m1^2, m2^2) / (4 s))``, complex below threshold."""
+    s = _real(s, "s")
+    m1, m2 = _real(mass1, "mass1"), _real(mass2, "mass2")
+    lam = (s - (m1 + m2) ** 2) * (s - (m1 - m2) ** 2)
+    return (lam / (4.0 * s)).to_complex().sqrt()
+
+
+def blatt_weisskopf(q: ExprLike, l: int, q_r: ExprLike = Q_R) -> Expr:  # noqa: E741
+    """Blatt-Weisskopf barrier factor ``B_l(z)``, ``z = (q / q_r)^2``, normalised to 1 at large ``q``.
+
+    Parameters
+    ----------
+    q : Expr
+        Breakup momentum (real or complex).
+    l : int
+        Orbital angular momentum, 0 to 4.
+    q_r : float or Expr
+        Reference momentum (inverse interaction radius), GeV.
+    """
+    l = _integer(l, "l")  # noqa: E741
+    q = as_expr(q)
+    z = (q / q_r) ** 2
+    if l == 0:
+        return constant(1.0) if q.kind == "real" else constant(1 + 0j)
+    if l == 1:
+        return (2.0 * z / (z + 1.0)).sqrt()
+    if l == 2:
+        return (13.0 * z * z / ((z - 3.0) ** 2 + 9.0 * z)).sqrt()
+    if l == 3:
+        return (277.0 * z**3 / (z * (z - 15.0) ** 2 + 9.0 * (2.0 * z - 5.0) ** 2)).sqrt()
+    if l == 4:
+        return (
+            12746.0 * z**4 / ((z * z - 45.0 * z + 105.0) ** 2 + 25.0 * z * (2.0 * z - 21.0) ** 2)
+        ).sqrt()
+    raise ModelError(f"Blatt-Weisskopf factors are defined here for l = 0..4, got l = {l}")
+
+
+def spherical_harmonic(l: int, m: int, *, costheta: ExprLike, phi: ExprLike) -> Expr:  # noqa: E741
+    """Complex spherical harmonic ``Y_l^m(theta, phi)`` with the Condon-Shortley phase.
+
+    ``Y_l^m = N_lm P_l^m(cos theta) e^{i m phi}``, ``N_lm = sqrt((2l+1)/(4 pi) (l-m)!/(l+m)!)``,
+    ``P_l^m`` including ``(-1)^m``; ``Y_l^{-m} = (-1)^m conj(Y_l^m)``.  Any ``l >= 0`` and
+    ``|m| <= l``.
+
+    Parameters
+    ----------
+    l, m : int
+        Degree and order.
+    costheta, phi : Expr or float
+        Cosine of the polar angle and the azimuth.
+
+    Examples
+    --------
+    >>> import laddu_dask as ld
+    >>> round(complex(ld.spherical_harmonic(0, 0, costheta=0.3, phi=1.0).attr).real, 6)
+    0.282095
+    """
+    l = _integer(l, "l")  # noqa: E741
+    m = _integer(m, "m")
+    if l < 0 or abs(m) > l:
+        raise ModelError(f"spherical_harmonic needs l >= 0 and |m| <= l, got l = {l}, m = {m}")
+    x = _real(costheta, "costheta")
+    phi = _real(phi, "phi")
+    am = abs(m)
+    # d^|m| P_l / dx^|m| as exact polynomial coefficients (Rodrigues' formula)
+    coeffs = _legendre_derivative(l, am)
+    norm = math.sqrt(
+        (2 * l + 1) / (4 * math.pi) * math.factorial(l - am) / math.factorial(l + am)
+    )
+    sign = -1.0 if am % 2 else 1.0  # Condon-Shortley (-1)^m
+    poly = _horner(coeffs, x)
+    if am:
+        sin_theta = (1.0 - x * x).sqrt()
+        poly = poly * sin_theta**am
+    real_part = poly * (sign * norm)
+    if m == 0:
+        return complex_(real_part, 0.0)
+    angle = phi * float(am)
+    ylm = complex_(real_part * angle.cos(), real_part * angle.sin())
+    if m < 0:
+        ylm = ylm.conj() * (-1.0 if am % 2 else 1.0)
+    return ylm
+
+
+def _legendre_derivative(l: int, k: int) -> list[Fraction]:  # noqa: E741
+    """Coefficients (constant term first) of ``d^k/dx^k P_l(x)``."""
+    # P_l = 1/(2^l l!) d^l/dx^l (x^2 - 1)^l
+    base = [Fraction(0)] * (2 * l + 1)
+    for j in range(l + 1):
+        base[2 * j] = Fraction(math.comb(l, j) * (-1) ** (l - j))
+    poly = base
+    for _ in range(l + k):
+        poly = [poly[i] * i for i in range(1, len(poly))] or [Fraction(0)]
+    scale = Fraction(1, 2**l * math.factorial(l))
+    return [c * scale for c in poly]
+
+
+def _horner(coeffs: list[Fraction], x: Expr) -> Expr:
+    acc: Expr = constant(float(coeffs[-1]))
+    for c in reversed(coeffs[:-1]):
+        acc = acc * x + float(c)
+    return acc

@@ -1,0 +1,54 @@
+"""Small backend-neutral array helpers shared by constant folding and kernels.
+
+The array module (``numpy`` or ``cupy``) is taken from the arguments, so the same
+function serves host and device arrays.
+
+Examples
+--------
+>>> import numpy as np
+>>> from laddu_dask.expr.arrayfuncs import make_complex, norm_sqr
+>>> make_complex(np.array([1.0]), np.array([2.0]))
+array([1.+2.j])
+>>> float(norm_sqr(3 + 4j))
+25.0
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def array_module(*values: Any) -> Any:
+    """Return ``cupy`` if any argument is a CuPy array, else ``numpy``."""
+    for v in values:
+        mod = type(v).__module__
+        if mod.startswith("cupy"):
+            import cupy
+
+            return cupy
+    return np
+
+
+def make_complex(re: Any, im: Any) -> Any:
+    """Build ``re + i im`` exactly (no arithmetic on the parts, so infinities survive)."""
+    xp = array_module(re, im)
+    shape = np.broadcast_shapes(np.shape(re), np.shape(im))
+    dtypes = [x.dtype for x in (re, im) if hasattr(x, "dtype")]
+    dtype = np.result_type(*dtypes) if dtypes else np.dtype(np.float64)
+    cdtype = np.complex64 if dtype == np.float32 else np.complex128
+    if shape == ():
+        return cdtype(complex(float(re), float(im)))
+    out = xp.empty(shape, dtype=cdtype)
+    out.real = re
+    out.imag = im
+    return out
+
+
+def norm_sqr(z: Any) -> Any:
+    """Return ``|z|^2`` as a real value (``z * z`` for real input)."""
+    if np.iscomplexobj(z):
+        re, im = z.real, z.imag
+        return re * re + im * im
+    return z * z

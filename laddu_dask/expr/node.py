@@ -1,0 +1,447 @@
+"""Immutable, hash-consed expression nodes with operator overloading.
+
+An :class:`Expr` is a node of a directed acyclic graph.  Nodes are interned: building
+the same operation on the same arguments twice returns the *same* object, so equal
+subexpressions are shared (common-subexpression elimination happens as the model is
+written).  Constants are folded and trivial identities (``x + 0``, ``x * 1``,
+``-(-x)``) removed at construction, with the very array code the kernels use.
+
+Examples
+--------
+>>> import laddu_dask as ld
+>>> s = ld.scalar("s")
+>>> (s * 2 + 1) is (s * 2 + 1)
+True
+>>> (s + 0) is s
+True
+>>> ld.constant(2.0) * 3.0
+Expr(const 6.0)
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import threading
+import weakref
+from typing import Any, Union
+
+import numpy as np
+
+from laddu_dask.errors import ModelError
+from laddu_dask.expr.arrayfuncs import make_complex, norm_sqr
+from laddu_dask.expr.ops import COMPLEX, LEAVES, OPS, REAL, REAL_ONLY
+
+Number = Union[int, float, complex]
+ExprLike = Union["Expr", int, float, complex]
+
+_INTERN: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_LOCK = threading.Lock()
+_SERIAL = itertools.count()
+
+
+class Expr:
+    """A node of an expression graph (real- or complex-valued, per event).
+
+    Build expressions with :func:`~laddu_dask.scalar`, :func:`~laddu_dask.parameter`,
+    :class:`~laddu_dask.Vec4` and arithmetic; never call the constructor directly.
+
+    Attributes
+    ----------
+    op : str
+        ``"const"``, ``"column"``, ``"param"`` or an operation of :data:`OPS`.
+    args : tuple of Expr
+        Arguments of an operation (empty for leaves).
+    attr : object
+        The leaf payload (value, column name, parameter spec) or an integer power.
+    kind : {"real", "complex"}
+        Whether the node's values are real or complex.
+    """
+
+    __slots__ = ("op", "args", "attr", "kind", "serial", "__weakref__")
+
+    op: str
+    args: tuple[Expr, ...]
+    attr: Any
+    kind: str
+    serial: int
+
+    def __init__(self) -> None:  # pragma: no cover - guarded
+        raise TypeError("build expressions with ld.scalar, ld.parameter, ld.Vec4, ... not Expr()")
+
+    # -- construction -------------------------------------------------------
+    @staticmethod
+    def _intern(op: str, args: tuple[Expr, ...], attr: Any, kind: str) -> Expr:
+        key = (op, tuple(a.serial for a in args), _attr_key(attr), kind)
+        with _LOCK:
+            node = _INTERN.get(key)
+            if node is None:
+                node = object.__new__(Expr)
+                node.op, node.args, node.attr, node.kind = op, args, attr, kind
+                node.serial = next(_SERIAL)
+                _INTERN[key] = node
+            return node
+
+    @property
+    def is_const(self) -> bool:
+        """Whether this node is a constant."""
+        return self.op == "const"
+
+    @property
+    def is_real(self) -> bool:
+        """Whether this node is real-valued."""
+        return self.kind == REAL
+
+    def __repr__(self) -> str:
+        if self.op == "const":
+            return f"Expr(const {self.attr!r})"
+        if self.op == "column":
+            return f"Expr(column {self.attr!r})"
+        if self.op == "param":
+            return f"Expr(param {self.attr.name!r})"
+        return f"Expr({self.op}, {len(self.args)} args, {self.kind})"
+
+    def __bool__(self) -> bool:
+        raise TypeError("an expression has no truth value; compare numbers after evaluation")
+
+    def __hash__(self) -> int:
+        return self.serial
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __reduce__(self):  # pickling rebuilds through the interning constructors
+        return (_rebuild, (self.op, self.args, self.attr, self.kind))
+
+    # -- arithmetic -----------------------------------------------------------
+    def __add__(self, other: ExprLike) -> Expr:
+        return apply("add", self, as_expr(other))
+
+    def __radd__(self, other: ExprLike) -> Expr:
+        return apply("add", as_expr(other), self)
+
+    def __sub__(self, other: ExprLike) -> Expr:
+        return apply("sub", self, as_expr(other))
+
+    def __rsub__(self, other: ExprLike) -> Expr:
+        return apply("sub", as_expr(other), self)
+
+    def __mul__(self, other: ExprLike) -> Expr:
+        return apply("mul", self, as_expr(other))
+
+    def __rmul__(self, other: ExprLike) -> Expr:
+        return apply("mul", as_expr(other), self)
+
+    def __truediv__(self, other: ExprLike) -> Expr:
+        return apply("div", self, as_expr(other))
+
+    def __rtruediv__(self, other: ExprLike) -> Expr:
+        return apply("div", as_expr(other), self)
+
+    def __neg__(self) -> Expr:
+        return apply("neg", self)
+
+    def __pos__(self) -> Expr:
+        return self
+
+    def __pow__(self, other: ExprLike) -> Expr:
+        if isinstance(other, (int, np.integer)) and not isinstance(other, bool):
+            return powi(self, int(other))
+        if isinstance(other, float) and other.is_integer() and abs(other) <= 64:
+            return powi(self, int(other))
+        return apply("pow", self, as_expr(other))
+
+    def __rpow__(self, other: ExprLike) -> Expr:
+        return apply("pow", as_expr(other), self)
+
+    # -- math methods (laddu's names) ------------------------------------------
+    def sin(self) -> Expr:
+        """Sine."""
+        return apply("sin", self)
+
+    def cos(self) -> Expr:
+        """Cosine."""
+        return apply("cos", self)
+
+    def tan(self) -> Expr:
+        """Tangent."""
+        return apply("tan", self)
+
+    def exp(self) -> Expr:
+        """Exponential."""
+        return apply("exp", self)
+
+    def log(self) -> Expr:
+        """Natural logarithm (principal branch for complex values)."""
+        return apply("log", self)
+
+    def sqrt(self) -> Expr:
+        """Square root (real: NaN below zero; complex: principal branch)."""
+        return apply("sqrt", self)
+
+    def abs(self) -> Expr:
+        """Absolute value (the modulus for complex values)."""
+        return apply("abs", self)
+
+    def conj(self) -> Expr:
+        """Complex conjugate (the value itself when real)."""
+        return apply("conj", self)
+
+    def real(self) -> Expr:
+        """Real part."""
+        return apply("real", self)
+
+    def imag(self) -> Expr:
+        """Imaginary part."""
+        return apply("imag", self)
+
+    def norm_sqr(self) -> Expr:
+        """Squared modulus ``|z|^2`` (real)."""
+        return apply("norm_sqr", self)
+
+    def to_complex(self) -> Expr:
+        """The same value as a complex number (so that ``sqrt`` and ``log`` continue analytically)."""
+        return apply("to_complex", self)
+
+
+def _attr_key(attr: Any) -> Any:
+    if isinstance(attr, (float, np.floating)):
+        return ("f", float(attr).hex())
+    if isinstance(attr, (complex, np.complexfloating)):
+        c = complex(attr)
+        return ("c", c.real.hex(), c.imag.hex())
+    return attr
+
+
+def _rebuild(op: str, args: tuple[Expr, ...], attr: Any, kind: str) -> Expr:
+    return Expr._intern(op, args, attr, kind)
+
+
+# ---------------------------------------------------------------------------
+# leaves
+# ---------------------------------------------------------------------------
+def constant(value: Number) -> Expr:
+    """A constant expression.
+
+    Examples
+    --------
+    >>> import laddu_dask as ld
+    >>> ld.constant(1.5).kind, ld.constant(1j).kind
+    ('real', 'complex')
+    """
+    if isinstance(value, Expr):
+        return value
+    if isinstance(value, (bool, np.bool_)):
+        raise ModelError(f"cannot use the boolean {value!r} as an expression")
+    if isinstance(value, (complex, np.complexfloating)):
+        c = complex(value)
+        return Expr._intern("const", (), c, COMPLEX)
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return Expr._intern("const", (), float(value), REAL)
+    raise ModelError(f"cannot turn {type(value).__name__} {value!r} into an expression")
+
+
+def column(name: str) -> Expr:
+    """The per-event value of the real column ``name``."""
+    if not isinstance(name, str) or not name:
+        raise ModelError(f"a column name must be a non-empty string, got {name!r}")
+    return Expr._intern("column", (), name, REAL)
+
+
+def scalar(name: str) -> Expr:
+    """An event scalar column (laddu's ``scalar``).
+
+    Parameters
+    ----------
+    name : str
+        Column name in the dataset.
+
+    Examples
+    --------
+    >>> import laddu_dask as ld
+    >>> ld.scalar("pol_angle")
+    Expr(column 'pol_angle')
+    """
+    return column(name)
+
+
+def as_expr(value: ExprLike) -> Expr:
+    """Return ``value`` as an expression (numbers become constants)."""
+    if isinstance(value, Expr):
+        return value
+    return constant(value)
+
+
+# ---------------------------------------------------------------------------
+# operations
+# ---------------------------------------------------------------------------
+def _const_value(node: Expr) -> Any:
+    return np.complex128(node.attr) if node.kind == COMPLEX else np.float64(node.attr)
+
+
+def _fold(op: str, args: tuple[Expr, ...], attr: Any) -> Expr:
+    vals = [_const_value(a) for a in args]
+    env = {"xp": np, "_complex": make_complex, "_norm_sqr": norm_sqr}
+    src = OPS[op].template.format(*[f"v{i}" for i in range(len(vals))], attr=attr)
+    env.update({f"v{i}": v for i, v in enumerate(vals)})
+    with np.errstate(all="ignore"):
+        out = eval(src, env)  # noqa: S307 - template from our own table
+    if np.iscomplexobj(out):
+        return Expr._intern("const", (), complex(out), COMPLEX)
+    return Expr._intern("const", (), float(out), REAL)
+
+
+def _is(node: Expr, value: float) -> bool:
+    return node.op == "const" and node.attr == value and not (
+        isinstance(node.attr, float) and math.copysign(1.0, node.attr) < 0 and value == 0
+    )
+
+
+def _zero(kind: str) -> Expr:
+    return constant(0j) if kind == COMPLEX else constant(0.0)
+
+
+def apply(op: str, *args: Expr, attr: Any = None) -> Expr:
+    """Build (or find) the node ``op(*args)``, folding constants and identities.
+
+    Parameters
+    ----------
+    op : str
+        A key of :data:`laddu_dask.expr.ops.OPS`.
+    *args : Expr
+        The arguments.
+    attr : int, optional
+        The exponent of ``powi``.
+    """
+    info = OPS.get(op)
+    if info is None or op in LEAVES:
+        raise ModelError(f"unknown operation {op!r}")
+    if len(args) != info.arity:
+        raise ModelError(f"{op} takes {info.arity} arguments, got {len(args)}")
+    args = tuple(as_expr(a) for a in args)
+    if op in REAL_ONLY:
+        for a in args:
+            if a.kind != REAL:
+                raise ModelError(f"{op} needs real arguments; take .real() or .imag() first")
+    if info.result == "promote":
+        kind = COMPLEX if any(a.kind == COMPLEX for a in args) else REAL
+    else:
+        kind = info.result
+    if all(a.op == "const" for a in args):
+        return _fold(op, args, attr)
+    simplified = _simplify(op, args, kind)
+    if simplified is not None:
+        return simplified
+    return Expr._intern(op, args, attr, kind)
+
+
+def _simplify(op: str, args: tuple[Expr, ...], kind: str) -> Expr | None:
+    """Identities that are exact in IEEE arithmetic for finite values."""
+    a = args[0]
+    b = args[1] if len(args) > 1 else None
+    if op == "add":
+        if _is(a, 0.0) and b.kind == kind:
+            return b
+        if _is(b, 0.0) and a.kind == kind:
+            return a
+    elif op == "sub":
+        if _is(b, 0.0) and a.kind == kind:
+            return a
+        if _is(a, 0.0):
+            return apply("neg", b)
+    elif op == "mul":
+        if _is(a, 1.0) and b.kind == kind:
+            return b
+        if _is(b, 1.0) and a.kind == kind:
+            return a
+        if _is(a, -1.0) and b.kind == kind:
+            return apply("neg", b)
+        if _is(b, -1.0) and a.kind == kind:
+            return apply("neg", a)
+    elif op == "div":
+        if _is(b, 1.0) and a.kind == kind:
+            return a
+    elif op == "neg":
+        if a.op == "neg":
+            return a.args[0]
+    elif op in ("conj", "real") and a.kind == REAL:
+        return a
+    elif op == "imag" and a.kind == REAL:
+        return _zero(REAL)
+    elif op == "to_complex" and a.kind == COMPLEX:
+        return a
+    return None
+
+
+def powi(base: ExprLike, n: int) -> Expr:
+    """``base ** n`` for an integer ``n`` (exact repeated multiplication semantics of NumPy)."""
+    base = as_expr(base)
+    if n == 1:
+        return base
+    if n == 0:
+        return constant(1.0) if base.kind == REAL else constant(1 + 0j)
+    if base.op == "const":
+        return _fold("powi", (base,), n)
+    return Expr._intern("powi", (base,), int(n), base.kind)
+
+
+def atan2(y: ExprLike, x: ExprLike) -> Expr:
+    """The quadrant-aware angle ``atan2(y, x)`` of two real expressions.
+
+    Examples
+    --------
+    >>> import laddu_dask as ld
+    >>> ld.atan2(1.0, 1.0)
+    Expr(const 0.7853981633974483)
+    """
+    return apply("atan2", as_expr(y), as_expr(x))
+
+
+def complex_(re: ExprLike, im: ExprLike) -> Expr:
+    """The complex expression ``re + i im`` from two real expressions (``ld.complex``).
+
+    Examples
+    --------
+    >>> import laddu_dask as ld
+    >>> c = ld.complex(ld.parameter("re"), ld.parameter("im"))
+    >>> c.kind
+    'complex'
+    """
+    return apply("complex", as_expr(re), as_expr(im))
+
+
+def polar_complex(magnitude: ExprLike, phase: ExprLike) -> Expr:
+    """The complex expression ``magnitude * exp(i phase)``.
+
+    Examples
+    --------
+    >>> import laddu_dask as ld
+    >>> ld.polar_complex(2.0, 0.0)
+    Expr(const (2+0j))
+    """
+    magnitude, phase = as_expr(magnitude), as_expr(phase)
+    return magnitude * complex_(phase.cos(), phase.sin())
+
+
+def walk(root: Expr) -> list[Expr]:
+    """All nodes below ``root`` in a deterministic topological (post-) order.
+
+    Arguments come before the nodes that use them; ties are broken by argument
+    order, so the order of first appearance is stable.
+    """
+    order: list[Expr] = []
+    seen: set[int] = set()
+    stack: list[tuple[Expr, bool]] = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if node.serial in seen:
+            continue
+        if expanded:
+            seen.add(node.serial)
+            order.append(node)
+            continue
+        stack.append((node, True))
+        for arg in reversed(node.args):
+            if arg.serial not in seen:
+                stack.append((arg, False))
+    return order
