@@ -75,7 +75,8 @@ def laddu_available() -> bool:
         import laddu
     except ImportError:
         return False
-    return all(hasattr(laddu, n) for n in ("Vec4", "Likelihood", "NLL", "relativistic_breit_wigner"))
+    needed = ("Vec4", "Likelihood", "NLL", "relativistic_breit_wigner")
+    return all(hasattr(laddu, n) for n in needed)
 
 
 def ksks_angles_expr() -> tuple[Any, Any, Any]:
@@ -149,7 +150,9 @@ def _dataset(source: Any) -> Any:
     import laddu as ld
 
     if isinstance(source, Mapping):
-        p4s = {k: np.ascontiguousarray(v, dtype=np.float64) for k, v in source.items() if k != "weight"}
+        p4s = {
+            k: np.ascontiguousarray(v, dtype=np.float64) for k, v in source.items() if k != "weight"
+        }
         weights = source.get("weight")
         return ld.Dataset.from_arrays(p4s=p4s, scalars={}, weights=weights)
     path = os.fspath(source)
@@ -192,7 +195,8 @@ class LadduKsKsNLL:
         vec = np.asarray(p, dtype=np.float64).reshape(-1)
         if vec.size != len(self.parameter_names):
             raise ValueError(
-                f"expected {len(self.parameter_names)} values ({self.parameter_names}), got {vec.size}"
+                f"expected {len(self.parameter_names)} values "
+                f"({self.parameter_names}), got {vec.size}"
             )
         return vec
 

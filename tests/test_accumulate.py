@@ -57,8 +57,8 @@ finite = st.floats(allow_nan=False, allow_infinity=False)
 scaled = st.builds(
     math.ldexp,
     st.floats(min_value=-1.0, max_value=1.0, allow_nan=False),
-    st.integers(min_value=-1080, max_value=1024),
-).filter(math.isfinite)
+    st.integers(min_value=-1080, max_value=1023),
+)
 magnitudes = st.sampled_from(
     [0.0, -0.0, TINY, -TINY, 2.2e-308, 1e-300, 1.0, 1e16, 1e300, MAX, -MAX]
 )

@@ -96,11 +96,23 @@ def generate(split: Split) -> Kernels:
 
     # -- event kernel -------------------------------------------------------------
     ev = ["def event_kernel(cols, xp):"]
-    for node in split.event_nodes:
+    last_use: dict[int, int] = {}
+    for i, node in enumerate(split.event_nodes):
+        for a in node.args:
+            last_use[a.serial] = i
+    keep = {n.serial for n in split.cache}
+    for i, node in enumerate(split.event_nodes):
         if node.op == "column":
             ev.append(f"    {w.name(node)} = cols[{node.attr!r}]")
         else:
             ev.append(w.line(node))
+        # free temporaries after their last use: the peak stays a few arrays, not the graph
+        dead = [
+            w.name(a) for a in dict.fromkeys(node.args)
+            if a.op != "const" and last_use.get(a.serial) == i and a.serial not in keep
+        ]
+        if dead:
+            ev.append(f"    del {', '.join(dead)}")
     ev.append("    return (" + "".join(f"{w.name(n)}, " for n in split.cache) + ")")
 
     # -- forward part shared by value and vjp ------------------------------------------

@@ -75,7 +75,7 @@ def resolve_chunk_size(chunk_size: int | None) -> int:
     if chunk_size is None:
         return DEFAULT_CHUNK_SIZE
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, numbers.Integral):
-        raise ValueError(  # noqa: TRY004 - documented contract: bad chunk_size is a ValueError
+        raise ValueError(  # documented contract: a bad chunk_size is a ValueError
             f"chunk_size must be a positive integer or None, got {chunk_size!r}"
         )
     if chunk_size < 1:
@@ -193,6 +193,10 @@ class ArrayPartition(Partition):
     def load(self, columns: Sequence[str] | None = None, dtype: Any = np.float64) -> EventBatch:
         dt = check_dtype(dtype)
         cols = resolve_columns(self.schema, columns, "arrays")
+        with np.errstate(over="ignore"):
+            return self._load(cols, dt)
+
+    def _load(self, cols: list[str], dt: np.dtype) -> EventBatch:
         out: dict[str, np.ndarray] = {}
         for c in cols:
             raw = self.arrays[c]
@@ -521,7 +525,8 @@ class Dataset:
         Examples
         --------
         >>> import numpy as np
-        >>> Dataset.from_arrays(scalars={"x": np.zeros(3)}, weights=[1e16, 1.0, -1e16]).sum_weights()
+        >>> ds = Dataset.from_arrays(scalars={"x": np.zeros(3)}, weights=[1e16, 1.0, -1e16])
+        >>> ds.sum_weights()
         1.0
         """
         if self._sum_weights is None:

@@ -197,7 +197,8 @@ class ParquetPartition(Partition):
                 f"({self.source})"
             )
         raw = chunked.to_numpy()
-        arr = np.array(raw, dtype=dt, copy=True, order="C")
+        with np.errstate(over="ignore"):
+            arr = np.array(raw, dtype=dt, copy=True, order="C")
         check_finite(arr, name, self.offset, self.source,
                      original=raw if raw.dtype.kind == "f" and raw.dtype != dt else None)
         return arr
@@ -331,7 +332,8 @@ def write_parquet(dataset: Dataset, path: PathArg, precision: str = "f64") -> No
                 arrays = [batch.columns[n] for n in names[:-1]] + [batch.weights]
                 stored = []
                 for n, a in zip(names, arrays, strict=True):
-                    b = a.astype(dt, copy=False)
+                    with np.errstate(over="ignore"):
+                        b = a.astype(dt, copy=False)
                     if b is not a:
                         check_finite(b, n, batch.offset, batch.source, original=a)
                     stored.append(pa.array(b, type=ptype))

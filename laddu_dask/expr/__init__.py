@@ -12,6 +12,7 @@ from laddu_dask.expr.amplitudes import (
     blatt_weisskopf,
     breakup_momentum,
     breit_wigner,
+    relativistic_breit_wigner,
     spherical_harmonic,
 )
 from laddu_dask.expr.model import Model
@@ -50,6 +51,7 @@ __all__ = [
     "merge_parameters",
     "parameter",
     "polar_complex",
+    "relativistic_breit_wigner",
     "powi",
     "scalar",
     "spherical_harmonic",

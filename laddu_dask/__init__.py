@@ -1,0 +1,114 @@
+"""laddu-dask: amplitude analysis on Dask.
+
+Models are symbolic expressions compiled to per-partition array kernels; datasets
+are Dask-partitioned event samples, kept resident or streamed from Parquet under a
+memory budget; likelihoods and their exact gradients are reduced with exact
+(error-free) partial sums, so results do not depend on partitioning.
+
+Examples
+--------
+>>> import numpy as np
+>>> import laddu_dask as ld
+>>> x = ld.scalar("x")
+>>> a = ld.parameter("a", initial=1.0, bounds=(0.0, 10.0))
+>>> model = ld.Model(a * x * x + 1.0)
+>>> data = ld.Dataset.from_arrays(scalars={"x": np.array([0.2, 0.9, 0.95])})
+>>> mc = ld.Dataset.from_arrays(scalars={"x": np.linspace(0.0, 1.0, 1001)})
+>>> lik = ld.Likelihood([ld.NLL(model, data=data, accepted_mc=mc)])
+>>> lik.parameter_names
+['a']
+"""
+
+from laddu_dask.compile import CompiledModel, ReductionPlan
+from laddu_dask.data import Dataset, EventBatch, Schema, read_parquet
+from laddu_dask.errors import (
+    BudgetError,
+    DataError,
+    LadduDaskError,
+    ModelError,
+    NonPositiveIntensityError,
+    NormalizationError,
+    ParameterError,
+    SchemaError,
+)
+from laddu_dask.expr import (
+    Expr,
+    Model,
+    ParameterSpec,
+    Vec3,
+    Vec4,
+    atan2,
+    blatt_weisskopf,
+    breakup_momentum,
+    breit_wigner,
+    constant,
+    parameter,
+    polar_complex,
+    relativistic_breit_wigner,
+    scalar,
+    spherical_harmonic,
+)
+from laddu_dask.expr import complex_ as complex  # noqa: A001 - laddu's name
+from laddu_dask.likelihood import NLL, ExtendedNLL, FitResult, Likelihood, fit
+from laddu_dask.runtime import (
+    ExactPartials,
+    Execution,
+    MemoryBudget,
+    MemoryDecision,
+    MemoryPlan,
+    PreparedDataset,
+    PreparedModel,
+    PreparedStats,
+    ReductionEvaluation,
+    exact_sum,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "NLL",
+    "BudgetError",
+    "CompiledModel",
+    "DataError",
+    "Dataset",
+    "EventBatch",
+    "ExactPartials",
+    "Execution",
+    "Expr",
+    "ExtendedNLL",
+    "FitResult",
+    "LadduDaskError",
+    "Likelihood",
+    "MemoryBudget",
+    "MemoryDecision",
+    "MemoryPlan",
+    "Model",
+    "ModelError",
+    "NonPositiveIntensityError",
+    "NormalizationError",
+    "ParameterError",
+    "ParameterSpec",
+    "PreparedDataset",
+    "PreparedModel",
+    "PreparedStats",
+    "ReductionEvaluation",
+    "ReductionPlan",
+    "Schema",
+    "SchemaError",
+    "Vec3",
+    "Vec4",
+    "atan2",
+    "blatt_weisskopf",
+    "breakup_momentum",
+    "breit_wigner",
+    "complex",
+    "constant",
+    "exact_sum",
+    "fit",
+    "parameter",
+    "polar_complex",
+    "read_parquet",
+    "relativistic_breit_wigner",
+    "scalar",
+    "spherical_harmonic",
+]

@@ -1,0 +1,555 @@
+"""Toy gamma p -> p K_S K_S samples: generator, truth intensity and decay angles.
+
+The physics follows the project's benchmark convention (``shared/bench/ksks.py``):
+
+* production: a photon of 8.5 GeV on a proton at rest; the K_S K_S system ``X`` has a
+  mass flat in [1, 2] GeV and a momentum transfer ``|t|`` drawn from ``exp(-3 |t|)``
+  within its kinematic limits, with a flat azimuth;
+* decay angles: those of ``kshort1`` in the ``X`` rest frame, reached by boosting by
+  ``-beta`` of ``X`` (lab), with axes ``z = unit(X.vec3)``, ``y = unit(beam.vec3 x z)``,
+  ``x = y x z``; ``costheta = k.z / |k|``, ``phi = atan2(k.y, k.x)``;
+* acceptance: ``0.5 (1 + 0.3 costheta) (1 - 0.2 cos 2 phi) (0.7 + 0.3 (m - 1))``;
+* truth intensity (constant-width Breit-Wigner ``BW(s; M, G) = 1 / (M^2 - s - i M G)``)::
+
+      I = | BW(s; M_S, G_S) Y_0^0 + sum_{m=0..2} c_Dm BW(s; M_D, G_D) Y_2^m |^2
+
+  with ``c_Dm = dm_re + i dm_im`` and the values of :data:`TRUTH`.
+
+Data are drawn from ``acceptance x I`` and accepted Monte Carlo from ``acceptance``
+alone (phase space flat in m and in the decay angles). Samples are written in laddu's
+Parquet convention: ``NAME_e, NAME_px, NAME_py, NAME_pz`` for the four-vectors beam,
+proton, kshort1, kshort2 (GeV, lab frame, target proton at rest) and ``weight``.
+
+Examples
+--------
+>>> from laddu_dask import ksks
+>>> data, mc = ksks.generate(n_data=100, n_mc=200, seed=1)
+>>> data["kshort1"].shape, mc["beam"].shape
+((100, 4), (200, 4))
+>>> s, costheta, phi = ksks.angles(data)
+>>> bool(((s > 1.0) & (s < 4.0)).all())
+True
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from laddu_dask.errors import ParameterError, SchemaError
+
+__all__ = [
+    "E_BEAM",
+    "M_KS",
+    "M_PROTON",
+    "P4_NAMES",
+    "PARAMETER_NAMES",
+    "TRUTH",
+    "acceptance",
+    "angles",
+    "generate",
+    "phase_space",
+    "spherical_harmonic",
+    "truth_intensity",
+    "write_sample",
+]
+
+M_PROTON = 0.938272
+M_KS = 0.497611
+E_BEAM = 8.5
+MASS_RANGE = (1.0, 2.0)
+T_SLOPE = 3.0
+
+#: Four-vector names, in column order.
+P4_NAMES: tuple[str, ...] = ("beam", "proton", "kshort1", "kshort2")
+_COMPONENTS = ("e", "px", "py", "pz")
+
+#: Truth parameters of the toy model (c_S = 1 is fixed and not listed).
+TRUTH: dict[str, float] = {
+    "s_mass": 1.506,
+    "s_width": 0.112,
+    "d_mass": 1.517,
+    "d_width": 0.086,
+    "d0_re": 0.80,
+    "d0_im": 0.30,
+    "d1_re": -0.40,
+    "d1_im": 0.50,
+    "d2_re": 0.25,
+    "d2_im": -0.35,
+}
+#: Free-parameter order of the model (laddu's first-seen order for the model as written).
+PARAMETER_NAMES: tuple[str, ...] = tuple(TRUTH)
+
+
+# --- kinematics helpers -------------------------------------------------------------
+
+
+def _boost(p4: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    """Add velocity ``beta`` (n, 3) to four-vectors ``p4`` (n, 4) (laddu's ``boost``)."""
+    b2 = np.einsum("ij,ij->i", beta, beta)
+    gamma = 1.0 / np.sqrt(1.0 - b2)
+    bp = np.einsum("ij,ij->i", beta, p4[:, 1:])
+    out = np.empty_like(p4)
+    out[:, 0] = gamma * (p4[:, 0] + bp)
+    out[:, 1:] = p4[:, 1:] + (gamma * gamma / (gamma + 1.0) * bp + gamma * p4[:, 0])[:, None] * beta
+    return out
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    return v / np.linalg.norm(v, axis=-1, keepdims=True)
+
+
+def _helicity_axes(beam: np.ndarray, x_p4: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return the (x, y, z) axes of the K_S K_S frame, each (n, 3)."""
+    z = _unit(x_p4[:, 1:])
+    y = _unit(np.cross(beam[:, 1:], z))
+    return np.cross(y, z), y, z
+
+
+def _breakup_momentum(m: np.ndarray, m1: float, m2: float) -> np.ndarray:
+    s = m * m
+    return np.sqrt(np.clip((s - (m1 + m2) ** 2) * (s - (m1 - m2) ** 2), 0.0, None)) / (2.0 * m)
+
+
+# --- physics --------------------------------------------------------------------------
+
+
+def spherical_harmonic(l: int, m: int, costheta: np.ndarray, phi: np.ndarray) -> np.ndarray:
+    """Orthonormal spherical harmonic ``Y_l^m`` with the Condon-Shortley phase.
+
+    ``Y_l^{-m} = (-1)^m conj(Y_l^m)``; ``sin(theta)`` is ``sqrt(1 - costheta^2)`` clipped
+    at zero.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> y00 = spherical_harmonic(0, 0, np.array([0.3]), np.array([1.0]))
+    >>> bool(np.isclose(y00[0], 0.5 / np.sqrt(np.pi)))
+    True
+    """
+    if l < 0 or abs(m) > l:
+        raise ValueError(f"spherical harmonic needs |m| <= l and l >= 0, got l={l}, m={m}")
+    x = np.asarray(costheta, dtype=np.float64)
+    phi = np.asarray(phi, dtype=np.float64)
+    am = abs(m)
+    sin_t = np.sqrt(np.clip(1.0 - x * x, 0.0, None))
+    # associated Legendre P_l^|m| with the (-1)^m phase, by upward recursion in l
+    p_mm = np.ones_like(x)
+    for k in range(am):
+        p_mm = -(2 * k + 1) * sin_t * p_mm
+    p_prev, p_cur = p_mm, p_mm
+    if l > am:
+        p_cur = (2 * am + 1) * x * p_mm
+        for ll in range(am + 2, l + 1):
+            p_prev, p_cur = p_cur, ((2 * ll - 1) * x * p_cur - (ll + am - 1) * p_prev) / (ll - am)
+    ratio = math.factorial(l - am) / math.factorial(l + am)
+    norm = math.sqrt((2 * l + 1) / (4.0 * math.pi) * ratio)
+    y = norm * p_cur * np.exp(1j * am * phi)
+    if m < 0:
+        y = (-1) ** am * np.conj(y)
+    return y
+
+
+def _param(params: Mapping[str, float], name: str) -> float:
+    try:
+        return float(params[name])
+    except KeyError:
+        raise ParameterError(f"truth_intensity: missing parameter {name!r}") from None
+
+
+def truth_intensity(
+    s: np.ndarray,
+    costheta: np.ndarray,
+    phi: np.ndarray,
+    params: Mapping[str, float] = TRUTH,
+) -> np.ndarray:
+    """Intensity ``|BW_S Y00 + BW_D sum_m c_Dm Y2m|^2`` with constant-width BWs.
+
+    Parameters
+    ----------
+    s, costheta, phi : array_like
+        Squared K_S K_S mass (GeV^2) and decay angles, broadcastable.
+    params : mapping
+        Values for every name in :data:`PARAMETER_NAMES` (default :data:`TRUTH`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> i = truth_intensity(np.array([1.506**2]), np.array([0.0]), np.array([0.0]))
+    >>> bool(i[0] > 0)
+    True
+    """
+    s = np.asarray(s, dtype=np.float64)
+    p = {name: _param(params, name) for name in PARAMETER_NAMES}
+
+    def bw(mass: float, width: float) -> np.ndarray:
+        return 1.0 / (mass * mass - s - 1j * mass * width)
+
+    d_part = sum(
+        complex(p[f"d{m}_re"], p[f"d{m}_im"]) * spherical_harmonic(2, m, costheta, phi)
+        for m in range(3)
+    )
+    amp = (
+        bw(p["s_mass"], p["s_width"]) * spherical_harmonic(0, 0, costheta, phi)
+        + bw(p["d_mass"], p["d_width"]) * d_part
+    )
+    return amp.real**2 + amp.imag**2
+
+
+def acceptance(costheta: np.ndarray, phi: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """Detector acceptance probability (at most 0.936) of an event.
+
+    Examples
+    --------
+    >>> round(float(acceptance(0.0, 0.0, 1.0)), 12)
+    0.28
+    """
+    return (
+        0.5
+        * (1.0 + 0.3 * np.asarray(costheta))
+        * (1.0 - 0.2 * np.cos(2.0 * np.asarray(phi)))
+        * (0.7 + 0.3 * (np.asarray(m) - MASS_RANGE[0]))
+    )
+
+
+def _check_p4(p4: Mapping[str, np.ndarray], names: tuple[str, ...]) -> dict[str, np.ndarray]:
+    out = {}
+    for name in names:
+        if name not in p4:
+            raise SchemaError(f"missing four-vector {name!r} (have {sorted(p4)})")
+        arr = np.asarray(p4[name], dtype=np.float64)
+        if arr.ndim != 2 or arr.shape[1] != 4:
+            raise SchemaError(f"four-vector {name!r} must have shape (n, 4), got {arr.shape}")
+        out[name] = arr
+    n = {len(a) for a in out.values()}
+    if len(n) > 1:
+        raise SchemaError(f"four-vectors {list(names)} have different lengths {sorted(n)}")
+    return out
+
+
+def angles(p4: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return ``(s, costheta, phi)`` of ``kshort1`` in the K_S K_S frame.
+
+    Parameters
+    ----------
+    p4 : mapping
+        Four-vectors (n, 4) in (E, px, py, pz) order; needs beam, kshort1, kshort2.
+
+    Examples
+    --------
+    >>> data, _ = generate(n_data=10, n_mc=0, seed=3)
+    >>> s, costheta, phi = angles(data)
+    >>> bool((abs(costheta) <= 1).all())
+    True
+    """
+    v = _check_p4(p4, ("beam", "kshort1", "kshort2"))
+    x_p4 = v["kshort1"] + v["kshort2"]
+    s = x_p4[:, 0] ** 2 - np.einsum("ij,ij->i", x_p4[:, 1:], x_p4[:, 1:])
+    k = _boost(v["kshort1"], -x_p4[:, 1:] / x_p4[:, :1])[:, 1:]
+    ax, ay, az = _helicity_axes(v["beam"], x_p4)
+    costheta = np.einsum("ij,ij->i", k, az) / np.linalg.norm(k, axis=1)
+    phi = np.arctan2(np.einsum("ij,ij->i", k, ay), np.einsum("ij,ij->i", k, ax))
+    return s, costheta, phi
+
+
+# --- generation -----------------------------------------------------------------------
+
+
+def phase_space(
+    n: int, rng: np.random.Generator
+) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
+    """Propose ``n`` events flat in m and in the decay angles, exponential in ``|t|``.
+
+    Returns the lab four-vectors and the generated ``(m, costheta, phi)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> p4, m, ct, phi = phase_space(5, np.random.default_rng(0))
+    >>> p4["proton"].shape
+    (5, 4)
+    """
+    m = rng.uniform(*MASS_RANGE, n)
+    costheta = rng.uniform(-1.0, 1.0, n)
+    phi = rng.uniform(-math.pi, math.pi, n)
+    u_t = rng.uniform(0.0, 1.0, n)
+    azimuth = rng.uniform(-math.pi, math.pi, n)
+
+    # production in the overall centre-of-momentum frame (photon along +z)
+    w2 = M_PROTON * (M_PROTON + 2.0 * E_BEAM)
+    w = math.sqrt(w2)
+    k_cm = (w2 - M_PROTON**2) / (2.0 * w)
+    e_x = (w2 + m * m - M_PROTON**2) / (2.0 * w)
+    p_x = np.sqrt(np.clip(e_x * e_x - m * m, 0.0, None))
+    # t = m^2 - 2 k (E_X - p_X cos); |t| in [|t|(cos=1), |t|(cos=-1)], density exp(-b |t|)
+    abs_t_lo = 2.0 * k_cm * (e_x - p_x) - m * m
+    abs_t_hi = 2.0 * k_cm * (e_x + p_x) - m * m
+    abs_t = abs_t_lo - np.log1p(u_t * np.expm1(-T_SLOPE * (abs_t_hi - abs_t_lo))) / T_SLOPE
+    cos_cm = np.clip((2.0 * k_cm * e_x - m * m - abs_t) / (2.0 * k_cm * p_x), -1.0, 1.0)
+    sin_cm = np.sqrt(1.0 - cos_cm * cos_cm)
+    dir_x = np.column_stack([sin_cm * np.cos(azimuth), sin_cm * np.sin(azimuth), cos_cm])
+    x_cm = np.column_stack([e_x, p_x[:, None] * dir_x])
+    proton_cm = np.column_stack([np.sqrt(p_x * p_x + M_PROTON**2), -p_x[:, None] * dir_x])
+    to_lab = np.zeros((n, 3))
+    to_lab[:, 2] = E_BEAM / (E_BEAM + M_PROTON)
+    x_lab = _boost(x_cm, to_lab)
+    proton = _boost(proton_cm, to_lab)
+    beam = np.zeros((n, 4))
+    beam[:, 0] = beam[:, 3] = E_BEAM
+
+    # K_S K_S decay in the helicity frame, then to the lab
+    q = _breakup_momentum(m, M_KS, M_KS)
+    ax, ay, az = _helicity_axes(beam, x_lab)
+    sin_t = np.sqrt(1.0 - costheta * costheta)
+    k_dir = (sin_t * np.cos(phi))[:, None] * ax + (sin_t * np.sin(phi))[:, None] * ay
+    k_dir += costheta[:, None] * az
+    k_rest = np.column_stack([np.sqrt(q * q + M_KS**2), q[:, None] * k_dir])
+    kshort1 = _boost(k_rest, x_lab[:, 1:] / x_lab[:, :1])
+    kshort2 = x_lab - kshort1
+    p4 = {"beam": beam, "proton": proton, "kshort1": kshort1, "kshort2": kshort2}
+    return p4, m, costheta, phi
+
+
+@functools.lru_cache(maxsize=4)
+def _envelope(params: tuple[tuple[str, float], ...]) -> float:
+    """Upper bound of the truth intensity on [1, 2] GeV (grid maximum with a margin)."""
+    m = np.linspace(*MASS_RANGE, 1001)[:, None, None]
+    ct = np.linspace(-1.0, 1.0, 41)[None, :, None]
+    phi = np.linspace(-math.pi, math.pi, 49)[None, None, :]
+    return 1.3 * float(truth_intensity(m * m, ct, phi, dict(params)).max())
+
+
+def _draw(rng: np.random.Generator, n: int, weighted_by_truth: bool) -> dict[str, np.ndarray]:
+    """Accept-reject ``n`` events from acceptance (x truth intensity if asked)."""
+    envelope = _envelope(tuple(TRUTH.items())) if weighted_by_truth else 1.0
+    kept: list[dict[str, np.ndarray]] = []
+    have, rate = 0, 0.05 if weighted_by_truth else 0.3
+    while have < n:
+        batch = int(min(max(1.2 * (n - have) / rate, 1_000), 500_000))
+        p4, m, ct, phi = phase_space(batch, rng)
+        keep = rng.uniform(0.0, 1.0, batch) < acceptance(ct, phi, m)
+        if weighted_by_truth:
+            inten = truth_intensity(m * m, ct, phi)
+            if inten.max() > envelope:  # pragma: no cover - guarded by the grid margin
+                raise RuntimeError("truth intensity exceeds its sampling envelope")
+            keep &= rng.uniform(0.0, envelope, batch) < inten
+        n_keep = int(keep.sum())
+        rate = max(n_keep / batch, 1e-3)
+        kept.append({k: v[keep] for k, v in p4.items()})
+        have += n_keep
+    return {name: np.concatenate([c[name] for c in kept])[:n] for name in P4_NAMES}
+
+
+def _empty() -> dict[str, np.ndarray]:
+    return {name: np.zeros((0, 4)) for name in P4_NAMES}
+
+
+def generate(
+    n_data: int = 100_000, n_mc: int = 1_000_000, seed: int = 12345
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Generate a data sample (acceptance x truth) and an accepted-MC sample (acceptance).
+
+    Deterministic for a given ``(n_data, n_mc, seed)``.
+
+    Returns
+    -------
+    data, accmc : dict
+        ``name -> (n, 4)`` float64 arrays for :data:`P4_NAMES` (lab frame, GeV).
+
+    Examples
+    --------
+    >>> data, mc = generate(n_data=20, n_mc=30, seed=7)
+    >>> sorted(data) == sorted(P4_NAMES), len(mc["kshort2"])
+    (True, 30)
+    """
+    for label, n in (("n_data", n_data), ("n_mc", n_mc)):
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise ValueError(f"{label} must be a non-negative integer, got {n!r}")
+    rng = np.random.default_rng(seed)
+    data = _draw(rng, int(n_data), True) if n_data else _empty()
+    mc = _draw(rng, int(n_mc), False) if n_mc else _empty()
+    return data, mc
+
+
+def _table(p4: Mapping[str, np.ndarray]) -> pa.Table:
+    cols: dict[str, np.ndarray] = {}
+    for name in P4_NAMES:
+        for j, comp in enumerate(_COMPONENTS):
+            cols[f"{name}_{comp}"] = np.ascontiguousarray(p4[name][:, j], dtype=np.float64)
+    cols["weight"] = np.ones(len(p4[P4_NAMES[0]]))
+    return pa.table(cols)
+
+
+def _write_atomic(table: pa.Table, path: str, parts: int) -> str:
+    """Write one file (``parts == 1``) or a folder of ``parts`` files, replacing ``path``."""
+    parent = os.path.dirname(path) or "."
+    stem = os.path.basename(path)
+    if parts == 1:
+        fd, tmp = tempfile.mkstemp(prefix=f".{stem}.", suffix=".tmp", dir=parent)
+        os.close(fd)
+        try:
+            pq.write_table(table, tmp)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+        return path
+    tmp_dir = tempfile.mkdtemp(prefix=f".{stem}.", suffix=".tmp", dir=parent)
+    try:
+        edges = np.linspace(0, table.num_rows, parts + 1).astype(int)
+        for i in range(parts):
+            part = table.slice(edges[i], edges[i + 1] - edges[i])
+            pq.write_table(part, os.path.join(tmp_dir, f"part-{i:04d}.parquet"))
+        if os.path.isdir(path):
+            old = tempfile.mkdtemp(prefix=f".{stem}.", suffix=".old", dir=parent)
+            os.replace(path, os.path.join(old, stem))
+            os.replace(tmp_dir, path)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            if os.path.exists(path):
+                os.unlink(path)
+            os.replace(tmp_dir, path)
+    except BaseException:
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+        raise
+    return path
+
+
+def write_sample(
+    outdir: str | os.PathLike[str],
+    n_data: int = 100_000,
+    n_mc: int = 1_000_000,
+    seed: int = 12345,
+    parts: int = 1,
+) -> dict[str, str]:
+    """Generate and write ``data``, ``accmc`` and ``truth.json`` under ``outdir``.
+
+    With ``parts == 1`` the samples are ``data.parquet`` and ``accmc.parquet``; with
+    ``parts > 1`` they are folders ``data/`` and ``accmc/`` of ``part-NNNN.parquet``
+    files. Every file is written to a temporary name and moved into place.
+
+    Returns
+    -------
+    dict
+        Paths under the keys ``"data"``, ``"accmc"`` and ``"truth"``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> paths = write_sample(tempfile.mkdtemp(), n_data=50, n_mc=80, seed=2)
+    >>> sorted(paths)
+    ['accmc', 'data', 'truth']
+    """
+    if isinstance(parts, bool) or not isinstance(parts, (int, np.integer)) or parts < 1:
+        raise ValueError(f"parts must be a positive integer, got {parts!r}")
+    outdir = os.fspath(outdir)
+    os.makedirs(outdir, exist_ok=True)
+    data, mc = generate(n_data, n_mc, seed)
+    suffix = ".parquet" if parts == 1 else ""
+    paths = {
+        "data": _write_atomic(_table(data), os.path.join(outdir, "data" + suffix), int(parts)),
+        "accmc": _write_atomic(_table(mc), os.path.join(outdir, "accmc" + suffix), int(parts)),
+    }
+    truth = os.path.join(outdir, "truth.json")
+    fd, tmp = tempfile.mkstemp(prefix=".truth.", suffix=".tmp", dir=outdir)
+    with os.fdopen(fd, "w") as f:
+        json.dump(TRUTH, f, indent=2)
+    os.replace(tmp, truth)
+    paths["truth"] = truth
+    return paths
+
+
+# --- model ---
+
+#: Fit bounds of the masses and widths (GeV); the coefficients are unbounded.
+BOUNDS: dict[str, tuple[float, float]] = {
+    "s_mass": (1.0, 2.0),
+    "s_width": (0.01, 1.0),
+    "d_mass": (1.0, 2.0),
+    "d_width": (0.01, 1.0),
+}
+
+
+def model(
+    lineshape: str = "bw",
+    *,
+    fixed_lineshapes: bool = False,
+    initial: Mapping[str, float] | None = None,
+):
+    """The KsKs intensity as a laddu-dask :class:`~laddu_dask.Model`.
+
+    ``I = | BW_S Y_0^0 + BW_D (c_0 Y_2^0 + c_1 Y_2^1 + c_2 Y_2^2) |^2`` with the angles of
+    the module docstring, computed from the four-vector columns, so the model reads
+    laddu's Parquet files directly.  Free parameters, in order: s_mass, s_width,
+    d_mass, d_width, d0_re, d0_im, d1_re, d1_im, d2_re, d2_im.
+
+    Parameters
+    ----------
+    lineshape : {"bw", "rbw"}
+        Constant-width Breit-Wigner, or the relativistic one (l = 0 for S, 2 for D,
+        K_S daughters).
+    fixed_lineshapes : bool
+        Fix masses and widths at their true values (only the six D-wave
+        coefficients stay free).
+    initial : mapping, optional
+        Start values (default: the truth).
+
+    Examples
+    --------
+    >>> from laddu_dask import ksks
+    >>> ksks.model().parameter_names[:4]
+    ['s_mass', 's_width', 'd_mass', 'd_width']
+    >>> len(ksks.model(fixed_lineshapes=True).parameter_names)
+    6
+    """
+    import laddu_dask as ld
+
+    if lineshape not in ("bw", "rbw"):
+        raise ValueError(f"lineshape must be 'bw' or 'rbw', got {lineshape!r}")
+    start = dict(TRUTH)
+    if initial is not None:
+        unknown = set(initial) - set(TRUTH)
+        if unknown:
+            raise ParameterError(f"unknown KsKs parameter(s): {', '.join(sorted(unknown))}")
+        start.update(initial)
+
+    def par(name: str):
+        if fixed_lineshapes and name in BOUNDS:
+            return ld.parameter(name, fixed=TRUTH[name])
+        return ld.parameter(name, initial=start[name], bounds=BOUNDS.get(name))
+
+    beam = ld.Vec4.event("beam")
+    k1, k2 = ld.Vec4.event("kshort1"), ld.Vec4.event("kshort2")
+    x = k1 + k2
+    k = k1.boost(-x.beta()).vec3()
+    z = x.vec3().unit()
+    y = beam.vec3().cross(z).unit()
+    xaxis = y.cross(z)
+    costheta = k.dot(z) / k.mag()
+    phi = ld.atan2(k.dot(y), k.dot(xaxis))
+    s = x.m2()
+
+    def line(mass: str, width: str, l: int):  # noqa: E741
+        if lineshape == "bw":
+            return ld.breit_wigner(s, mass=par(mass), width=par(width))
+        return ld.relativistic_breit_wigner(
+            s, mass=par(mass), width=par(width), mass1=M_KS, mass2=M_KS, l=l
+        )
+
+    s_wave = line("s_mass", "s_width", 0) * ld.spherical_harmonic(0, 0, costheta=costheta, phi=phi)
+    d_line = line("d_mass", "d_width", 2)
+    d_sum = None
+    for m in range(3):
+        c = ld.complex(par(f"d{m}_re"), par(f"d{m}_im"))
+        term = c * ld.spherical_harmonic(2, m, costheta=costheta, phi=phi)
+        d_sum = term if d_sum is None else d_sum + term
+    return ld.Model((s_wave + d_line * d_sum).norm_sqr())

@@ -1,0 +1,12 @@
+"""Likelihoods with laddu's conventions, and fits.
+
+Examples
+--------
+>>> from laddu_dask.likelihood import NLL, ExtendedNLL, Likelihood, FitResult
+"""
+
+from laddu_dask.likelihood.fit import FitResult, fit
+from laddu_dask.likelihood.likelihood import Likelihood
+from laddu_dask.likelihood.terms import NLL, ExtendedNLL
+
+__all__ = ["NLL", "ExtendedNLL", "FitResult", "Likelihood", "fit"]

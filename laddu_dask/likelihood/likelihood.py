@@ -1,0 +1,143 @@
+"""``Likelihood``: a sum of terms sharing parameters by name.
+
+Examples
+--------
+>>> import numpy as np
+>>> import laddu_dask as ld
+>>> x = ld.scalar("x")
+>>> a = ld.parameter("a", initial=1.0, bounds=(0.0, 10.0))
+>>> model = ld.Model(a * x * x + 1.0)
+>>> data = ld.Dataset.from_arrays(scalars={"x": np.array([0.5, 1.0, 0.9])})
+>>> mc = ld.Dataset.from_arrays(scalars={"x": np.linspace(0, 1, 101)})
+>>> lik = ld.Likelihood([ld.NLL(model, data=data, accepted_mc=mc)])
+>>> lik.parameter_names
+['a']
+>>> value, grad = lik.value_and_gradient({"a": 2.0})
+>>> grad.shape
+(1,)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from laddu_dask.compile.layout import ParameterValues, resolve_parameters
+from laddu_dask.errors import ParameterError
+from laddu_dask.expr.parameter import ParameterSpec, merge_parameters
+from laddu_dask.likelihood.terms import ExtendedNLL, NLL
+from laddu_dask.runtime.execution import Execution
+
+Term = NLL | ExtendedNLL
+
+
+class Likelihood:
+    """The sum of likelihood terms, evaluated on one execution.
+
+    Parameters
+    ----------
+    terms : sequence of NLL or ExtendedNLL
+        Terms; parameters with one name are one parameter (their definitions must agree).
+    execution : Execution, optional
+        Where to evaluate; the default is the local threaded scheduler in f64.
+
+    Attributes
+    ----------
+    parameter_names : list of str
+        Free parameters: each term's, in term order, first appearance wins.
+    parameters : dict[str, ParameterSpec]
+        Their definitions.
+    """
+
+    def __init__(self, terms: Sequence[Term], execution: Execution | None = None) -> None:
+        if isinstance(terms, (NLL, ExtendedNLL)):
+            terms = [terms]
+        terms = list(terms)
+        if not terms:
+            raise ValueError("a Likelihood needs at least one term")
+        names_seen: set[str] = set()
+        for t in terms:
+            if not isinstance(t, (NLL, ExtendedNLL)):
+                raise TypeError(f"Likelihood terms must be NLL or ExtendedNLL, got {type(t).__name__}")
+            if t.name in names_seen:
+                raise ValueError(f"two likelihood terms are named {t.name!r}; give each a unique name")
+            names_seen.add(t.name)
+        self.terms = terms
+        self.execution = execution if execution is not None else Execution()
+        specs = merge_parameters(
+            spec for t in terms for spec in t.model.parameters.values()
+        )
+        self.parameters: dict[str, ParameterSpec] = {
+            n: s for n, s in specs.items() if not s.is_fixed
+        }
+        self.parameter_names: list[str] = list(self.parameters)
+        self._index = [
+            np.array([self.parameter_names.index(n) for n in t.parameter_names], dtype=int)
+            for t in terms
+        ]
+        self.n_evaluations = 0
+
+    def __repr__(self) -> str:
+        return (
+            f"Likelihood({len(self.terms)} term(s): {', '.join(t.name for t in self.terms)}; "
+            f"{len(self.parameter_names)} free parameters)"
+        )
+
+    @property
+    def default_parameters(self) -> list[float]:
+        """Initial values of the free parameters."""
+        return [s.initial for s in self.parameters.values()]
+
+    def bounds(self) -> list[tuple[float | None, float | None]]:
+        """Bounds of the free parameters, in order."""
+        return [s.bounds for s in self.parameters.values()]
+
+    def resolve(self, params: ParameterValues) -> np.ndarray:
+        """Parameter values in :attr:`parameter_names` order.
+
+        A mapping may leave parameters out (they take their initial values).
+        """
+        defaults = {n: s.initial for n, s in self.parameters.items()}
+        return np.array(
+            resolve_parameters(self.parameter_names, params, defaults=defaults), dtype=np.float64
+        )
+
+    def _evaluate(self, params: ParameterValues, with_gradient: bool) -> tuple[float, Any]:
+        p = self.resolve(params)
+        total = 0.0
+        grad = np.zeros(len(p))
+        for term, idx in zip(self.terms, self._index):
+            value, g = term.evaluate(self.execution, p[idx], with_gradient)
+            total += value
+            if with_gradient:
+                np.add.at(grad, idx, g)
+        self.n_evaluations += 1
+        return total, (grad if with_gradient else None)
+
+    def value(self, params: ParameterValues) -> float:
+        """The likelihood at ``params`` (sequence in :attr:`parameter_names` order, or mapping)."""
+        return self._evaluate(params, False)[0]
+
+    def value_and_gradient(self, params: ParameterValues) -> tuple[float, np.ndarray]:
+        """The likelihood and its exact gradient at ``params``."""
+        return self._evaluate(params, True)
+
+    def gradient(self, params: ParameterValues) -> np.ndarray:
+        """The exact gradient at ``params``."""
+        return self._evaluate(params, True)[1]
+
+    def fit(self, initial: ParameterValues | None = None, method: str = "migrad", **options: Any):
+        """Minimise the likelihood; see :func:`laddu_dask.likelihood.fit.fit`."""
+        from laddu_dask.likelihood.fit import fit
+
+        return fit(self, initial=initial, method=method, **options)
+
+    def _check_names(self, names: Sequence[str]) -> None:
+        unknown = [n for n in names if n not in self.parameters]
+        if unknown:
+            raise ParameterError(
+                f"unknown parameter(s) {', '.join(map(repr, unknown))}; "
+                f"the free parameters are: {', '.join(self.parameter_names)}"
+            )

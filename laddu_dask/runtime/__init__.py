@@ -1,0 +1,39 @@
+"""Runtime: executions, memory plans, prepared models and datasets, exact reductions.
+
+Examples
+--------
+>>> from laddu_dask.runtime import Execution
+>>> Execution().device
+'cpu'
+"""
+
+from laddu_dask.runtime.accumulate import ExactPartials, exact_sum
+from laddu_dask.runtime.execution import Execution
+from laddu_dask.runtime.memory import (
+    MemoryBudget,
+    MemoryDecision,
+    MemoryPlan,
+    decide_storage,
+    parse_bytes,
+)
+from laddu_dask.runtime.prepared import (
+    PreparedDataset,
+    PreparedModel,
+    PreparedStats,
+    ReductionEvaluation,
+)
+
+__all__ = [
+    "ExactPartials",
+    "Execution",
+    "MemoryBudget",
+    "MemoryDecision",
+    "MemoryPlan",
+    "PreparedDataset",
+    "PreparedModel",
+    "PreparedStats",
+    "ReductionEvaluation",
+    "decide_storage",
+    "exact_sum",
+    "parse_bytes",
+]

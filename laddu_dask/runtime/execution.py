@@ -1,0 +1,151 @@
+"""``Execution``: where and how evaluations run.
+
+An execution fixes the device, the floating-point precision, the memory plan, the
+Dask scheduler (the local threaded scheduler, or a ``distributed.Client``) and the
+fan-in of tree reductions.  It records the memory decisions made for every dataset
+prepared under it.
+
+Examples
+--------
+>>> import laddu_dask as ld
+>>> ex = ld.Execution(precision="f64", memory=ld.MemoryPlan(host="2 GiB"))
+>>> ex.device, ex.precision, ex.split_every
+('cpu', 'f64', 8)
+>>> ex.memory_decisions()
+[]
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Hashable, Mapping
+from typing import Any
+
+import dask
+import dask.threaded
+
+from laddu_dask.compile.compiled import real_dtype
+from laddu_dask.runtime.memory import MemoryBudget, MemoryDecision, MemoryPlan
+
+DEVICES = ("cpu", "gpu", "auto")
+
+
+def _gpu_available() -> bool:
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # noqa: BLE001 - any import or driver failure means no GPU
+        return False
+
+
+class Execution:
+    """Runtime configuration of evaluations.
+
+    Parameters
+    ----------
+    device : {"cpu", "gpu", "auto"}
+        Where kernels run; ``"auto"`` takes a GPU when CuPy sees one.
+    precision : {"f64", "f32"}
+        Arithmetic precision of the kernels (sums are always accumulated exactly).
+    memory : MemoryPlan, MemoryBudget, int or str, optional
+        Host (and device) budgets; a single budget applies to the host.
+    client : distributed.Client, optional
+        Run on this cluster; ``None`` uses the local threaded scheduler.
+    split_every : int
+        Fan-in of the tree reduction that merges partition sums.
+    num_workers : int, optional
+        Threads of the local scheduler (default: the number of CPUs).
+
+    Examples
+    --------
+    >>> import laddu_dask as ld
+    >>> ld.Execution(memory="1 GiB").memory.host.spec
+    '1 GiB'
+    """
+
+    def __init__(
+        self,
+        device: str = "cpu",
+        precision: str = "f64",
+        memory: MemoryPlan | MemoryBudget | int | str | None = None,
+        client: Any = None,
+        split_every: int = 8,
+        num_workers: int | None = None,
+    ) -> None:
+        if device not in DEVICES:
+            raise ValueError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
+        if device == "auto":
+            device = "gpu" if _gpu_available() else "cpu"
+        if device == "gpu":
+            raise ValueError(
+                "device='gpu' needs CuPy and a CUDA GPU, and the GPU backend is not built yet; "
+                "use device='cpu'"
+            )
+        real_dtype(precision)
+        if not isinstance(split_every, int) or split_every < 2:
+            raise ValueError(f"split_every must be an integer >= 2, got {split_every!r}")
+        if num_workers is not None and (not isinstance(num_workers, int) or num_workers < 1):
+            raise ValueError(f"num_workers must be a positive integer, got {num_workers!r}")
+        if isinstance(memory, MemoryPlan):
+            plan = memory
+        elif memory is None:
+            plan = MemoryPlan()
+        else:
+            plan = MemoryPlan(host=memory)
+        self.device = device
+        self.precision = precision
+        self.memory = plan
+        self.client = client
+        self.split_every = split_every
+        self.num_workers = num_workers or os.cpu_count() or 1
+        self._decisions: list[MemoryDecision] = []
+
+    def __repr__(self) -> str:
+        where = "local threaded scheduler" if self.client is None else f"client {self.client!r}"
+        return (
+            f"Execution(device={self.device!r}, precision={self.precision!r}, "
+            f"memory={self.memory!r}, {where}, split_every={self.split_every})"
+        )
+
+    def _repr_html_(self) -> str:
+        rows = "".join(
+            f"<tr><td>{d.dataset}</td><td>{d.strategy}</td><td>{d.chunk_size}</td>"
+            f"<td>{d.estimated_bytes}</td><td>{d.reason}</td></tr>"
+            for d in self._decisions
+        )
+        return (
+            f"<b>laddu_dask.Execution</b> device {self.device}, precision {self.precision}, "
+            f"{'local scheduler' if self.client is None else 'distributed client'}"
+            "<table><tr><th>dataset</th><th>storage</th><th>chunk</th><th>bytes</th>"
+            f"<th>why</th></tr>{rows}</table>"
+        )
+
+    # -- memory -------------------------------------------------------------------
+    def host_budget_bytes(self) -> int | None:
+        """The host budget in bytes on this machine (``None``: unlimited)."""
+        return self.memory.host_bytes()
+
+    def record(self, decision: MemoryDecision) -> None:
+        """Remember a memory decision."""
+        self._decisions.append(decision)
+
+    def memory_decisions(self) -> list[MemoryDecision]:
+        """What the planner chose for each prepared dataset, and why."""
+        return list(self._decisions)
+
+    # -- scheduling ----------------------------------------------------------------------
+    @property
+    def workers(self) -> int:
+        """How many tasks run at once (local threads, or cluster worker threads)."""
+        if self.client is None:
+            return self.num_workers
+        info = self.client.scheduler_info()
+        return max(1, sum(w.get("nthreads", 1) for w in info.get("workers", {}).values()))
+
+    def get(self, graph: Mapping[Hashable, Any], keys: Any, num_workers: int | None = None) -> Any:
+        """Run a hand-built task graph and return the values of ``keys``."""
+        if self.client is not None:
+            return self.client.get(dict(graph), keys, sync=True)
+        with dask.config.set({"optimization.fuse.active": False}):
+            return dask.threaded.get(graph, keys, num_workers=num_workers or self.num_workers)

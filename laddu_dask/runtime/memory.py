@@ -1,0 +1,487 @@
+"""Memory budgets and the resident-or-streaming decision for prepared datasets.
+
+A :class:`MemoryPlan` holds one :class:`MemoryBudget` for host memory and one for
+device (GPU) memory. A budget is a number of bytes (``1024``, ``"500 MB"``,
+``"2 GiB"``), a share of the machine's memory (``"70%"``), a share of the memory
+free right now (``"70% available"``), or ``None`` for no limit.
+:func:`decide_storage` turns a budget and the sizes of a dataset into a
+:class:`MemoryDecision`: keep the prepared dataset resident, or stream it one
+chunk at a time; the decision records its numbers and one sentence saying why.
+
+Examples
+--------
+>>> from laddu_dask.runtime.memory import MemoryPlan, decide_storage, parse_bytes
+>>> parse_bytes("1.5 GiB")
+1610612736
+>>> plan = MemoryPlan(host="2 GiB", device="70%")
+>>> plan.host_bytes()
+2147483648
+>>> d = decide_storage("signal/data", "fastest", resident_bytes=3 * 2**30,
+...                    partition_bytes=2**20, chunk_size=10_000, partitions=300,
+...                    budget_bytes=plan.host_bytes())
+>>> d.strategy
+'streaming'
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+
+from laddu_dask.errors import BudgetError
+
+__all__ = [
+    "POLICIES",
+    "MemoryBudget",
+    "MemoryDecision",
+    "MemoryPlan",
+    "decide_storage",
+    "format_bytes",
+    "parse_bytes",
+]
+
+#: Allowed values of ``policy`` in :func:`decide_storage`.
+POLICIES = ("resident", "streaming", "fastest")
+_RESOURCES = ("host", "device")
+
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 10**3,
+    "kb": 10**3,
+    "m": 10**6,
+    "mb": 10**6,
+    "g": 10**9,
+    "gb": 10**9,
+    "t": 10**12,
+    "tb": 10**12,
+    "p": 10**15,
+    "pb": 10**15,
+    "ki": 2**10,
+    "kib": 2**10,
+    "mi": 2**20,
+    "mib": 2**20,
+    "gi": 2**30,
+    "gib": 2**30,
+    "ti": 2**40,
+    "tib": 2**40,
+    "pi": 2**50,
+    "pib": 2**50,
+}
+_NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
+_SIZE_RE = re.compile(rf"^\s*({_NUMBER})\s*([a-zA-Z]*)\s*$")
+_PERCENT_RE = re.compile(rf"^\s*({_NUMBER})\s*%\s*(?:of\s+)?(total|available)?\s*$", re.I)
+_UNLIMITED = ("unlimited", "none")
+_SIZE_HINT = "expected a number of bytes such as 1024, '500 MB', '1.5GB' or '2 GiB'"
+
+
+def format_bytes(n: int) -> str:
+    """Human-readable size with the exact count, e.g. ``'1.50 GiB (1610612736 bytes)'``.
+
+    Examples
+    --------
+    >>> format_bytes(1610612736)
+    '1.50 GiB (1610612736 bytes)'
+    >>> format_bytes(512)
+    '512 bytes'
+    """
+    n = int(n)
+    if abs(n) < 1024:
+        return f"{n} bytes"
+    units = ("KiB", "MiB", "GiB", "TiB", "PiB")
+    power = min(len(units), (abs(n).bit_length() - 1) // 10)
+    return f"{n / 1024**power:.2f} {units[power - 1]} ({n} bytes)"
+
+
+def parse_bytes(spec: int | float | str) -> int:
+    """Parse a memory size into bytes.
+
+    Decimal units (``kB``, ``MB``, ``GB``, ``TB``, ``PB``; also ``k``, ``M``, ...)
+    are powers of 1000, binary units (``KiB``, ``MiB``, ``GiB``, ``TiB``, ``PiB``;
+    also ``Ki``, ``Mi``, ...) powers of 1024; case and spaces do not matter.
+    Fractional results are rounded down to whole bytes.
+
+    Raises
+    ------
+    BudgetError
+        For negative, non-finite or unparseable sizes; the message quotes the text.
+
+    Examples
+    --------
+    >>> parse_bytes(1024), parse_bytes("500 MB"), parse_bytes("1.5GB"), parse_bytes("64 KiB")
+    (1024, 500000000, 1500000000, 65536)
+    """
+    if isinstance(spec, bool):
+        raise BudgetError(f"cannot parse memory size {spec!r}: {_SIZE_HINT}")
+    if isinstance(spec, int):
+        if spec < 0:
+            raise BudgetError(f"memory size must be >= 0 bytes, got {spec!r}")
+        return spec
+    if isinstance(spec, float):
+        if not math.isfinite(spec) or spec < 0:
+            raise BudgetError(f"memory size must be a finite number >= 0, got {spec!r}")
+        return int(spec)
+    if not isinstance(spec, str):
+        raise BudgetError(
+            f"cannot parse memory size {spec!r} ({type(spec).__name__}): {_SIZE_HINT}"
+        )
+    match = _SIZE_RE.match(spec)
+    unit = match.group(2).lower() if match else None
+    if match is None or unit not in _UNITS:
+        raise BudgetError(f"cannot parse memory size {spec!r}: {_SIZE_HINT}")
+    try:
+        number = Decimal(match.group(1))
+    except InvalidOperation as err:  # pragma: no cover - the pattern admits only numbers
+        raise BudgetError(f"cannot parse memory size {spec!r}: {_SIZE_HINT}") from err
+    return int(number * _UNITS[unit])
+
+
+def _parse_percent(spec: str) -> tuple[str, float] | None:
+    match = _PERCENT_RE.match(spec)
+    if match is None:
+        return None
+    pct = float(match.group(1))
+    if not 0 < pct <= 100:
+        raise BudgetError(f"memory percentage must be in (0, 100], got {spec!r}")
+    base = (match.group(2) or "total").lower()
+    return base, pct
+
+
+class MemoryBudget:
+    """A budget of one memory resource (host or device).
+
+    Parameters
+    ----------
+    spec : int, str or None
+        ``None`` (or ``"unlimited"``): no limit. A size in bytes (``1024``,
+        ``"500 MB"``, ``"2 GiB"``; see :func:`parse_bytes`). ``"70%"`` (or
+        ``"70% total"``): that share of the resource's total memory.
+        ``"70% available"``: that share of the memory free when it is resolved.
+
+    Raises
+    ------
+    BudgetError
+        When ``spec`` cannot be parsed (checked at construction).
+
+    Examples
+    --------
+    >>> MemoryBudget("70%").resolve(total=1000, available=400)
+    700
+    >>> MemoryBudget("50% available").resolve(total=1000, available=400)
+    200
+    >>> MemoryBudget(None).resolve(total=1000, available=400) is None
+    True
+    """
+
+    def __init__(self, spec: int | str | None) -> None:
+        if isinstance(spec, MemoryBudget):
+            spec = spec.spec
+        self.spec = spec
+        self._base: str | None = None  # None: absolute bytes; "total" / "available": share
+        self._value: float | int | None = None  # bytes, or percentage
+        if spec is None or (isinstance(spec, str) and spec.strip().lower() in _UNLIMITED):
+            self.spec = None
+            return
+        percent = _parse_percent(spec) if isinstance(spec, str) else None
+        if percent is not None:
+            self._base, self._value = percent
+        else:
+            self._value = parse_bytes(spec)
+
+    @property
+    def unlimited(self) -> bool:
+        """Whether the budget sets no limit."""
+        return self._value is None
+
+    @property
+    def needs_machine(self) -> bool:
+        """Whether resolving needs the machine's memory sizes (a percentage)."""
+        return self._base is not None
+
+    def resolve(self, total: int, available: int) -> int | None:
+        """Bytes allowed given the resource's ``total`` and ``available`` bytes.
+
+        Returns ``None`` for an unlimited budget.
+
+        Examples
+        --------
+        >>> MemoryBudget("1 KiB").resolve(total=10**9, available=0)
+        1024
+        """
+        if self._value is None:
+            return None
+        if self._base is None:
+            return int(self._value)
+        for name, value in (("total", total), ("available", available)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise BudgetError(f"{name} memory must be an integer >= 0 bytes, got {value!r}")
+        base = total if self._base == "total" else available
+        return int(base * self._value / 100)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MemoryBudget):
+            return NotImplemented
+        return (self._base, self._value) == (other._base, other._value)
+
+    def __hash__(self) -> int:
+        return hash((self._base, self._value))
+
+    def __repr__(self) -> str:
+        return f"MemoryBudget({self.spec!r})"
+
+
+def _host_memory() -> tuple[int, int]:
+    """(total, available) bytes of host memory."""
+    try:
+        import psutil
+    except ImportError:  # pragma: no cover - psutil comes with distributed
+        page = os.sysconf("SC_PAGE_SIZE")
+        return os.sysconf("SC_PHYS_PAGES") * page, os.sysconf("SC_AVPHYS_PAGES") * page
+    memory = psutil.virtual_memory()
+    return int(memory.total), int(memory.available)
+
+
+def _device_memory() -> tuple[int, int]:
+    """(total, available) bytes of the current CUDA device (needs CuPy)."""
+    try:
+        import cupy
+    except ImportError as err:
+        raise BudgetError(
+            "a device memory budget given as a percentage needs CuPy to read the GPU's "
+            "memory size, and CuPy is not installed; give the budget in bytes instead"
+        ) from err
+    free, total = cupy.cuda.runtime.memGetInfo()
+    return int(total), int(free)
+
+
+def _as_budget(value: MemoryBudget | int | str | None) -> MemoryBudget:
+    return value if isinstance(value, MemoryBudget) else MemoryBudget(value)
+
+
+class MemoryPlan:
+    """Host and device memory budgets of an execution.
+
+    Parameters
+    ----------
+    host, device : MemoryBudget, int, str or None
+        Budgets (see :class:`MemoryBudget`); ``None`` means unlimited.
+
+    Examples
+    --------
+    >>> plan = MemoryPlan(host="512 MiB")
+    >>> plan.host_bytes(), plan.device
+    (536870912, MemoryBudget(None))
+    """
+
+    def __init__(
+        self,
+        host: MemoryBudget | int | str | None = None,
+        device: MemoryBudget | int | str | None = None,
+    ) -> None:
+        self.host = _as_budget(host)
+        self.device = _as_budget(device)
+
+    def host_bytes(self) -> int | None:
+        """The host budget in bytes on this machine (``None``: unlimited)."""
+        if not self.host.needs_machine:
+            return self.host.resolve(0, 0)
+        return self.host.resolve(*_host_memory())
+
+    def device_bytes(self, total: int | None = None, available: int | None = None) -> int | None:
+        """The device budget in bytes (``None``: unlimited).
+
+        ``total`` and ``available`` default to what CuPy reports for the current
+        device; they are only needed for a percentage budget.
+        """
+        if not self.device.needs_machine:
+            return self.device.resolve(0, 0)
+        if total is None or available is None:
+            total, available = _device_memory()
+        return self.device.resolve(total, available)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MemoryPlan):
+            return NotImplemented
+        return (self.host, self.device) == (other.host, other.device)
+
+    def __hash__(self) -> int:
+        return hash((self.host, self.device))
+
+    def __repr__(self) -> str:
+        return f"MemoryPlan(host={self.host.spec!r}, device={self.device.spec!r})"
+
+
+@dataclass(frozen=True)
+class MemoryDecision:
+    """How a prepared dataset is stored, with the numbers behind the choice.
+
+    Examples
+    --------
+    >>> d = decide_storage("mc", "fastest", 100, 10, 5, 20, budget_bytes=None)
+    >>> d.strategy
+    'resident'
+    >>> d.reason
+    'resident: no host memory budget is set, so the prepared data (100 bytes) stay in memory'
+    """
+
+    dataset: str
+    resource: str
+    strategy: str
+    requested_policy: str
+    chunk_size: int
+    partitions: int
+    estimated_bytes: int
+    peak_bytes: int
+    budget_bytes: int | None
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.dataset}: {self.reason}"
+
+
+def _check_count(name: str, value: int, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def decide_storage(
+    dataset: str,
+    policy: str,
+    resident_bytes: int,
+    partition_bytes: int,
+    chunk_size: int,
+    partitions: int,
+    budget_bytes: int | None,
+    workers: int = 1,
+    resource: str = "host",
+) -> MemoryDecision:
+    """Choose resident or streaming storage for a prepared dataset.
+
+    Parameters
+    ----------
+    dataset : str
+        Name of the prepared dataset, for messages (e.g. ``"signal/data"``).
+    policy : {"resident", "streaming", "fastest"}
+        What the user asked for; ``"fastest"`` keeps the data resident when they fit.
+    resident_bytes : int
+        Bytes the prepared dataset needs when held in memory.
+    partition_bytes : int
+        Peak bytes of one chunk while it is streamed through an evaluation.
+    chunk_size, partitions : int
+        Events per partition and number of partitions.
+    budget_bytes : int or None
+        The budget of ``resource`` in bytes; ``None`` means unlimited.
+    workers : int
+        Chunks processed at once when streaming (at most ``partitions`` of them).
+    resource : {"host", "device"}
+        Which memory the budget is for.
+
+    Raises
+    ------
+    BudgetError
+        When the requested strategy (or, for ``"fastest"``, even streaming) does
+        not fit the budget; the message gives the bytes needed and the budget.
+    ValueError
+        For an unknown policy or resource, or negative sizes.
+
+    Examples
+    --------
+    >>> d = decide_storage("signal/data", "fastest", resident_bytes=2**31,
+    ...                    partition_bytes=2**20, chunk_size=4096, partitions=2048,
+    ...                    budget_bytes=2**30, workers=4)
+    >>> d.strategy, d.peak_bytes
+    ('streaming', 4194304)
+    """
+    if policy not in POLICIES:
+        allowed = ", ".join(repr(p) for p in POLICIES)
+        raise ValueError(f"memory policy must be one of {allowed}, got {policy!r}")
+    if resource not in _RESOURCES:
+        allowed = ", ".join(repr(r) for r in _RESOURCES)
+        raise ValueError(f"memory resource must be one of {allowed}, got {resource!r}")
+    _check_count("resident_bytes", resident_bytes)
+    _check_count("partition_bytes", partition_bytes)
+    _check_count("chunk_size", chunk_size)
+    _check_count("partitions", partitions)
+    _check_count("workers", workers, minimum=1)
+    if budget_bytes is not None:
+        _check_count("budget_bytes", budget_bytes)
+
+    concurrent = max(1, min(workers, partitions))
+    stream_peak = concurrent * partition_bytes
+
+    def decision(strategy: str, reason: str) -> MemoryDecision:
+        peak = resident_bytes if strategy == "resident" else stream_peak
+        return MemoryDecision(
+            dataset=dataset,
+            resource=resource,
+            strategy=strategy,
+            requested_policy=policy,
+            chunk_size=chunk_size,
+            partitions=partitions,
+            estimated_bytes=resident_bytes,
+            peak_bytes=peak,
+            budget_bytes=budget_bytes,
+            reason=reason,
+        )
+
+    if budget_bytes is None:
+        strategy = "streaming" if policy == "streaming" else "resident"
+        kept = (
+            f"the prepared data ({format_bytes(resident_bytes)}) stay in memory"
+            if strategy == "resident"
+            else f"chunks of {chunk_size} events are streamed as requested"
+        )
+        return decision(strategy, f"{strategy}: no {resource} memory budget is set, so {kept}")
+
+    budget_text = f"the {resource} budget of {format_bytes(budget_bytes)}"
+    resident_fits = resident_bytes <= budget_bytes
+    stream_fits = stream_peak <= budget_bytes
+
+    if policy == "resident" or (policy == "fastest" and resident_fits):
+        if not resident_fits:
+            raise BudgetError(
+                f"dataset {dataset!r} needs {format_bytes(resident_bytes)} of {resource} "
+                f"memory to stay resident, but {budget_text} is smaller; raise the budget "
+                f"or use memory_policy='streaming'"
+            )
+        return decision(
+            "resident",
+            f"resident: the prepared data ({format_bytes(resident_bytes)}) fit in {budget_text}",
+        )
+
+    if not stream_fits:
+        per_event = partition_bytes / chunk_size if chunk_size else partition_bytes
+        fitting = int(budget_bytes // (concurrent * per_event)) if per_event else chunk_size
+        hint = (
+            f"use a smaller chunk_size (about {fitting} events would fit) or raise the budget"
+            if fitting >= 1
+            else "raise the budget: not even one event per chunk fits"
+        )
+        prefix = ""
+        if policy == "fastest":
+            prefix = (
+                f"dataset {dataset!r} does not fit resident ({format_bytes(resident_bytes)}) "
+                f"and streaming fails too: "
+            )
+        raise BudgetError(
+            f"{prefix}{resource} memory budget too small for one chunk: dataset {dataset!r} "
+            f"streams {concurrent} chunk(s) of {chunk_size} events at once, "
+            f"{format_bytes(partition_bytes)} each ({format_bytes(stream_peak)} in all), "
+            f"but {budget_text} is smaller; {hint}"
+        )
+
+    working_set = (
+        f"{concurrent} chunk(s) of {chunk_size} events at once need {format_bytes(stream_peak)}"
+    )
+    if policy == "streaming":
+        reason = f"streaming as requested: {working_set}, within {budget_text}"
+    else:
+        reason = (
+            f"streaming: resident storage would need {format_bytes(resident_bytes)}, more than "
+            f"{budget_text}; {working_set}"
+        )
+    return decision("streaming", reason)

@@ -1,0 +1,75 @@
+"""Hand-built task graphs: one task per partition, then a tree of exact merges.
+
+This follows the chunk / combine / aggregate pattern of ``dask.array.reduction``,
+but the graph is built directly as a dictionary, so an evaluation costs no
+collection-level graph construction or optimisation.  Merges are exact
+(:class:`~laddu_dask.runtime.accumulate.ExactPartials`), so the result does not
+depend on the shape of the tree.
+
+Examples
+--------
+>>> from laddu_dask.runtime.reduction import tree_graph
+>>> graph, root = tree_graph({("leaf", i): (float, i) for i in range(5)}, 2, sum, "t")
+>>> import dask
+>>> dask.get(graph, root)
+10.0
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any
+
+from laddu_dask.runtime.accumulate import ExactPartials
+
+_COUNTER = itertools.count()
+
+
+def unique_name(prefix: str) -> str:
+    """A graph-key prefix unique in this process (results on a cluster never collide)."""
+    return f"{prefix}-{next(_COUNTER)}"
+
+
+def merge_list(parts: list[ExactPartials]) -> ExactPartials:
+    """Combine step of the tree: exact merge of a list of partial sums."""
+    return ExactPartials.merge(parts)
+
+
+def tree_graph(
+    leaves: Mapping[Hashable, Any],
+    split_every: int,
+    combine: Callable[[list[Any]], Any] = merge_list,
+    name: str = "merge",
+) -> tuple[dict[Hashable, Any], Hashable]:
+    """Add a tree reduction over ``leaves`` and return the graph and its root key.
+
+    Parameters
+    ----------
+    leaves : mapping of key to task
+        One task per partition.
+    split_every : int
+        How many results each combine task merges (>= 2).
+    combine : callable
+        Takes a list of results, returns one.
+    name : str
+        Key prefix of the combine tasks.
+    """
+    graph: dict[Hashable, Any] = dict(leaves)
+    level = list(leaves)
+    depth = 0
+    if not level:
+        raise ValueError("a reduction needs at least one partition")
+    if len(level) == 1:
+        root = (name, depth, 0)
+        graph[root] = (combine, level)
+        return graph, root
+    while len(level) > 1:
+        nxt = []
+        for j in range(0, len(level), split_every):
+            key = (name, depth, j // split_every)
+            graph[key] = (combine, level[j : j + split_every])
+            nxt.append(key)
+        level = nxt
+        depth += 1
+    return graph, level[0]
