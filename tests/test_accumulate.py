@@ -59,9 +59,7 @@ scaled = st.builds(
     st.floats(min_value=-1.0, max_value=1.0, allow_nan=False),
     st.integers(min_value=-1080, max_value=1023),
 )
-magnitudes = st.sampled_from(
-    [0.0, -0.0, TINY, -TINY, 2.2e-308, 1e-300, 1.0, 1e16, 1e300, MAX, -MAX]
-)
+magnitudes = st.sampled_from([0.0, -0.0, TINY, -TINY, 2.2e-308, 1e-300, 1.0, 1e16, 1e300, MAX, -MAX])
 any_float = st.one_of(finite, scaled, magnitudes)
 
 
@@ -145,11 +143,7 @@ def test_large_array_several_blocks():
     assert_same(exact_sum(terms), math.fsum(terms.tolist()))
 
 
-@given(
-    hnp.arrays(
-        np.float64, hnp.array_shapes(min_dims=2, max_dims=2, max_side=12), elements=any_float
-    )
-)
+@given(hnp.arrays(np.float64, hnp.array_shapes(min_dims=2, max_dims=2, max_side=12), elements=any_float))
 @settings(max_examples=50)
 def test_rows_are_independent(matrix):
     values = ExactPartials.from_terms(matrix).to_floats()

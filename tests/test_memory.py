@@ -172,7 +172,9 @@ def test_resident_fits():
 
 
 def test_resident_does_not_fit():
-    with pytest.raises(BudgetError, match=r"'signal/data' needs 3\.00 GiB \(3221225472 bytes\) of host") as err:
+    with pytest.raises(
+        BudgetError, match=r"'signal/data' needs 3\.00 GiB \(3221225472 bytes\) of host"
+    ) as err:
         _decide("resident", 2 * GiB)
     assert "budget of 2.00 GiB (2147483648 bytes)" in str(err.value)
     assert "memory_policy='streaming'" in str(err.value)
@@ -224,7 +226,10 @@ def test_fastest_nothing_fits():
         _decide("fastest", 100 * MiB)
 
 
-@pytest.mark.parametrize(("policy", "strategy"), [("fastest", "resident"), ("resident", "resident"), ("streaming", "streaming")])
+@pytest.mark.parametrize(
+    ("policy", "strategy"),
+    [("fastest", "resident"), ("resident", "resident"), ("streaming", "streaming")],
+)
 def test_no_budget(policy, strategy):
     d = _decide(policy, None)
     assert d.strategy == strategy

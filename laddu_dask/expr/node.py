@@ -32,7 +32,7 @@ from laddu_dask.errors import ModelError
 from laddu_dask.expr.arrayfuncs import make_complex, norm_sqr
 from laddu_dask.expr.ops import COMPLEX, LEAVES, OPS, REAL, REAL_ONLY
 
-Number = Union[int, float, complex]
+Number = int | float | complex
 ExprLike = Union["Expr", int, float, complex]
 
 _INTERN: weakref.WeakValueDictionary = weakref.WeakValueDictionary()

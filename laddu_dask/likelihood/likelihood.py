@@ -27,7 +27,7 @@ import numpy as np
 from laddu_dask.compile.layout import ParameterValues, resolve_parameters
 from laddu_dask.errors import ParameterError
 from laddu_dask.expr.parameter import ParameterSpec, merge_parameters
-from laddu_dask.likelihood.terms import ExtendedNLL, NLL
+from laddu_dask.likelihood.terms import NLL, ExtendedNLL
 from laddu_dask.runtime.execution import Execution
 
 Term = NLL | ExtendedNLL

@@ -117,9 +117,7 @@ def _overflowed(hi_bins: np.ndarray) -> bool:
     return not bool(np.isfinite(hi_bins[finite_fields]).all())
 
 
-def _accumulate_bins(
-    bins: np.ndarray, fixed: list[int], specials: set[int], scale_huge: bool
-) -> None:
+def _accumulate_bins(bins: np.ndarray, fixed: list[int], specials: set[int], scale_huge: bool) -> None:
     """Add the exact bin sums into ``fixed`` (one scaled integer per quantity)."""
     for flat in np.flatnonzero(bins).tolist():
         row, column = divmod(flat, _NBINS)
@@ -226,9 +224,7 @@ class ExactPartials:
         if not isinstance(other, ExactPartials):
             return NotImplemented
         if len(other) != len(self):
-            raise ValueError(
-                f"cannot merge ExactPartials of {len(self)} and {len(other)} quantities"
-            )
+            raise ValueError(f"cannot merge ExactPartials of {len(self)} and {len(other)} quantities")
         return ExactPartials(
             tuple(a + b for a, b in zip(self.fixed, other.fixed, strict=True)),
             tuple(a + b for a, b in zip(self.special, other.special, strict=True)),
@@ -263,9 +259,7 @@ class ExactPartials:
                 )
         fixed = tuple(sum(column) for column in zip(*(p.fixed for p in parts), strict=True))
         # special sums are 0.0, +-inf or nan, whose plain sum does not depend on order
-        special = tuple(
-            sum(column, 0.0) for column in zip(*(p.special for p in parts), strict=True)
-        )
+        special = tuple(sum(column, 0.0) for column in zip(*(p.special for p in parts), strict=True))
         return ExactPartials(fixed, special)
 
     def to_floats(self) -> np.ndarray:

@@ -125,9 +125,7 @@ def parse_bytes(spec: int | float | str) -> int:
             raise BudgetError(f"memory size must be a finite number >= 0, got {spec!r}")
         return int(spec)
     if not isinstance(spec, str):
-        raise BudgetError(
-            f"cannot parse memory size {spec!r} ({type(spec).__name__}): {_SIZE_HINT}"
-        )
+        raise BudgetError(f"cannot parse memory size {spec!r} ({type(spec).__name__}): {_SIZE_HINT}")
     match = _SIZE_RE.match(spec)
     unit = match.group(2).lower() if match else None
     if match is None or unit not in _UNITS:
@@ -474,9 +472,7 @@ def decide_storage(
             f"but {budget_text} is smaller; {hint}"
         )
 
-    working_set = (
-        f"{concurrent} chunk(s) of {chunk_size} events at once need {format_bytes(stream_peak)}"
-    )
+    working_set = f"{concurrent} chunk(s) of {chunk_size} events at once need {format_bytes(stream_peak)}"
     if policy == "streaming":
         reason = f"streaming as requested: {working_set}, within {budget_text}"
     else:
