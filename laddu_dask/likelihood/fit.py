@@ -190,7 +190,7 @@ def fit(
             from laddu_dask.errors import ParameterError
 
             raise ParameterError(f"start value {v} of {name!r} lies outside its bounds [{lo}, {hi}]")
-    callback = _printer if progress is True else (progress or None)
+    callback = _Printer() if progress is True else (progress or None)
     objective = _Objective(likelihood, callback)
     start = time.perf_counter()
     if method == "migrad":
@@ -242,5 +242,14 @@ def fit(
     )
 
 
-def _printer(calls: int, value: float) -> None:
-    print(f"\rfit: {calls} evaluations, -2 ln L = {value:.10g}", end="", flush=True)
+class _Printer:
+    """A fit-iteration counter on one terminal line, refreshed at most every 0.25 s."""
+
+    def __init__(self) -> None:
+        self.last = 0.0
+
+    def __call__(self, calls: int, value: float) -> None:
+        now = time.perf_counter()
+        if now - self.last >= 0.25:
+            self.last = now
+            print(f"\rfit: {calls} evaluations, -2 ln L = {value:.10g}   ", end="", flush=True)

@@ -279,6 +279,10 @@ class PreparedModel:
         chunk = max((p.n_events for p in dataset.partitions), default=0)
         budget = execution.host_budget_bytes()
         workers = execution.workers
+        # streaming runs as many partitions at once as the budget holds (at least one)
+        stream_workers = workers
+        if budget is not None:
+            stream_workers = max(1, min(workers, budget // max(stream_bpe * max(chunk, 1), 1)))
         decision = decide_storage(
             dataset=name,
             policy=dataset.memory_policy,
@@ -287,13 +291,10 @@ class PreparedModel:
             chunk_size=chunk,
             partitions=dataset.n_partitions,
             budget_bytes=budget,
-            workers=1,
+            workers=stream_workers,
             resource="host",
         )
         execution.record(decision)
-        stream_workers = workers
-        if budget is not None:
-            stream_workers = max(1, min(workers, budget // max(stream_bpe * max(chunk, 1), 1)))
         token = unique_name(f"prepare-{name}")
         leaves = {
             (token, i): (prepare_partition, self.compiled, dataset, i, self.precision)

@@ -1,0 +1,54 @@
+"""Shared fixtures: a small K_S K_S sample on disk, its arrays, and a default execution."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from laddu_dask import ksks
+from laddu_dask.runtime.execution import Execution
+
+# tests/ on sys.path, so that test modules can `import laddu_reference`
+TESTS = Path(__file__).resolve().parent
+if str(TESTS) not in sys.path:
+    sys.path.insert(0, str(TESTS))
+
+#: Size and seed of the session K_S K_S sample (small: the tests must stay fast).
+KSKS_N_DATA = 3000
+KSKS_N_MC = 4000
+KSKS_SEED = 20240611
+
+
+@pytest.fixture(scope="session")
+def ksks_sample(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """``{"data": path, "accmc": path, "truth": path}`` of a deterministic K_S K_S sample."""
+    out = tmp_path_factory.mktemp("ksks")
+    return ksks.write_sample(out, n_data=KSKS_N_DATA, n_mc=KSKS_N_MC, seed=KSKS_SEED)
+
+
+def read_p4s(path: str) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Four-vectors ``name -> (n, 4)`` and weights of a laddu-convention Parquet file."""
+    table = pq.read_table(path)
+    p4s = {
+        name: np.column_stack(
+            [table.column(f"{name}_{c}").to_numpy() for c in ("e", "px", "py", "pz")]
+        )
+        for name in ksks.P4_NAMES
+    }
+    return p4s, table.column("weight").to_numpy()
+
+
+@pytest.fixture(scope="session")
+def ksks_arrays(ksks_sample: dict[str, str]) -> dict[str, tuple[dict[str, np.ndarray], np.ndarray]]:
+    """``{"data": (p4s, weights), "accmc": (p4s, weights)}`` of :func:`ksks_sample`."""
+    return {key: read_p4s(ksks_sample[key]) for key in ("data", "accmc")}
+
+
+@pytest.fixture
+def execution() -> Execution:
+    """A fresh local f64 execution (no memory budget)."""
+    return Execution()
