@@ -1,0 +1,386 @@
+"""Tests of the runtime: exact, partition-independent reductions, storage and memory budgets.
+
+References are independent of the runtime: ``math.fsum`` of per-event terms computed
+with NumPy (or with :meth:`PreparedModel.evaluate_batch`), and results of the same
+reduction under other chunkings, tree shapes and storages, compared with ``==``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from laddu_dask import ksks
+from laddu_dask.compile.compiled import CompiledModel
+from laddu_dask.compile.plan import ReductionPlan
+from laddu_dask.data.dataset import Dataset
+from laddu_dask.data.parquet import read_parquet
+from laddu_dask.errors import BudgetError, NonPositiveIntensityError
+from laddu_dask.expr import parameter, scalar
+from laddu_dask.runtime.execution import Execution
+from laddu_dask.runtime.memory import MemoryPlan
+from laddu_dask.runtime.prepared import PreparedModel, ReductionEvaluation
+
+REAL = ReductionPlan.weighted_real()
+POSITIVE = ReductionPlan.weighted_positive_real()
+LOG = ReductionPlan.weighted_log_positive_real()
+
+#: A point away from the truth, so that no gradient component vanishes by symmetry.
+OFF_TRUTH = {**ksks.TRUTH, "s_mass": 1.49, "d_width": 0.095, "d1_im": 0.62}
+
+
+def _reduce(ds: Dataset, model, params, plan, ex: Execution | None = None) -> ReductionEvaluation:
+    ex = ex if ex is not None else Execution()
+    pm = PreparedModel.prepare(CompiledModel.from_expr(model), ex)
+    pd = pm.prepare_dataset(ex, ds)
+    return pm.reduce_with_gradient(ex, params, pd, plan)
+
+
+def _assert_identical(a: ReductionEvaluation, b: ReductionEvaluation) -> None:
+    assert a.value == b.value
+    assert a.gradient.shape == b.gradient.shape
+    for i, (ga, gb) in enumerate(zip(a.gradient, b.gradient)):
+        assert ga == gb, f"gradient component {i}: {ga!r} != {gb!r}"
+
+
+# ---------------------------------------------------------------------------
+# bitwise independence of partitioning and tree shape
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("lineshape", ["bw", "rbw"])
+@pytest.mark.parametrize(("key", "plan"), [("data", LOG), ("accmc", REAL)])
+def test_reduction_identical_across_chunkings_and_trees(ksks_sample, lineshape, key, plan):
+    model = ksks.model(lineshape)
+    ds = read_parquet(ksks_sample[key])
+    n = ds.n_events
+    reference = _reduce(ds.with_chunk_size(n), model, OFF_TRUTH, plan)
+    assert np.all(np.isfinite(reference.gradient)) and reference.gradient.shape == (10,)
+    assert np.all(reference.gradient != 0.0)
+    runs = 0
+    for chunk in (97, 1000, 4096, n):
+        chunked = ds.with_chunk_size(chunk)
+        assert chunked.n_partitions == math.ceil(n / chunk)
+        for split_every in (2, 3, 8):
+            result = _reduce(chunked, model, OFF_TRUTH, plan, Execution(split_every=split_every))
+            _assert_identical(result, reference)
+            runs += 1
+    # value-only reductions agree with the value of the gradient reductions
+    ex = Execution(split_every=5)
+    pm = PreparedModel.prepare(CompiledModel.from_expr(model), ex)
+    assert pm.reduce(ex, OFF_TRUTH, pm.prepare_dataset(ex, ds.with_chunk_size(97)), plan) == (
+        reference.value
+    )
+    assert runs == 12
+
+
+def test_reduction_identical_for_arrays_and_parquet_and_files(ksks_sample, ksks_arrays, tmp_path):
+    """The same events from arrays, from one file and from a folder of three files."""
+    model = ksks.model("bw")
+    p4s, w = ksks_arrays["accmc"]
+    folder = tmp_path / "split"
+    folder.mkdir()
+    n = len(w)
+    cuts = [0, 1234, 2900, n]
+    for j in range(3):
+        sl = slice(cuts[j], cuts[j + 1])
+        Dataset.from_arrays(p4s={k: v[sl] for k, v in p4s.items()}, weights=w[sl]).write_parquet(
+            folder / f"part-{j}.parquet"
+        )
+    sources = [
+        Dataset.from_arrays(p4s=p4s, weights=w, chunk_size=500),
+        read_parquet(ksks_sample["accmc"], chunk_size=777),
+        read_parquet(str(folder), chunk_size=1000),
+    ]
+    assert sources[2].n_partitions == 6  # partitions never span two files
+    results = [_reduce(ds, model, OFF_TRUTH, POSITIVE) for ds in sources]
+    for r in results[1:]:
+        _assert_identical(r, results[0])
+
+
+# ---------------------------------------------------------------------------
+# exact sums
+# ---------------------------------------------------------------------------
+ILL = np.array([1e16, 1.0, -1e16, 3.0, 1e-3, 2.5e15, -2.5e15, 7.0, 1e-20, -3e-3] * 31 + [1e100, -1e100])
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 7, 64, 1000, None])
+def test_ill_conditioned_sum_equals_fsum(chunk):
+    expected = math.fsum(ILL)
+    assert float(np.sum(ILL)) != expected  # naive summation loses it
+    ds = Dataset.from_arrays(scalars={"x": ILL}, chunk_size=chunk)
+    ex = Execution(split_every=3)
+    pm = PreparedModel.prepare(CompiledModel.from_expr(scalar("x")), ex)
+    pd = pm.prepare_dataset(ex, ds)
+    assert pm.reduce(ex, [], pd, REAL) == expected
+    result = pm.reduce_with_gradient(ex, [], pd, REAL)
+    assert result.value == expected
+    assert result.gradient.shape == (0,)
+
+
+@pytest.mark.parametrize("chunk", [3, 50, None])
+def test_ill_conditioned_weighted_sum_and_gradient_equal_fsum(chunk):
+    rng = np.random.default_rng(5)
+    w = rng.normal(1.0, 2.0, ILL.size)
+    a = parameter("a", initial=1.0)
+    ds = Dataset.from_arrays(scalars={"x": ILL}, weights=w, chunk_size=chunk)
+    result = _reduce(ds, a * scalar("x"), [1.0], REAL)
+    terms = w * ILL  # the per-event products, rounded as the runtime rounds them
+    assert result.value == math.fsum(terms)
+    assert result.gradient[0] == math.fsum(terms)
+
+
+# ---------------------------------------------------------------------------
+# storage: resident, streaming, fastest, budgets
+# ---------------------------------------------------------------------------
+def _prepare(ds: Dataset, model, ex: Execution, name: str = "sample"):
+    pm = PreparedModel.prepare(CompiledModel.from_expr(model), ex)
+    return pm, pm.prepare_dataset(ex, ds, name=name)
+
+
+def test_resident_streaming_fastest_identical(ksks_sample):
+    model = ksks.model("rbw")
+    base = read_parquet(ksks_sample["data"], chunk_size=400)
+    results = {}
+    for policy in ("resident", "streaming", "fastest"):
+        ex = Execution(split_every=4)
+        pm, pd = _prepare(base.with_memory_policy(policy), model, ex, name=f"data-{policy}")
+        expected_storage = "streaming" if policy == "streaming" else "resident"
+        assert pd.stats.storage == expected_storage == pd.storage
+        (decision,) = ex.memory_decisions()
+        assert decision.dataset == f"data-{policy}"
+        assert decision.strategy == expected_storage
+        assert decision.requested_policy == policy
+        assert decision.reason.startswith(expected_storage)
+        results[policy] = (
+            pm.reduce_with_gradient(ex, OFF_TRUTH, pd, LOG),
+            pm.reduce(ex, OFF_TRUTH, pd, POSITIVE),
+        )
+    for policy in ("streaming", "fastest"):
+        _assert_identical(results[policy][0], results["resident"][0])
+        assert results[policy][1] == results["resident"][1]
+
+
+def _sizes(ds: Dataset, model) -> tuple[int, int]:
+    """(resident bytes, bytes of one streamed chunk) as the planner estimates them."""
+    ex = Execution()
+    _prepare(ds.with_memory_policy("streaming"), model, ex)
+    (decision,) = ex.memory_decisions()
+    assert decision.strategy == "streaming"
+    assert decision.partitions == ds.n_partitions
+    return decision.estimated_bytes, decision.peak_bytes
+
+
+def test_fastest_streams_under_a_small_budget_and_says_why(ksks_sample):
+    model = ksks.model("bw")
+    ds = read_parquet(ksks_sample["accmc"], chunk_size=250)
+    resident, chunk_bytes = _sizes(ds, model)
+    assert chunk_bytes < resident
+    budget = (chunk_bytes + resident) // 2
+    ex = Execution(memory=MemoryPlan(host=budget))
+    pm, pd = _prepare(ds, model, ex, name="mc")
+    assert pd.stats.storage == "streaming"
+    assert pd.stats.resident_bytes == 0
+    (decision,) = ex.memory_decisions()
+    assert decision.strategy == "streaming" and decision.requested_policy == "fastest"
+    assert decision.budget_bytes == budget
+    assert decision.estimated_bytes == resident
+    assert decision.peak_bytes <= budget
+    assert f"({resident} bytes)" in decision.reason
+    assert "resident storage would need" in decision.reason
+    assert str(decision).startswith("mc: streaming")
+    # same numbers as the unlimited, resident evaluation
+    ex_free = Execution()
+    pm_free, pd_free = _prepare(ds, model, ex_free)
+    assert pd_free.stats.storage == "resident"
+    _assert_identical(
+        pm.reduce_with_gradient(ex, OFF_TRUTH, pd, POSITIVE),
+        pm_free.reduce_with_gradient(ex_free, OFF_TRUTH, pd_free, POSITIVE),
+    )
+
+
+def test_budget_large_enough_keeps_fastest_resident(ksks_sample):
+    model = ksks.model("bw")
+    ds = read_parquet(ksks_sample["accmc"], chunk_size=250)
+    resident, _ = _sizes(ds, model)
+    ex = Execution(memory=resident)
+    _, pd = _prepare(ds, model, ex)
+    assert pd.stats.storage == "resident"
+    assert "fit in the host budget" in ex.memory_decisions()[0].reason
+
+
+@pytest.mark.parametrize("policy", ["fastest", "streaming", "resident"])
+def test_budget_too_small_for_one_chunk_raises(ksks_sample, policy):
+    model = ksks.model("bw")
+    ds = read_parquet(ksks_sample["accmc"], chunk_size=250, memory_policy=policy)
+    resident, chunk_bytes = _sizes(ds, model)
+    ex = Execution(memory=MemoryPlan(host=chunk_bytes - 1))
+    pm = PreparedModel.prepare(CompiledModel.from_expr(model), ex)
+    if policy == "resident":
+        match = rf"needs .*\({resident} bytes\) of host memory to stay resident.*{chunk_bytes - 1} bytes"
+    else:
+        match = rf"too small for one chunk.*chunk\(s\) of 250 events.*\({chunk_bytes} bytes\)"
+    with pytest.raises(BudgetError, match=match):
+        pm.prepare_dataset(ex, ds, name="mc")
+
+
+def test_resident_policy_with_small_budget_raises_naming_bytes(ksks_sample):
+    model = ksks.model("bw")
+    ds = read_parquet(ksks_sample["accmc"], chunk_size=250)
+    resident, chunk_bytes = _sizes(ds, model)
+    budget = (chunk_bytes + resident) // 2  # streaming would fit; resident does not
+    ex = Execution(memory=budget)
+    pm = PreparedModel.prepare(CompiledModel.from_expr(model), ex)
+    with pytest.raises(BudgetError, match=rf"'mc' needs .*\({resident} bytes\).*\({budget} bytes\)"):
+        pm.prepare_dataset(ex, ds.with_memory_policy("resident"), name="mc")
+    with pytest.raises(BudgetError, match="memory_policy='streaming'"):
+        pm.prepare_dataset(ex, ds.with_memory_policy("resident"), name="mc")
+
+
+def test_budget_strings_are_parsed():
+    ex = Execution(memory="2 GiB")
+    assert ex.host_budget_bytes() == 2 * 2**30
+    with pytest.raises(BudgetError, match="cannot parse memory size 'lots'"):
+        Execution(memory="lots")
+
+
+# ---------------------------------------------------------------------------
+# stats
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("policy", ["resident", "streaming"])
+def test_prepared_stats(policy):
+    rng = np.random.default_rng(11)
+    n = 1001
+    x = rng.uniform(0.5, 2.0, n)
+    w = rng.normal(0.0, 3.0, n) * 10.0 ** rng.integers(-8, 8, n)
+    ds = Dataset.from_arrays(scalars={"x": x}, weights=w, chunk_size=100, memory_policy=policy)
+    ex = Execution()
+    _, pd = _prepare(ds, parameter("a", initial=1.0) * scalar("x"), ex)
+    s = pd.stats
+    assert (s.local_events, s.global_events, s.batches) == (n, n, 11)
+    assert s.sum_weights == math.fsum(w)
+    assert s.storage == policy
+    if policy == "resident":
+        assert s.resident_bytes > 0
+        # at least the weights are held
+        assert s.resident_bytes >= w.nbytes
+    else:
+        assert s.resident_bytes == 0
+    assert f"{n} events in 11 batches" in repr(pd)
+
+
+def test_stats_of_unweighted_parquet(ksks_sample):
+    ds = read_parquet(ksks_sample["data"], chunk_size=1000)
+    _, pd = _prepare(ds, ksks.model("bw"), Execution())
+    assert pd.stats.global_events == ds.n_events
+    assert pd.stats.batches == math.ceil(ds.n_events / 1000)
+    assert pd.stats.sum_weights == float(ds.n_events)
+
+
+# ---------------------------------------------------------------------------
+# evaluate_batch against reduce
+# ---------------------------------------------------------------------------
+def test_evaluate_batch_sums_to_reduce(ksks_sample):
+    model = ksks.model("rbw")
+    ds = read_parquet(ksks_sample["data"], chunk_size=300)
+    ex = Execution()
+    pm, pd = _prepare(ds, model, ex)
+    batch = ds.with_chunk_size(None).load_partition(0)
+    values, jac = pm.evaluate_batch_with_gradient(OFF_TRUTH, batch)
+    assert np.array_equal(values, pm.evaluate_batch(OFF_TRUTH, batch))
+    real = np.real(values)
+    assert real.shape == (ds.n_events,) and jac.shape == (ds.n_events, 10)
+    assert pm.reduce(ex, OFF_TRUTH, pd, REAL) == math.fsum(real)
+    assert pm.reduce(ex, OFF_TRUTH, pd, LOG) == math.fsum(np.log(real))
+    r = pm.reduce_with_gradient(ex, OFF_TRUTH, pd, REAL)
+    assert r.value == math.fsum(real)
+    expected = [math.fsum(np.real(jac[:, k])) for k in range(10)]
+    np.testing.assert_allclose(r.gradient, expected, rtol=1e-12)
+    r = pm.reduce_with_gradient(ex, OFF_TRUTH, pd, LOG)
+    expected = [math.fsum(np.real(jac[:, k]) / real) for k in range(10)]
+    np.testing.assert_allclose(r.gradient, expected, rtol=1e-11)
+
+
+def test_evaluate_batch_equals_reduce_per_event(ksks_arrays):
+    """A one-hot weight picks out one event's value and gradient from the reduction."""
+    p4s, _ = ksks_arrays["data"]
+    n = 200
+    p4s = {k: v[:n] for k, v in p4s.items()}
+    model = ksks.model("bw")
+    ex = Execution()
+    pm = PreparedModel.prepare(CompiledModel.from_expr(model), ex)
+    batch = Dataset.from_arrays(p4s=p4s).load_partition(0)
+    values, jac = pm.evaluate_batch_with_gradient(OFF_TRUTH, batch)
+    for i in (0, 1, 57, 123, n - 1):
+        w = np.zeros(n)
+        w[i] = 1.0
+        pd = pm.prepare_dataset(ex, Dataset.from_arrays(p4s=p4s, weights=w, chunk_size=32))
+        assert pm.reduce(ex, OFF_TRUTH, pd, REAL) == np.real(values[i])
+        r = pm.reduce_with_gradient(ex, OFF_TRUTH, pd, REAL)
+        assert r.value == np.real(values[i])
+        np.testing.assert_allclose(r.gradient, np.real(jac[i]), rtol=1e-13, atol=0)
+
+
+def test_evaluate_batch_matches_numpy_truth_intensity(ksks_arrays):
+    """The compiled model equals the generator's independent NumPy intensity (bw)."""
+    p4s, _ = ksks_arrays["accmc"]
+    pm = PreparedModel.prepare(CompiledModel.from_expr(ksks.model("bw")), Execution())
+    values = np.real(pm.evaluate_batch(ksks.TRUTH, Dataset.from_arrays(p4s=p4s).load_partition(0)))
+    expected = ksks.truth_intensity(*ksks.angles(p4s), ksks.TRUTH)
+    np.testing.assert_allclose(values, expected, rtol=1e-11)
+
+
+# ---------------------------------------------------------------------------
+# precision
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize(("key", "plan"), [("accmc", POSITIVE), ("data", LOG)])
+def test_f32_agrees_with_f64(ksks_sample, key, plan):
+    model = ksks.model("rbw")
+    ds = read_parquet(ksks_sample[key], chunk_size=700)
+    r64 = _reduce(ds, model, OFF_TRUTH, plan, Execution(precision="f64"))
+    r32 = _reduce(ds, model, OFF_TRUTH, plan, Execution(precision="f32"))
+    assert isinstance(r32.value, float)
+    assert r32.value != r64.value  # f32 really ran
+    assert r32.value == pytest.approx(r64.value, rel=1e-5)
+    scale = np.max(np.abs(r64.gradient))
+    np.testing.assert_allclose(r32.gradient, r64.gradient, rtol=1e-4, atol=1e-4 * scale)
+
+
+def test_precision_is_validated():
+    with pytest.raises(ValueError, match="f16"):
+        Execution(precision="f16")
+
+
+# ---------------------------------------------------------------------------
+# errors surfaced by reductions
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("policy", ["resident", "streaming"])
+@pytest.mark.parametrize("plan", [LOG, POSITIVE])
+def test_non_positive_value_names_the_global_event(policy, plan):
+    x = np.linspace(1.0, 2.0, 100)
+    x[73] = -0.5
+    ds = Dataset.from_arrays(scalars={"x": x}, chunk_size=10, memory_policy=policy)
+    ex = Execution()
+    pm, pd = _prepare(ds, parameter("a", initial=1.0) * scalar("x"), ex)
+    with pytest.raises(NonPositiveIntensityError, match=r"-0\.5 at event 73 \(arrays"):
+        pm.reduce(ex, [1.0], pd, plan)
+    with pytest.raises(NonPositiveIntensityError, match=r"at event 73 \(arrays"):
+        pm.reduce_with_gradient(ex, [1.0], pd, plan)
+    # the real plan accepts the same values
+    assert pm.reduce(ex, [1.0], pd, REAL) == math.fsum(x)
+
+
+def test_reduce_rejects_a_non_plan():
+    ex = Execution()
+    pm, pd = _prepare(Dataset.from_arrays(scalars={"x": np.ones(3)}), scalar("x"), ex)
+    with pytest.raises(TypeError, match="plan must be a ReductionPlan"):
+        pm.reduce(ex, [], pd, "real")
+
+
+def test_execution_validates_its_arguments():
+    with pytest.raises(ValueError, match="split_every must be an integer >= 2"):
+        Execution(split_every=1)
+    with pytest.raises(ValueError, match="device must be one of"):
+        Execution(device="tpu")
+    with pytest.raises(ValueError, match="num_workers must be a positive integer"):
+        Execution(num_workers=0)
