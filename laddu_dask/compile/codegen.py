@@ -138,7 +138,8 @@ def generate(split: Split) -> Kernels:
     adjoint: dict[int, str] = {}
     if split.root.serial in pdep:
         adjoint[split.root.serial] = "g_root"
-        rev.append("    g_root = seed")
+        # a real root keeps the real part of a complex seed: d Re(conj(s) v) = Re(s) dv
+        rev.append("    g_root = seed" + (".real" if split.root.kind == REAL else ""))
     order = list(split.mixed_nodes) + list(split.param_nodes)
     order.sort(key=lambda n: w.index[n.serial])
     for node in reversed(order):

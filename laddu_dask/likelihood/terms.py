@@ -34,7 +34,12 @@ from laddu_dask.errors import NormalizationError
 from laddu_dask.expr.model import Model
 from laddu_dask.expr.node import Expr
 from laddu_dask.runtime.execution import Execution
-from laddu_dask.runtime.prepared import PreparedDataset, PreparedModel
+from laddu_dask.runtime.prepared import (
+    PreparedDataset,
+    PreparedModel,
+    ReductionRequest,
+    reduce_many,
+)
 
 LOG = ReductionPlan.weighted_log_positive_real()
 POSITIVE = ReductionPlan.weighted_positive_real()
@@ -115,28 +120,18 @@ class _Term:
         self._prepared = {id(execution): prepared}
         return prepared
 
-    def _norm(self, prep: _Prepared, execution: Execution, params: Any,
-              with_gradient: bool) -> tuple[float, np.ndarray | None]:
-        pm = prep.model
-        if with_gradient:
-            r = pm.reduce_with_gradient(execution, params, prep.mc, POSITIVE)
-            value, grad = r.value, r.gradient
-        else:
-            value, grad = pm.reduce(execution, params, prep.mc, POSITIVE), None
-        if not (value > 0 and math.isfinite(value)):
+    def _sums(self, prep: _Prepared, execution: Execution, params: Any, with_gradient: bool):
+        """``(sum_data w ln I, its gradient, sum_accmc w I, its gradient)`` in one graph."""
+        [(s_data, g_data), (s_mc, g_mc)] = reduce_many(execution, [
+            ReductionRequest(prep.model, params, prep.data, LOG, with_gradient),
+            ReductionRequest(prep.model, params, prep.mc, POSITIVE, with_gradient),
+        ])
+        if not (s_mc > 0 and math.isfinite(s_mc)):
             raise NormalizationError(
-                f"term {self.name!r}: the accepted-MC normalisation sum_accmc w I is {value!r}; "
+                f"term {self.name!r}: the accepted-MC normalisation sum_accmc w I is {s_mc!r}; "
                 "it must be positive and finite"
             )
-        return value, grad
-
-    def _data(self, prep: _Prepared, execution: Execution, params: Any,
-              with_gradient: bool) -> tuple[float, np.ndarray | None]:
-        pm = prep.model
-        if with_gradient:
-            r = pm.reduce_with_gradient(execution, params, prep.data, LOG)
-            return r.value, r.gradient
-        return pm.reduce(execution, params, prep.data, LOG), None
+        return s_data, g_data, s_mc, g_mc
 
 
 class NLL(_Term):
@@ -174,8 +169,7 @@ class NLL(_Term):
                  with_gradient: bool) -> tuple[float, np.ndarray | None]:
         """Value (and gradient) at ``params`` in this term's parameter order."""
         prep = self.prepare(execution)
-        s_data, g_data = self._data(prep, execution, params, with_gradient)
-        s_mc, g_mc = self._norm(prep, execution, params, with_gradient)
+        s_data, g_data, s_mc, g_mc = self._sums(prep, execution, params, with_gradient)
         n_w = prep.data_weight
         value = -2.0 * (s_data - n_w * math.log(s_mc))
         if not with_gradient:
@@ -207,8 +201,7 @@ class ExtendedNLL(_Term):
                  with_gradient: bool) -> tuple[float, np.ndarray | None]:
         """Value (and gradient) at ``params`` in this term's parameter order."""
         prep = self.prepare(execution)
-        s_data, g_data = self._data(prep, execution, params, with_gradient)
-        s_mc, g_mc = self._norm(prep, execution, params, with_gradient)
+        s_data, g_data, s_mc, g_mc = self._sums(prep, execution, params, with_gradient)
         value = 2.0 * (s_mc - s_data)
         if not with_gradient:
             return value, None

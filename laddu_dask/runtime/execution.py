@@ -56,6 +56,9 @@ class Execution:
         Fan-in of the tree reduction that merges partition sums.
     num_workers : int, optional
         Threads of the local scheduler (default: the number of CPUs).
+    kernel : {"auto", "fused", "numpy"}
+        Per-partition kernels: fused compiled loops (Numba) or whole-array NumPy code;
+        ``"auto"`` takes the fused ones when Numba is installed.
 
     Examples
     --------
@@ -72,6 +75,7 @@ class Execution:
         client: Any = None,
         split_every: int = 8,
         num_workers: int | None = None,
+        kernel: str = "auto",
     ) -> None:
         if device not in DEVICES:
             raise ValueError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
@@ -85,6 +89,8 @@ class Execution:
         real_dtype(precision)
         if not isinstance(split_every, int) or split_every < 2:
             raise ValueError(f"split_every must be an integer >= 2, got {split_every!r}")
+        if kernel not in ("auto", "fused", "numpy"):
+            raise ValueError(f"kernel must be 'auto', 'fused' or 'numpy', got {kernel!r}")
         if num_workers is not None and (not isinstance(num_workers, int) or num_workers < 1):
             raise ValueError(f"num_workers must be a positive integer, got {num_workers!r}")
         if isinstance(memory, MemoryPlan):
@@ -98,6 +104,7 @@ class Execution:
         self.memory = plan
         self.client = client
         self.split_every = split_every
+        self.kernel = kernel
         self.num_workers = num_workers or os.cpu_count() or 1
         self._decisions: list[MemoryDecision] = []
 

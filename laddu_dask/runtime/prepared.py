@@ -38,10 +38,16 @@ from laddu_dask.compile.layout import ParameterValues
 from laddu_dask.compile.plan import ReductionPlan
 from laddu_dask.data.batch import EventBatch
 from laddu_dask.data.dataset import Dataset
-from laddu_dask.expr.arrayfuncs import array_module
 from laddu_dask.runtime.accumulate import ExactPartials
 from laddu_dask.runtime.execution import Execution
 from laddu_dask.runtime.memory import MemoryDecision, decide_storage
+from laddu_dask.runtime.reducer import (
+    CertifiedPartials,
+    Params,
+    PartitionReducer,
+    PreparedPartition,
+    Uncertified,
+)
 from laddu_dask.runtime.reduction import merge_list, tree_graph, unique_name
 
 
@@ -79,33 +85,6 @@ class PreparedStats:
     storage: str
 
 
-class PreparedPartition:
-    """The cached event-only columns and weights of one partition."""
-
-    __slots__ = ("cache", "weights", "n", "offset", "source")
-
-    def __init__(self, cache: list, weights: Any, n: int, offset: int, source: str) -> None:
-        self.cache = cache
-        self.weights = weights
-        self.n = n
-        self.offset = offset
-        self.source = source
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes held."""
-        return int(sum(c.nbytes for c in self.cache) + self.weights.nbytes)
-
-
-class _Params:
-    """Parameter scalars travelling in a task graph (opaque to Dask's graph parsing)."""
-
-    __slots__ = ("values",)
-
-    def __init__(self, values: tuple) -> None:
-        self.values = values
-
-
 # ---------------------------------------------------------------------------
 # partition tasks
 # ---------------------------------------------------------------------------
@@ -127,57 +106,93 @@ def prepare_partition(
     return prepare_batch(compiled, batch, precision)
 
 
-def reduce_partition(
-    compiled: CompiledModel,
-    part: PreparedPartition,
-    params: _Params,
-    plan: ReductionPlan,
-    with_gradient: bool,
-) -> ExactPartials:
-    """Exact partial sums of ``w t(Re v)`` (and of its gradient) over one partition."""
-    p = params.values
-    if not with_gradient:
-        value = compiled.values(part.cache, p, part.n)
-        real = array_module(value).real(value)
-        return ExactPartials.from_terms(
-            plan.terms(real, part.weights, offset=part.offset, source=part.source)
-        )
-
-    def seed(value: Any) -> Any:
-        real = array_module(value).real(value)
-        plan.check(real, offset=part.offset, source=part.source)
-        return plan.seed(real, part.weights)
-
-    value, grads = compiled.values_and_vjp(part.cache, p, seed, part.n)
-    xp = array_module(value)
-    real = xp.real(value)
-    with np.errstate(all="ignore"):
-        terms = plan.terms(real, part.weights, offset=part.offset, source=part.source)
-    rows = xp.stack([terms, *grads]) if grads else terms[None, :]
-    return ExactPartials.from_terms(rows)
+def reduce_partition(reducer: PartitionReducer, part: PreparedPartition, params: Params,
+                     plan: ReductionPlan, with_gradient: bool, exact: bool) -> CertifiedPartials:
+    """Task: partial sums over one resident partition."""
+    return reducer.partials(part, params, plan, with_gradient, exact)
 
 
-def stream_partition(
-    compiled: CompiledModel,
-    dataset: Dataset,
-    index: int,
-    precision: str,
-    params: _Params,
-    plan: ReductionPlan,
-    with_gradient: bool,
-) -> ExactPartials:
-    """Read, prepare and reduce one partition, keeping nothing afterwards."""
-    part = prepare_partition(compiled, dataset, index, precision)
-    return reduce_partition(compiled, part, params, plan, with_gradient)
+def stream_partition(reducer: PartitionReducer, dataset: Dataset, index: int, params: Params,
+                     plan: ReductionPlan, with_gradient: bool, exact: bool) -> CertifiedPartials:
+    """Task: read, prepare and reduce one partition, keeping nothing afterwards."""
+    part = prepare_partition(reducer.compiled, dataset, index, reducer.precision)
+    return reducer.partials(part, params, plan, with_gradient, exact)
 
 
 def _weight_sum(part: PreparedPartition) -> ExactPartials:
     return ExactPartials.from_terms(np.asarray(part.weights, dtype=np.float64))
 
 
-# ---------------------------------------------------------------------------
-# prepared objects
-# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ReductionRequest:
+    """One reduction of an evaluation: a model over a prepared dataset at a point."""
+
+    model: PreparedModel
+    params: Any
+    prepared: PreparedDataset
+    plan: ReductionPlan
+    with_gradient: bool = False
+
+
+def reduce_many(execution: Execution, requests: list[ReductionRequest]) -> list[tuple[float, Any]]:
+    """Run several reductions as ONE task graph (all partitions share the workers).
+
+    Returns ``(value, gradient or None)`` per request.  Fast (fused) sums that cannot be
+    certified correctly rounded are recomputed exactly, so the result never depends on
+    the partitioning.
+    """
+    for req in requests:
+        if not isinstance(req.plan, ReductionPlan):
+            raise TypeError(f"plan must be a ReductionPlan, got {type(req.plan).__name__}")
+    points = [req.model._params(req.params) for req in requests]
+    merged = _run(execution, requests, points, [False] * len(requests))
+    out: list[Any] = [None] * len(requests)
+    redo = []
+    for k, (req, p, m) in enumerate(zip(requests, points, merged)):
+        try:
+            out[k] = req.model.reducer.finish(m, p, req.with_gradient)
+        except Uncertified:
+            redo.append(k)
+    if redo:
+        again = _run(execution, [requests[k] for k in redo], [points[k] for k in redo],
+                     [True] * len(redo))
+        for k, m in zip(redo, again):
+            out[k] = requests[k].model.reducer.finish(m, points[k], requests[k].with_gradient)
+    return out
+
+
+def _run(execution: Execution, requests: list[ReductionRequest], points: list[Params],
+         exact: list[bool]) -> list[CertifiedPartials]:
+    graph: dict = {}
+    roots: list[Any] = []
+    workers = None
+    for req, p, ex in zip(requests, points, exact):
+        pm, pd = req.model, req.prepared
+        token = unique_name("reduce")
+        if pd.storage == "resident":
+            leaves = {
+                (token, i): (reduce_partition, pm.reducer, part, p, req.plan, req.with_gradient, ex)
+                for i, part in enumerate(pd.partitions)
+            }
+        else:
+            leaves = {
+                (token, i): (stream_partition, pm.reducer, pd.dataset, i, p, req.plan,
+                             req.with_gradient, ex)
+                for i in range(pd.stats.batches)
+            }
+            workers = pd.stream_workers if workers is None else min(workers, pd.stream_workers)
+        if not leaves:
+            roots.append(None)
+            continue
+        sub, root = tree_graph(leaves, execution.split_every, merge_list, f"{token}-merge")
+        graph.update(sub)
+        roots.append(root)
+    keys = [r for r in roots if r is not None]
+    results = iter(execution.get(graph, keys, num_workers=workers) if keys else [])
+    return [next(results) if root is not None else req.model.reducer.empty(req.with_gradient)
+            for root, req in zip(roots, requests)]
+
+
 class PreparedDataset:
     """A dataset prepared for one model under one execution.
 
@@ -234,6 +249,12 @@ class PreparedModel:
         self.compiled = compiled
         self.precision = execution.precision
         self.device = execution.device
+        self.reducer = PartitionReducer(compiled, execution.precision, execution.kernel)
+
+    @property
+    def kernel(self) -> str:
+        """``"fused"`` or ``"numpy"``: which kernels evaluate the model."""
+        return self.reducer.kernel
 
     @classmethod
     def prepare(cls, compiled: CompiledModel, execution: Execution) -> PreparedModel:
@@ -247,8 +268,10 @@ class PreparedModel:
         """The free parameters, in parameter-vector order."""
         return self.compiled.parameter_names
 
-    def _params(self, params: ParameterValues) -> _Params:
-        return _Params(self.compiled.parameter_vector(params, self.precision))
+    def _params(self, params: ParameterValues) -> Params:
+        if isinstance(params, Params):
+            return params
+        return Params(self.compiled.parameter_vector(params, self.precision))
 
     # -- preparation --------------------------------------------------------------------
     def _bytes_per_event(self) -> tuple[int, int]:
@@ -332,7 +355,7 @@ class PreparedModel:
     def evaluate_batch(self, params: ParameterValues, batch: EventBatch) -> Any:
         """The model's value for every event of ``batch``."""
         part = prepare_batch(self.compiled, batch, self.precision)
-        return self.compiled.values(part.cache, self._params(params).values, part.n)
+        return self.reducer.values(part, self._params(params))
 
     def evaluate_batch_with_gradient(
         self, params: ParameterValues, batch: EventBatch
@@ -342,39 +365,6 @@ class PreparedModel:
         return self.compiled.values_and_jacobian(part.cache, self._params(params).values, part.n)
 
     # -- reductions -----------------------------------------------------------------------
-    def _partials(
-        self,
-        execution: Execution,
-        params: ParameterValues,
-        prepared: PreparedDataset,
-        plan: ReductionPlan,
-        with_gradient: bool,
-    ) -> np.ndarray:
-        if not isinstance(plan, ReductionPlan):
-            raise TypeError(f"plan must be a ReductionPlan, got {type(plan).__name__}")
-        p = self._params(params)
-        token = unique_name("reduce")
-        if prepared.storage == "resident":
-            leaves = {
-                (token, i): (reduce_partition, self.compiled, part, p, plan, with_gradient)
-                for i, part in enumerate(prepared.partitions)
-            }
-            workers = None
-        else:
-            leaves = {
-                (token, i): (
-                    stream_partition, self.compiled, prepared.dataset, i, self.precision, p,
-                    plan, with_gradient,
-                )
-                for i in range(prepared.stats.batches)
-            }
-            workers = prepared.stream_workers
-        if not leaves:
-            k = 1 + (len(self.parameter_names) if with_gradient else 0)
-            return ExactPartials.zeros(k).to_floats()
-        graph, root = tree_graph(leaves, execution.split_every, merge_list, f"{token}-merge")
-        return execution.get(graph, root, num_workers=workers).to_floats()
-
     def reduce(
         self,
         execution: Execution,
@@ -383,7 +373,8 @@ class PreparedModel:
         plan: ReductionPlan,
     ) -> float:
         """``sum_events w t(Re value)`` over a prepared dataset, summed exactly."""
-        return float(self._partials(execution, params, prepared, plan, False)[0])
+        [(value, _)] = reduce_many(execution, [ReductionRequest(self, params, prepared, plan)])
+        return value
 
     def reduce_with_gradient(
         self,
@@ -393,5 +384,7 @@ class PreparedModel:
         plan: ReductionPlan,
     ) -> ReductionEvaluation:
         """The reduction and its exact gradient with respect to the free parameters."""
-        sums = self._partials(execution, params, prepared, plan, True)
-        return ReductionEvaluation(float(sums[0]), np.array(sums[1:], dtype=np.float64))
+        [(value, grad)] = reduce_many(
+            execution, [ReductionRequest(self, params, prepared, plan, True)]
+        )
+        return ReductionEvaluation(value, grad)

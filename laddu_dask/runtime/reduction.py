@@ -21,8 +21,6 @@ import itertools
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
-from laddu_dask.runtime.accumulate import ExactPartials
-
 _COUNTER = itertools.count()
 
 
@@ -31,9 +29,9 @@ def unique_name(prefix: str) -> str:
     return f"{prefix}-{next(_COUNTER)}"
 
 
-def merge_list(parts: list[ExactPartials]) -> ExactPartials:
-    """Combine step of the tree: exact merge of a list of partial sums."""
-    return ExactPartials.merge(parts)
+def merge_list(parts: list[Any]) -> Any:
+    """Combine step of the tree: exact merge of a list of partial sums (of one type)."""
+    return type(parts[0]).merge(parts)
 
 
 def tree_graph(

@@ -1,0 +1,429 @@
+"""Fused CPU kernels: one compiled pass over a partition per evaluation.
+
+From the split graph of a model this module generates Numba source for two
+functions, compiled once and cached on disk (a second process loads the machine
+code instead of recompiling):
+
+``value_sum``
+    for every event: the parameter-dependent part, the reduction transform
+    ``w t(Re v)``, and a compensated (TwoSum) accumulation of the terms;
+``gradient_sum``
+    the same plus one reverse sweep per event, accumulating the adjoints of the
+    *boundary* nodes (the parameter-only values the per-event part reads).
+
+No per-node temporary array is materialised.  Nodes that depend on parameters only
+are evaluated once per call, and their contribution to the gradient is applied once
+per evaluation to the merged boundary sums by :attr:`FusedKernels.backprop` (the
+chain rule is linear in the adjoints), so the work per event does not grow with the
+parameter-only part of the model.
+
+Each partition returns its (sum, compensation) pairs; they are merged exactly
+across partitions.
+
+Examples
+--------
+>>> import numpy as np
+>>> import laddu_dask as ld
+>>> from laddu_dask.compile.fused import fused_kernels
+>>> x, a = ld.scalar("x"), ld.parameter("a")
+>>> cm = ld.CompiledModel.from_expr((a * x + 1.0).norm_sqr())
+>>> fk = fused_kernels(cm.split, "f64")
+>>> fk.boundary_size
+1
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from laddu_dask.compile.gradient import contributions
+from laddu_dask.compile.graph import Split
+from laddu_dask.expr.arrayfuncs import make_complex, norm_sqr
+from laddu_dask.expr.node import Expr
+from laddu_dask.expr.ops import COMPLEX, OPS, REAL
+
+#: Reduction transforms as the kernels number them.
+TRANSFORM_CODES = {"real": 0, "positive_real": 1, "log_positive_real": 2}
+
+_SCALAR_TEMPLATES = {
+    "add": "({0} + {1})",
+    "sub": "({0} - {1})",
+    "mul": "({0} * {1})",
+    "div": "({0} / {1})",
+    "neg": "(-{0})",
+    "powi": "({0} ** {attr})",
+    "pow": "np.power({0}, {1})",
+    "sin": "np.sin({0})",
+    "cos": "np.cos({0})",
+    "tan": "np.tan({0})",
+    "exp": "np.exp({0})",
+    "log": "np.log({0})",
+    "sqrt": "np.sqrt({0})",
+    "abs": "abs({0})",
+    "conj": "np.conj({0})",
+    "real": "({0}).real",
+    "imag": "({0}).imag",
+    "norm_sqr": "_nsq({0})",
+    "atan2": "np.arctan2({0}, {1})",
+    "complex": "_cplx({0}, {1})",
+    "to_complex": "_cplx({0}, 0.0)",
+}
+
+_PRELUDE = '''\
+import math
+import numpy as np
+import numba
+
+_nb = numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
+
+
+@_nb
+def _nsq(z):
+    return z.real * z.real + z.imag * z.imag
+
+
+@_nb
+def _re(z):
+    return z.real
+
+
+@_nb
+def _im(z):
+    return z.imag
+
+
+@_nb
+def _sign(x):
+    return np.sign(x)
+
+
+@_nb
+def _conj(z):
+    return np.conj(z)
+
+
+@_nb
+def _cplx(a, b):
+    return complex(a, b)
+
+
+@_nb
+def _add3(acc, j, x):
+    # TwoSum cascade: acc[j, 0] + acc[j, 1] is the running sum to ~106 bits; acc[j, 2]
+    # sums |x| for the error bound that certifies the result (see the module docstring)
+    s = acc[j, 0]
+    t = s + x
+    bp = t - s
+    acc[j, 1] += (s - (t - bp)) + (x - bp)
+    acc[j, 0] = t
+    acc[j, 2] += abs(x)
+'''
+
+
+def _scalar_src(src: str) -> str:
+    """Translate array-kernel source of the gradient rules to scalar Numba source."""
+    return (
+        src.replace("xp.real(", "_re(")
+        .replace("xp.imag(", "_im(")
+        .replace("xp.conj(", "_conj(")
+        .replace("xp.sign(", "_sign(")
+        .replace("xp.", "np.")
+    )
+
+
+@dataclass(frozen=True)
+class FusedKernels:
+    """The compiled fused kernels of one model at one precision.
+
+    Attributes
+    ----------
+    value_sum, gradient_sum : callable
+        ``f(cache_0, ..., cache_m, weights, params, transform, acc, bad) -> bad_index``;
+        ``acc`` is a zeroed ``(K, 3)`` float64 array of (sum, compensation, sum of
+        magnitudes): row 0 the terms ``w t(Re v)``, rows 1.. the boundary adjoints
+        (gradient only).  ``bad_index`` is ``-1``, or the first event whose value a
+        positive transform rejects (its value is put in ``bad[0]``).
+    value_terms, gradient_terms : callable
+        The same per-event terms written to ``out`` (``(K, n)``) instead of summed,
+        for the exact path.
+    values : callable
+        ``values(cache_0, ..., cache_m, params, out)``: the model value per event.
+    backprop : callable
+        ``backprop(params, boundary_totals) -> gradient`` (NumPy, once per evaluation).
+    boundary_size : int
+        Rows of boundary adjoint sums (a complex boundary node takes two).
+    source : str
+        The generated source.
+    """
+
+    value_sum: Callable[..., int]
+    gradient_sum: Callable[..., int]
+    value_terms: Callable[..., int]
+    gradient_terms: Callable[..., int]
+    values: Callable[..., None]
+    backprop: Callable[..., np.ndarray]
+    boundary_size: int
+    source: str
+
+
+class _Names:
+    def __init__(self, split: Split, precision: str) -> None:
+        self.index = {n.serial: i for i, n in enumerate(split.nodes)}
+        self.consts: dict[str, Any] = {}
+        self.f32 = precision == "f32"
+
+    def name(self, node: Expr) -> str:
+        i = self.index[node.serial]
+        if node.op == "const":
+            key = f"k{i}"
+            v = node.attr
+            if isinstance(v, complex):
+                self.consts[key] = np.complex64(v) if self.f32 else complex(v)
+            else:
+                self.consts[key] = np.float32(v) if self.f32 else float(v)
+            return key
+        return f"v{i}"
+
+    def scalar_line(self, node: Expr, indent: str) -> str:
+        args = [self.name(a) for a in node.args]
+        return f"{indent}{self.name(node)} = " + _SCALAR_TEMPLATES[node.op].format(*args, attr=node.attr)
+
+
+def _boundary(split: Split) -> list[Expr]:
+    """Parameter-dependent, event-independent nodes read by per-event nodes."""
+    pdep_scalar = {n.serial for n in split.param_nodes + split.free}
+    seen: dict[int, Expr] = {}
+    for node in split.mixed_nodes:
+        for a in node.args:
+            if a.serial in pdep_scalar and a.serial not in seen:
+                seen[a.serial] = a
+    index = {n.serial: i for i, n in enumerate(split.nodes)}
+    return sorted(seen.values(), key=lambda n: index[n.serial])
+
+
+def generate_fused_source(split: Split, precision: str = "f64") -> tuple[str, dict, list[Expr]]:
+    """Numba source of the fused kernels, their constants, and the boundary nodes."""
+    if split.root.serial not in {n.serial for n in split.mixed_nodes}:
+        raise ValueError("fused kernels need a root that depends on events and parameters")
+    nm = _Names(split, precision)
+    boundary = _boundary(split)
+    b_rows: dict[int, int] = {}
+    row = 1
+    for b in boundary:
+        b_rows[b.serial] = row
+        row += 2 if b.kind == COMPLEX else 1
+    cache_args = [f"c{j}" for j in range(len(split.cache))]
+    cache_pos = {n.serial: j for j, n in enumerate(split.cache)}
+    free_pos = {n.serial: j for j, n in enumerate(split.free)}
+    root = nm.name(split.root)
+    real_root = split.root.kind == REAL
+    cast = "np.float32" if precision == "f32" else "np.float64"
+
+    head: list[str] = []
+    for node in split.free:
+        head.append(f"    {nm.name(node)} = p[{free_pos[node.serial]}]")
+    for node in split.param_nodes:
+        head.append(nm.scalar_line(node, "    "))
+    loads = [f"        {nm.name(n)} = c{cache_pos[n.serial]}[i]" for n in split.cache]
+    forward = [nm.scalar_line(n, "        ") for n in split.mixed_nodes]
+    rv = root if real_root else f"{root}.real"
+
+    def term(emit) -> list[str]:
+        return [
+            f"        r = {rv}",
+            "        if transform != 0 and not (r > 0):",
+            "            bad[0] = np.float64(r)",
+            "            return i",
+            "        wi = w[i]",
+            "        if transform == 2:",
+            "            seed = wi / r",
+            "            r = np.log(r)",
+            "        else:",
+            "            seed = wi",
+            emit(0, "np.float64(wi * r)"),
+        ]
+
+    # reverse sweep over per-event nodes, accumulating boundary adjoints
+    mixed = {n.serial for n in split.mixed_nodes}
+    bset = set(b_rows)
+    sweep: list[str] = [f"        g_root = {cast}(seed)"]
+    adjoint: dict[int, str] = {split.root.serial: "g_root"}
+    for node in reversed(split.mixed_nodes):
+        g = adjoint.get(node.serial)
+        if g is None:
+            continue
+        args = [nm.name(a) for a in node.args]
+        for pos, src, kind in contributions(node, args, nm.name(node), g):
+            arg = node.args[pos]
+            if arg.serial not in mixed and arg.serial not in bset:
+                continue
+            src = _scalar_src(src)
+            if arg.kind == REAL and kind == COMPLEX:
+                src = f"_re({src})"
+            target = f"g{nm.index[arg.serial]}"
+            if arg.serial in adjoint:
+                sweep.append(f"        {target} = {target} + {src}")
+            else:
+                adjoint[arg.serial] = target
+                sweep.append(f"        {target} = {src}")
+
+    def rev(emit) -> list[str]:
+        out = list(sweep)
+        for b in boundary:
+            g = adjoint.get(b.serial)
+            r0 = b_rows[b.serial]
+            if g is None:
+                continue
+            if b.kind == COMPLEX:
+                out.append(emit(r0, f"np.float64({g}.real)"))
+                out.append(emit(r0 + 1, f"np.float64({g}.imag)"))
+            else:
+                out.append(emit(r0, f"np.float64({g})"))
+        return out
+
+    def acc_emit(j: int, x: str) -> str:
+        return f"        _add3(acc, {j}, {x})"
+
+    def out_emit(j: int, x: str) -> str:
+        return f"        out[{j}, i] = {x}"
+
+    def function(name: str, tail: str, body: list[str]) -> str:
+        sig = ", ".join(cache_args + ["w", "p", "transform", tail, "bad"])
+        lines = [f"@_nb\ndef {name}({sig}):", *head, "    for i in range(w.shape[0]):",
+                 *loads, *forward, *body, "    return -1"]
+        return "\n".join(lines)
+
+    values_fn = "\n".join([
+        "@_nb\ndef values(" + ", ".join(cache_args + ["p", "out"]) + "):", *head,
+        "    for i in range(out.shape[0]):", *loads, *forward, f"        out[i] = {root}",
+    ])
+    functions = [
+        function("value_sum", "acc", term(acc_emit)),
+        function("gradient_sum", "acc", term(acc_emit) + rev(acc_emit)),
+        function("value_terms", "out", term(out_emit)),
+        function("gradient_terms", "out", term(out_emit) + rev(out_emit)),
+        values_fn,
+    ]
+    consts = "\n".join(f"{k} = {_const_src(v)}" for k, v in sorted(nm.consts.items()))
+    source = _PRELUDE + "\n" + consts + "\n\n\n" + "\n\n\n".join(functions) + "\n"
+    return source, nm.consts, boundary
+
+
+def _const_src(v: Any) -> str:
+    if isinstance(v, np.float32):
+        return f"np.float32(float.fromhex({float(v).hex()!r}))"
+    if isinstance(v, np.complex64):
+        c = complex(v)
+        return f"np.complex64(complex(float.fromhex({c.real.hex()!r}), float.fromhex({c.imag.hex()!r})))"
+    if isinstance(v, complex):
+        return f"complex(float.fromhex({v.real.hex()!r}), float.fromhex({v.imag.hex()!r}))"
+    return f"float.fromhex({float(v).hex()!r})"
+
+
+def _backprop_source(split: Split, boundary: list[Expr]) -> tuple[str, dict]:
+    """NumPy source of ``backprop(p, totals) -> gradient`` over the parameter-only nodes."""
+    nm = _Names(split, "f64")
+    free_pos = {n.serial: j for j, n in enumerate(split.free)}
+    lines = ["def backprop(p, totals):"]
+    for node in split.free:
+        lines.append(f"    {nm.name(node)} = np.float64(p[{free_pos[node.serial]}])")
+    for node in split.param_nodes:
+        args = [nm.name(a) for a in node.args]
+        lines.append(f"    {nm.name(node)} = " + OPS[node.op].template.format(*args, attr=node.attr))
+    adjoint: dict[int, str] = {}
+    row = 0
+    for b in boundary:
+        target = f"g{nm.index[b.serial]}"
+        adjoint[b.serial] = target
+        if b.kind == COMPLEX:
+            lines.append(f"    {target} = complex(totals[{row}], totals[{row + 1}])")
+            row += 2
+        else:
+            lines.append(f"    {target} = totals[{row}]")
+            row += 1
+    pdep = {n.serial for n in split.param_nodes + split.free}
+    for node in reversed(split.param_nodes):
+        g = adjoint.get(node.serial)
+        if g is None:
+            continue
+        args = [nm.name(a) for a in node.args]
+        for pos, src, kind in contributions(node, args, nm.name(node), g):
+            arg = node.args[pos]
+            if arg.serial not in pdep:
+                continue
+            if arg.kind == REAL and kind == COMPLEX:
+                src = f"xp.real({src})"
+            target = f"g{nm.index[arg.serial]}"
+            if arg.serial in adjoint:
+                lines.append(f"    {target} = {target} + {src}")
+            else:
+                adjoint[arg.serial] = target
+                lines.append(f"    {target} = {src}")
+    grads = [f"float(np.real({adjoint[n.serial]}))" if n.serial in adjoint else "0.0" for n in split.free]
+    lines.append("    return np.array([" + ", ".join(grads) + "], dtype=np.float64)")
+    return "\n".join(lines) + "\n", nm.consts
+
+
+# ---------------------------------------------------------------------------
+# compilation with an on-disk cache
+# ---------------------------------------------------------------------------
+_LOCK = threading.Lock()
+_LOADED: dict[str, Any] = {}
+
+
+def cache_dir() -> str:
+    """Where generated kernel modules (and Numba's machine code) are kept.
+
+    ``$LADDU_DASK_CACHE`` if set, else ``~/.cache/laddu_dask/kernels``.
+    """
+    base = os.environ.get("LADDU_DASK_CACHE") or os.path.join(
+        os.path.expanduser("~"), ".cache", "laddu_dask", "kernels"
+    )
+    return base
+
+
+def _load_module(source: str) -> Any:
+    import numba
+
+    digest = hashlib.sha256((source + numba.__version__ + sys.version).encode()).hexdigest()[:24]
+    name = f"laddu_dask_kernel_{digest}"
+    with _LOCK:
+        mod = _LOADED.get(name)
+        if mod is not None:
+            return mod
+        folder = cache_dir()
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, name + ".py")
+        if not os.path.exists(path):
+            tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+            with open(tmp, "w") as f:
+                f.write(source)
+            os.replace(tmp, path)
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+        _LOADED[name] = mod
+        return mod
+
+
+def fused_kernels(split: Split, precision: str = "f64") -> FusedKernels:
+    """Generate, compile (or load from the disk cache) the fused kernels of ``split``."""
+    source, _, boundary = generate_fused_source(split, precision)
+    mod = _load_module(source)
+    bp_source, bp_consts = _backprop_source(split, boundary)
+    namespace: dict[str, Any] = {"np": np, "xp": np, "_complex": make_complex, "_norm_sqr": norm_sqr}
+    namespace.update(bp_consts)
+    exec(compile(bp_source, "<laddu_dask backprop>", "exec"), namespace)  # noqa: S102
+    size = sum(2 if b.kind == COMPLEX else 1 for b in boundary)
+    return FusedKernels(mod.value_sum, mod.gradient_sum, mod.value_terms, mod.gradient_terms,
+                        mod.values, namespace["backprop"], size, source + "\n\n" + bp_source)

@@ -1,0 +1,258 @@
+"""Per-partition reductions: the work of one task of an evaluation graph.
+
+A :class:`PartitionReducer` turns one prepared partition and a parameter point into
+exact partial sums (the *chunk* step), and the merged sums into a value and a
+gradient (the *aggregate* step).  Two kernels serve it:
+
+``"fused"``
+    the generated Numba kernels of :mod:`laddu_dask.compile.fused`: one pass, no
+    temporaries; the partials hold the value terms and the boundary adjoints, and
+    the gradient is finished once per evaluation;
+``"numpy"``
+    the generated array code of :mod:`laddu_dask.compile.codegen` (also the path for
+    CuPy arrays); the partials hold the value and every gradient component.
+
+Examples
+--------
+>>> import numpy as np
+>>> import laddu_dask as ld
+>>> from laddu_dask.runtime.reducer import PartitionReducer
+>>> cm = ld.CompiledModel.from_expr(ld.parameter("a") * ld.scalar("x"))
+>>> PartitionReducer(cm, "f64", "numpy").kernel
+'numpy'
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from laddu_dask.compile.compiled import CompiledModel, real_dtype
+from laddu_dask.compile.plan import ReductionPlan
+from laddu_dask.errors import NonPositiveIntensityError
+from laddu_dask.expr.arrayfuncs import array_module
+from laddu_dask.runtime.accumulate import ExactPartials
+
+KERNELS = ("auto", "fused", "numpy")
+
+
+def numba_available() -> bool:
+    """Whether Numba can be imported."""
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class PreparedPartition:
+    """The cached event-only columns and weights of one partition."""
+
+    __slots__ = ("cache", "weights", "n", "offset", "source")
+
+    def __init__(self, cache: list, weights: Any, n: int, offset: int, source: str) -> None:
+        self.cache = cache
+        self.weights = weights
+        self.n = n
+        self.offset = offset
+        self.source = source
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held."""
+        return int(sum(c.nbytes for c in self.cache) + self.weights.nbytes)
+
+
+class Params:
+    """A parameter point travelling in a task graph (opaque to Dask's graph parsing)."""
+
+    __slots__ = ("values", "array")
+
+    def __init__(self, values: tuple) -> None:
+        self.values = values
+        self.array = np.array(values, dtype=type(values[0]) if values else np.float64)
+
+
+class Uncertified(Exception):
+    """The fast sums of an evaluation could not be certified; redo it exactly."""
+
+
+_U = 2.0**-53
+
+
+class CertifiedPartials:
+    """Exact partial sums plus a bound on how far they may be from the true sums.
+
+    The fused kernels accumulate each partition with a TwoSum cascade (about 106
+    bits); the (sum, compensation) pairs are merged exactly, and ``bound`` carries
+    ``2 (n u)^2 sum|x|`` per quantity, an upper bound of the cascade's error.  When
+    the true sum rounds to the same double at both ends of the bound, the result
+    is certified: it equals the correctly rounded exact sum (``math.fsum`` of the
+    terms), whatever the partitioning.  Otherwise the evaluation is redone exactly.
+    """
+
+    __slots__ = ("exact", "bound")
+
+    def __init__(self, exact: ExactPartials, bound: np.ndarray) -> None:
+        self.exact = exact
+        self.bound = bound
+
+    @staticmethod
+    def merge(parts: list[CertifiedPartials]) -> CertifiedPartials:
+        """Exact merge of the sums; the bounds add (rounded up)."""
+        exact = ExactPartials.merge([p.exact for p in parts])
+        bound = np.sum([p.bound for p in parts], axis=0) * (1.0 + 1e-12)
+        return CertifiedPartials(exact, bound)
+
+    def certified_floats(self) -> np.ndarray:
+        """The correctly rounded sums, or :class:`Uncertified`."""
+        values = self.exact.to_floats()
+        if not np.any(self.bound):
+            return values
+        if not np.all(np.isfinite(self.bound)):
+            raise Uncertified("a magnitude sum overflowed")
+        lower = (self.exact + ExactPartials.from_terms(-self.bound[:, None])).to_floats()
+        upper = (self.exact + ExactPartials.from_terms(self.bound[:, None])).to_floats()
+        if not np.array_equal(lower, upper):
+            raise Uncertified("a fast sum lies too close to a rounding boundary")
+        return values
+
+
+class PartitionReducer:
+    """Chunk and aggregate steps of a weighted reduction of one compiled model.
+
+    Parameters
+    ----------
+    compiled : CompiledModel
+        The model.
+    precision : {"f64", "f32"}
+        Kernel arithmetic.
+    kernel : {"auto", "fused", "numpy"}
+        ``"auto"`` takes the fused kernels when Numba is installed and the model has a
+        per-event, parameter-dependent part.
+    """
+
+    def __init__(self, compiled: CompiledModel, precision: str, kernel: str = "auto") -> None:
+        if kernel not in KERNELS:
+            raise ValueError(f"kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
+        real_dtype(precision)
+        mixed_root = compiled.split.root.serial in {n.serial for n in compiled.split.mixed_nodes}
+        if kernel == "auto":
+            kernel = "fused" if (mixed_root and numba_available()) else "numpy"
+        if kernel == "fused" and not mixed_root:
+            kernel = "numpy"  # nothing per event depends on parameters: nothing to fuse
+        self.compiled = compiled
+        self.precision = precision
+        self.kernel = kernel
+        self.fused = None
+        if kernel == "fused":
+            from laddu_dask.compile.fused import fused_kernels
+
+            self.fused = fused_kernels(compiled.split, precision)
+
+    def __reduce__(self):  # rebuilt on a worker from the expression (kernels load from disk)
+        return (_rebuild, (self.compiled.model.expr, self.precision, self.kernel))
+
+    @property
+    def n_params(self) -> int:
+        """Free parameters."""
+        return len(self.compiled.parameter_names)
+
+    # -- chunk ---------------------------------------------------------------------------
+    def partials(self, part: PreparedPartition, params: Params, plan: ReductionPlan,
+                 with_gradient: bool, exact: bool = False) -> CertifiedPartials:
+        """Partial sums over one partition (exact, or fast with a certified bound)."""
+        if self.fused is not None and isinstance(part.weights, np.ndarray):
+            return self._fused(part, params, plan, with_gradient, exact)
+        return CertifiedPartials(self._numpy(part, params, plan, with_gradient),
+                                 np.zeros(self.rows(with_gradient)))
+
+    def rows(self, with_gradient: bool) -> int:
+        """How many sums one partition returns."""
+        if not with_gradient:
+            return 1
+        return 1 + (self.fused.boundary_size if self.fused is not None else self.n_params)
+
+    def _fused(self, part: PreparedPartition, params: Params, plan: ReductionPlan,
+               with_gradient: bool, exact: bool) -> CertifiedPartials:
+        from laddu_dask.compile.fused import TRANSFORM_CODES
+
+        fk = self.fused
+        rows = self.rows(with_gradient)
+        code = TRANSFORM_CODES[plan.transform]
+        bad = np.zeros(1)
+        if exact:
+            out = np.zeros((rows, part.n))
+            fn = fk.gradient_terms if with_gradient else fk.value_terms
+            index = fn(*part.cache, part.weights, params.array, code, out, bad)
+        else:
+            acc = np.zeros((rows, 3))
+            fn = fk.gradient_sum if with_gradient else fk.value_sum
+            index = fn(*part.cache, part.weights, params.array, code, acc, bad)
+        if index >= 0:
+            raise NonPositiveIntensityError(
+                f"non-positive intensity {float(bad[0])!r} at event {part.offset + index} "
+                f"({part.source}); a {plan.transform} reduction needs positive values"
+            )
+        if exact:
+            return CertifiedPartials(ExactPartials.from_terms(out), np.zeros(rows))
+        n = float(part.n)
+        bound = 2.0 * (n * _U) ** 2 * acc[:, 2] * (1.0 + 1e-12)
+        return CertifiedPartials(ExactPartials.from_terms(acc[:, :2]), bound)
+
+    def _numpy(self, part: PreparedPartition, params: Params, plan: ReductionPlan,
+               with_gradient: bool) -> ExactPartials:
+        compiled, p = self.compiled, params.values
+        if not with_gradient:
+            value = compiled.values(part.cache, p, part.n)
+            real = array_module(value).real(value)
+            return ExactPartials.from_terms(
+                plan.terms(real, part.weights, offset=part.offset, source=part.source)
+            )
+
+        def seed(value: Any) -> Any:
+            real = array_module(value).real(value)
+            plan.check(real, offset=part.offset, source=part.source)
+            return plan.seed(real, part.weights)
+
+        value, grads = compiled.values_and_vjp(part.cache, p, seed, part.n)
+        xp = array_module(value)
+        real = xp.real(value)
+        with np.errstate(all="ignore"):
+            terms = plan.terms(real, part.weights, offset=part.offset, source=part.source)
+        rows = xp.stack([terms, *grads]) if grads else terms[None, :]
+        return ExactPartials.from_terms(rows)
+
+    def empty(self, with_gradient: bool) -> CertifiedPartials:
+        """Partials of an empty reduction."""
+        rows = self.rows(with_gradient)
+        return CertifiedPartials(ExactPartials.zeros(rows), np.zeros(rows))
+
+    def values(self, part: PreparedPartition, params: Params) -> Any:
+        """The model value of every event of a prepared partition (the reduction's kernel)."""
+        if self.fused is not None and isinstance(part.weights, np.ndarray):
+            dt = real_dtype(self.precision)
+            if self.compiled.split.root.kind == "complex":
+                dt = np.complex64 if dt is np.float32 else np.complex128
+            out = np.empty(part.n, dtype=dt)
+            self.fused.values(*part.cache, params.array, out)
+            return out
+        return self.compiled.values(part.cache, params.values, part.n)
+
+    # -- aggregate -------------------------------------------------------------------------
+    def finish(self, merged: CertifiedPartials, params: Params,
+               with_gradient: bool) -> tuple[float, np.ndarray | None]:
+        """Value (and gradient) from the merged partial sums (raises :class:`Uncertified`)."""
+        totals = merged.certified_floats()
+        value = float(totals[0])
+        if not with_gradient:
+            return value, None
+        if self.fused is not None:
+            p64 = np.asarray(params.values, dtype=np.float64)
+            return value, np.asarray(self.fused.backprop(p64, totals[1:]), dtype=np.float64)
+        return value, np.array(totals[1:], dtype=np.float64)
+
+
+def _rebuild(expr: Any, precision: str, kernel: str) -> PartitionReducer:
+    return PartitionReducer(CompiledModel.from_expr(expr), precision, kernel)

@@ -1,0 +1,409 @@
+"""Exact gradients of compiled models against finite differences, and the f32 path.
+
+References: central finite differences of the compiled values (random expressions drawn by
+Hypothesis from every operation of the graph), f64 evaluation (for f32), and laddu's own
+complex gradients when laddu is installed.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import laddu_dask as ld
+from laddu_dask import ksks
+from laddu_dask.compile.compiled import CompiledModel
+from laddu_dask.data.batch import EventBatch
+from laddu_dask.runtime.execution import Execution
+from laddu_dask.runtime.prepared import PreparedModel
+
+try:
+    import laddu
+
+    HAVE_LADDU = all(hasattr(laddu, n) for n in ("Dataset", "relativistic_breit_wigner", "Model"))
+except ImportError:  # pragma: no cover - laddu is a test dependency
+    laddu = None
+    HAVE_LADDU = False
+
+needs_laddu = pytest.mark.skipif(not HAVE_LADDU, reason="laddu is not installed")
+
+# ---------------------------------------------------------------------------------------
+# events and finite differences
+# ---------------------------------------------------------------------------------------
+N_EVENTS = 12
+_RNG = np.random.default_rng(1234)
+COLUMNS: dict[str, np.ndarray] = {
+    "g1": _RNG.uniform(-1.5, 1.5, N_EVENTS),
+    "g2": _RNG.uniform(-1.5, 1.5, N_EVENTS),
+    "g3": _RNG.uniform(0.5, 2.0, N_EVENTS),
+}
+_P = _RNG.normal(0.0, 1.0, (N_EVENTS, 3))
+COLUMNS.update({"gk_e": np.sqrt(0.25 + (_P**2).sum(1)), "gk_px": _P[:, 0], "gk_py": _P[:, 1],
+                "gk_pz": _P[:, 2]})
+PARAM_NAMES = ("gp0", "gp1", "gp2", "gp3")
+
+
+def finite_differences(cm: CompiledModel, cache: list, params: np.ndarray, n: int,
+                       rel_step: float = 1e-6) -> np.ndarray:
+    """Central differences ``(n, k)`` of the compiled values (complex)."""
+    out = np.zeros((n, len(params)), dtype=np.complex128)
+    for j in range(len(params)):
+        h = rel_step * max(1.0, abs(params[j]))
+        up, down = params.copy(), params.copy()
+        up[j] += h
+        down[j] -= h
+        out[:, j] = (cm.values(cache, list(up), n=n) - cm.values(cache, list(down), n=n)) / (2 * h)
+    return out
+
+
+def assert_close_to_fd(jac: np.ndarray, fd: np.ndarray, value: np.ndarray,
+                       fd_coarse: np.ndarray | None = None) -> None:
+    """``|J - FD| <= 1e-5 |J| + 1e-7 (1 + |v|) + 3 |FD - FD_coarse|`` per event and parameter.
+
+    ``FD_coarse`` (a 4x larger step) estimates the finite-difference error itself: where a
+    value is computed through steep intermediates, rounding noise of the differences can
+    exceed any fixed tolerance, and it shows up as disagreement between the two steps.
+    """
+    tol = 1e-5 * np.abs(jac) + 1e-7 * (1.0 + np.abs(value))[:, None]
+    if fd_coarse is not None:
+        tol = tol + 3.0 * np.abs(fd - fd_coarse)
+    bad = np.abs(jac - fd) > tol
+    assert not bad.any(), (
+        f"jacobian differs from finite differences at {np.argwhere(bad)[:5].tolist()}: "
+        f"exact {jac[bad][:3]}, fd {fd[bad][:3]}"
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# random expressions
+# ---------------------------------------------------------------------------------------
+def pos(x: ld.Expr) -> ld.Expr:
+    """A real expression >= 1 (safe argument of log, sqrt, denominators)."""
+    return x.norm_sqr() + 1.0
+
+
+def cpos(x: ld.Expr, y: ld.Expr) -> ld.Expr:
+    """A complex expression with real part >= 1: away from 0 and from the branch cuts."""
+    return ld.complex(pos(x), y.real())
+
+
+def bounded(x: ld.Expr, k: float = 0.3) -> ld.Expr:
+    return x.real().sin() * k
+
+
+def beta_of(x: ld.Expr, y: ld.Expr) -> ld.Vec3:
+    """A velocity with |beta| < 0.52 built from two expressions."""
+    return ld.Vec3(bounded(x), y.real().cos() * 0.3, bounded(x.real() * y.real()))
+
+
+def boost_event(x: ld.Expr, y: ld.Expr, pick: int) -> ld.Expr:
+    k = ld.Vec4.event("gk").boost(beta_of(x, y))
+    return (k.e, k.pz, k.vec3().costheta(), k.m2())[pick]
+
+
+def boost_built(x: ld.Expr, y: ld.Expr, pick: int) -> ld.Expr:
+    p = ld.Vec4(pos(x) + 2.0, bounded(x, 0.5), y.real().cos() * 0.5, ld.scalar("g1") * 0.2)
+    q = p.boost(-beta_of(y, x))
+    return (q.e, q.px, q.m(), q.vec3().unit().z)[pick]
+
+
+UNARY = [
+    lambda x: -x,
+    lambda x: x.sin(),
+    lambda x: x.cos(),
+    lambda x: bounded(x, 0.5).tan(),
+    lambda x: x.exp(),
+    lambda x: pos(x).log(),
+    lambda x: cpos(x, x).log(),
+    lambda x: pos(x).sqrt(),
+    lambda x: cpos(x, x.imag()).sqrt(),
+    lambda x: x.conj(),
+    lambda x: x.real(),
+    lambda x: x.imag(),
+    lambda x: x.norm_sqr(),
+    lambda x: cpos(x.imag(), x).abs(),
+    lambda x: (-pos(x)).abs(),
+    lambda x: x.to_complex(),
+    lambda x: x**2,
+    lambda x: x**3,
+    lambda x: pos(x) ** -1,
+    lambda x: cpos(x, x) ** -2,
+    lambda x: pos(x) ** 0.7,
+    lambda x: cpos(x, x) ** 1.3,
+]
+
+BINARY = [
+    lambda x, y: x + y,
+    lambda x, y: x - y,
+    lambda x, y: x * y,
+    lambda x, y: x / pos(y),
+    lambda x, y: x / cpos(y, x),
+    lambda x, y: pos(x) ** bounded(y, 1.5),
+    lambda x, y: cpos(x, y) ** bounded(y, 1.5),
+    lambda x, y: ld.atan2(x.real(), pos(y)),
+    lambda x, y: ld.atan2(pos(y), x.real()),
+    lambda x, y: ld.complex(x.real(), y.real()),
+    lambda x, y: ld.polar_complex(x.real(), y.real()),
+    lambda x, y: boost_event(x, y, 0),
+    lambda x, y: boost_event(x, y, 1),
+    lambda x, y: boost_event(x, y, 2),
+    lambda x, y: boost_event(x, y, 3),
+    lambda x, y: boost_built(x, y, 0),
+    lambda x, y: boost_built(x, y, 1),
+    lambda x, y: boost_built(x, y, 2),
+    lambda x, y: boost_built(x, y, 3),
+]
+
+LEAVES = (
+    [ld.scalar(c) for c in ("g1", "g2", "g3")]
+    + [ld.parameter(n) for n in PARAM_NAMES] * 2
+    + [ld.constant(0.5), ld.constant(-1.25), ld.constant(2.0), ld.constant(0.75 - 0.5j)]
+)
+
+
+def _extend(children: st.SearchStrategy) -> st.SearchStrategy:
+    unary = st.tuples(st.sampled_from(UNARY), children).map(lambda t: t[0](t[1]))
+    binary = st.tuples(st.sampled_from(BINARY), children, children).map(
+        lambda t: t[0](t[1], t[2])
+    )
+    return st.one_of(unary, binary)
+
+
+#: Random expressions: an operation applied to random subexpressions (so never a bare leaf).
+expressions = _extend(st.recursive(st.sampled_from(LEAVES), _extend, max_leaves=10))
+param_values = st.lists(
+    st.floats(-1.2, 1.2, allow_nan=False, allow_infinity=False), min_size=4, max_size=4
+)
+GRADIENT_SETTINGS = settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+
+
+def _prepare(expr: ld.Expr, values: list[float]):
+    cm = CompiledModel.from_expr(expr)
+    assume(cm.parameter_names)
+    by_name = dict(zip(PARAM_NAMES, values))
+    params = np.array([by_name[n] for n in cm.parameter_names])
+    cache = cm.event_cache({c: COLUMNS[c] for c in cm.columns})
+    value = cm.values(cache, list(params), n=N_EVENTS)
+    assume(np.all(np.isfinite(value)) and np.max(np.abs(value)) < 1e6)
+    return cm, cache, params, value
+
+
+@GRADIENT_SETTINGS
+@given(expr=expressions, values=param_values)
+def test_jacobian_matches_finite_differences(expr, values):
+    cm, cache, params, value = _prepare(expr, values)
+    v, jac = cm.values_and_jacobian(cache, list(params), n=N_EVENTS)
+    k = len(params)
+    assert jac.shape == (N_EVENTS, k) and jac.dtype == np.complex128
+    np.testing.assert_array_equal(v, value)
+    if not np.iscomplexobj(value):
+        assert np.all(jac.imag == 0)
+    assume(np.all(np.isfinite(jac)) and np.max(np.abs(jac)) < 1e8)
+    fd = finite_differences(cm, cache, params, N_EVENTS)
+    fd_coarse = finite_differences(cm, cache, params, N_EVENTS, rel_step=4e-6)
+    assert_close_to_fd(jac, fd, value, fd_coarse)
+
+
+@GRADIENT_SETTINGS
+@given(expr=expressions, values=param_values, seed_seed=st.integers(0, 2**32 - 1))
+def test_vjp_equals_seeded_jacobian(expr, values, seed_seed):
+    """``values_and_vjp`` gives ``Re(conj(seed) dv/dp)`` per event, for real and complex seeds."""
+    cm, cache, params, value = _prepare(expr, values)
+    _, jac = cm.values_and_jacobian(cache, list(params), n=N_EVENTS)
+    assume(np.all(np.isfinite(jac)) and np.max(np.abs(jac)) < 1e8)
+    rng = np.random.default_rng(seed_seed)
+    seed = rng.normal(size=N_EVENTS)
+    v, grads = cm.values_and_vjp(cache, list(params), seed, n=N_EVENTS)
+    np.testing.assert_array_equal(v, value)
+    assert len(grads) == len(params)
+    tol = 1e-12 * (1.0 + np.abs(seed)[:, None] * np.abs(jac))
+    g = np.column_stack(grads)
+    assert g.dtype == np.float64 and g.shape == jac.shape
+    expected = seed[:, None] * jac.real
+    assert np.all(np.abs(g - expected) <= tol)
+    # the reduced (summed) gradient of sum_i seed_i Re(v_i), against finite differences
+    reduced = np.array([math.fsum(col) for col in g.T])
+    np.testing.assert_allclose(reduced, (seed[:, None] * jac.real).sum(axis=0), rtol=1e-12,
+                               atol=1e-12 * (1.0 + np.abs(seed) @ np.abs(jac)).max())
+    fd, fd_coarse = (finite_differences(cm, cache, params, N_EVENTS, rel_step=h)
+                     for h in (1e-6, 4e-6))
+    fd_reduced = (seed[:, None] * fd.real).sum(axis=0)
+    fd_noise = np.abs(fd_reduced - (seed[:, None] * fd_coarse.real).sum(axis=0))
+    tol = 1e-5 * np.abs(seed) @ np.abs(jac) + 1e-7 * (1.0 + np.abs(seed) @ np.abs(value))
+    assert np.all(np.abs(reduced - fd_reduced) <= tol + 3.0 * fd_noise)
+    # a complex seed, and a seed given as a function of the values
+    cseed = seed + 1j * rng.normal(size=N_EVENTS)
+    _, cgrads = cm.values_and_vjp(cache, list(params), cseed, n=N_EVENTS)
+    expected = (np.conj(cseed)[:, None] * jac).real
+    assert np.all(np.abs(np.column_stack(cgrads) - expected) <= 2 * tol)
+    _, fgrads = cm.values_and_vjp(cache, list(params), lambda val: 2.0 * np.ones_like(val.real),
+                                  n=N_EVENTS)
+    assert np.all(np.abs(np.column_stack(fgrads) - 2.0 * jac.real) <= 2 * tol + 1e-12)
+
+
+def test_generated_expressions_reach_every_operation():
+    """The strategy's building blocks compile and cover every differentiable operation."""
+    from laddu_dask.expr.node import walk
+    from laddu_dask.expr.ops import OPS
+
+    x, y = ld.parameter("gp0") * ld.scalar("g1"), ld.parameter("gp1") + ld.scalar("g2")
+    z = ld.complex(x, y)
+    built = [f(x) for f in UNARY] + [f(z) for f in UNARY] + [f(x, z) for f in BINARY]
+    seen = {n.op for e in built for n in walk(e)}
+    missing = set(OPS) - seen
+    assert not missing, f"operations never generated: {sorted(missing)}"
+
+
+# ---------------------------------------------------------------------------------------
+# hand-picked gradients with closed forms
+# ---------------------------------------------------------------------------------------
+def test_closed_form_gradients():
+    s = ld.scalar("s")
+    m, w = ld.parameter("cf_m", initial=1.3), ld.parameter("cf_w", initial=0.1)
+    cm = CompiledModel.from_expr(ld.breit_wigner(s, mass=m, width=w))
+    sv = np.array([0.5, 1.69, 2.5])
+    value, jac = cm.values_and_jacobian(cm.event_cache({"s": sv}), [1.3, 0.1])
+    den = 1.69 - sv - 1j * 0.13
+    np.testing.assert_allclose(value, 1 / den, rtol=1e-14)
+    # d/dM 1/D = -(2M - i G)/D^2, d/dG = (i M)/D^2
+    np.testing.assert_allclose(jac[:, 0], -(2 * 1.3 - 0.1j) / den**2, rtol=1e-13)
+    np.testing.assert_allclose(jac[:, 1], 1.3j / den**2, rtol=1e-13)
+    # |c|^2 for c = re + i im: gradient (2 re, 2 im), real
+    re, im = ld.parameter("cf_re"), ld.parameter("cf_im")
+    c2 = CompiledModel.from_expr(ld.complex(re, im).norm_sqr() * s)
+    value, jac = c2.values_and_jacobian(c2.event_cache({"s": sv}), [0.6, -0.8])
+    np.testing.assert_allclose(value, sv, rtol=1e-15)
+    np.testing.assert_allclose(jac, np.column_stack([1.2 * sv, -1.6 * sv]), rtol=1e-15)
+    # a parameter that does not reach the value (multiplied by a folded zero) has zero gradient
+    z = CompiledModel.from_expr(re * s + im.imag())
+    _, jac = z.values_and_jacobian(z.event_cache({"s": sv}), [0.6])
+    np.testing.assert_array_equal(jac[:, 0], sv)
+
+
+# ---------------------------------------------------------------------------------------
+# a complex model through PreparedModel, and laddu's gradients
+# ---------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def ksks_events():
+    data, _ = ksks.generate(n_data=500, n_mc=10, seed=1)
+    cols = {}
+    for name in ("beam", "proton", "kshort1", "kshort2"):
+        arr = np.asarray(data[name], dtype=np.float64)
+        for i, c in enumerate(("e", "px", "py", "pz")):
+            cols[f"{name}_{c}"] = np.ascontiguousarray(arr[:, i])
+    return data, cols
+
+
+def complex_amplitude(lib):
+    """An S + D wave amplitude (complex) in laddu's API, for ``lib`` = laddu_dask or laddu."""
+    beam, k1, k2 = (lib.Vec4.event(n) for n in ("beam", "kshort1", "kshort2"))
+    x = k1 + k2
+    k = k1.boost(-x.beta()).vec3()
+    z = x.vec3().unit()
+    y = beam.vec3().cross(z).unit()
+    costheta = k.dot(z) / k.mag()
+    phi = lib.atan2(k.dot(y), k.dot(y.cross(z)))
+    s = x.m2()
+    bw_s = lib.relativistic_breit_wigner(s, mass=lib.parameter("cm_sm"),
+                                         width=lib.parameter("cm_sw"),
+                                         mass1=ksks.M_KS, mass2=ksks.M_KS, l=0)
+    bw_d = lib.breit_wigner(s, mass=lib.parameter("cm_dm"), width=lib.parameter("cm_dw"))
+    coeff = lib.complex(lib.parameter("cm_re"), lib.parameter("cm_im"))
+    return (bw_s * lib.spherical_harmonic(0, 0, costheta=costheta, phi=phi)
+            + bw_d * coeff * lib.spherical_harmonic(2, 1, costheta=costheta, phi=phi))
+
+
+COMPLEX_PARAMS = [1.5, 0.11, 1.52, 0.09, 0.8, -0.3]
+
+
+def test_prepared_model_gradient_of_complex_model(ksks_events):
+    _, cols = ksks_events
+    amp = complex_amplitude(ld)
+    cm = CompiledModel.from_expr(amp)
+    assert cm.parameter_names == ["cm_sm", "cm_sw", "cm_dm", "cm_dw", "cm_re", "cm_im"]
+    pm = PreparedModel.prepare(cm, Execution())
+    n = len(cols["beam_e"])
+    batch = EventBatch(columns=cols, weights=np.ones(n))
+    params = np.array(COMPLEX_PARAMS)
+    values, grad = pm.evaluate_batch_with_gradient(list(params), batch)
+    assert values.shape == (n,) and values.dtype == np.complex128
+    assert grad.shape == (n, 6) and grad.dtype == np.complex128
+    np.testing.assert_array_equal(pm.evaluate_batch(list(params), batch), values)
+    fd = np.zeros_like(grad)
+    for j in range(6):
+        h = 1e-6 * max(1.0, abs(params[j]))
+        up, down = params.copy(), params.copy()
+        up[j] += h
+        down[j] -= h
+        fd[:, j] = (pm.evaluate_batch(list(up), batch) - pm.evaluate_batch(list(down), batch)) / (2 * h)
+    assert_close_to_fd(grad, fd, values)
+    # the same against the compiled model's own differences, with their noise estimate
+    cache = cm.event_cache(cols)
+    fd_coarse = finite_differences(cm, cache, params, n, rel_step=4e-6)
+    assert_close_to_fd(grad, finite_differences(cm, cache, params, n), values, fd_coarse)
+    # by-name parameters
+    named = dict(zip(cm.parameter_names, params))
+    np.testing.assert_array_equal(pm.evaluate_batch_with_gradient(named, batch)[1], grad)
+
+
+@needs_laddu
+def test_complex_gradient_matches_laddu(ksks_events):
+    data, cols = ksks_events
+    ours = CompiledModel.from_expr(complex_amplitude(ld))
+    theirs = laddu.Model(complex_amplitude(laddu))
+    assert ours.parameter_names == list(theirs.parameter_names)
+    p4s = {k: np.ascontiguousarray(data[k], dtype=np.float64)
+           for k in ("beam", "proton", "kshort1", "kshort2")}
+    ds = laddu.Dataset.from_arrays(p4s=p4s, scalars={})
+    lv, lg = theirs.value_and_gradient(ds, parameters=COMPLEX_PARAMS)
+    v, jac = ours.values_and_jacobian(ours.event_cache(cols), COMPLEX_PARAMS)
+    np.testing.assert_allclose(v, lv, rtol=1e-10, atol=1e-12 * np.max(np.abs(lv)))
+    np.testing.assert_allclose(jac, lg, rtol=1e-9, atol=1e-11 * np.max(np.abs(lg)))
+
+
+# ---------------------------------------------------------------------------------------
+# single precision
+# ---------------------------------------------------------------------------------------
+def test_f32_values_agree_with_f64(ksks_events):
+    _, cols = ksks_events
+    model = ksks.model()
+    cm = CompiledModel.from_expr(model)
+    params = model.default_parameters
+    cache64 = cm.event_cache(cols, precision="f64")
+    cache32 = cm.event_cache(cols, precision="f32")
+    assert all(c.dtype in (np.float32, np.complex64) for c in cache32)
+    v64 = cm.values(cache64, params, precision="f64")
+    v32 = cm.values(cache32, params, precision="f32")
+    assert v64.dtype == np.float64 and v32.dtype == np.float32
+    assert np.all(v64 > 0)
+    rel = np.abs(v32.astype(np.float64) - v64) / v64
+    # The model is ill-conditioned in its inputs (s = E^2 - |p|^2 of 8 GeV kaons, then
+    # M^2 - s near the pole): rounding the inputs alone to f32 moves the f64 intensity
+    # by ~1e-5 (median) and ~7e-5 (max). The f32 kernels may add at most a few times that.
+    rounded = {k: v.astype(np.float32).astype(np.float64) for k, v in cols.items()}
+    rel_inputs = np.abs(cm.values(cm.event_cache(rounded), params) - v64) / v64
+    assert np.median(rel) < 5e-5 and np.max(rel) < 5e-4
+    assert np.median(rel) < 4 * np.median(rel_inputs)
+    # summed over events the errors average out
+    assert abs(math.fsum(v32.astype(np.float64)) - math.fsum(v64)) / math.fsum(v64) < 1e-5
+    # f32 gradients: same direction and size as f64 to single-precision accuracy
+    _, g64 = cm.values_and_jacobian(cache64, params, precision="f64")
+    _, g32 = cm.values_and_jacobian(cache32, params, precision="f32")
+    assert g32.dtype == np.complex64
+    err = np.abs(g32.astype(np.complex128) - g64)
+    assert np.max(err / np.abs(g64).max(axis=0)) < 2e-3
+
+    # PreparedModel honours the execution's precision
+    n = len(cols["beam_e"])
+    pm32 = PreparedModel.prepare(cm, Execution(precision="f32"))
+    vb = pm32.evaluate_batch(params, EventBatch(columns=cols, weights=np.ones(n)))
+    assert vb.dtype == np.float32
+    np.testing.assert_array_equal(vb, v32)
