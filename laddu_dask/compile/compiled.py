@@ -70,6 +70,19 @@ class CompiledModel:
         self.parameter_names: list[str] = [n.attr.name for n in self.split.free]
         self.columns: list[str] = self.split.columns
         self.cache_kinds: list[str] = [n.kind for n in self.split.cache]
+        self._decomposition: Any = False
+
+    @property
+    def decomposition(self) -> Any:
+        """The model as ``sum_j |sum_k P_jk E_jk|^2``, or ``None`` (computed once).
+
+        See :mod:`laddu_dask.compile.normalization`.
+        """
+        if self._decomposition is False:
+            from laddu_dask.compile.normalization import decompose
+
+            self._decomposition = decompose(self.split)
+        return self._decomposition
 
     @classmethod
     def from_expr(cls, expr: Expr | Model) -> CompiledModel:

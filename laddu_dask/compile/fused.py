@@ -117,15 +117,14 @@ def _cplx(a, b):
 
 
 @_nb
-def _add3(acc, j, x):
-    # TwoSum cascade: acc[j, 0] + acc[j, 1] is the running sum to ~106 bits; acc[j, 2]
-    # sums |x| for the error bound that certifies the result (see the module docstring)
-    s = acc[j, 0]
-    t = s + x
-    bp = t - s
-    acc[j, 1] += (s - (t - bp)) + (x - bp)
-    acc[j, 0] = t
-    acc[j, 2] += abs(x)
+def _cdiv(a, z):
+    # a / z for complex z through one real division (a may be real or complex)
+    zr = z.real
+    zi = z.imag
+    f = 1.0 / (zr * zr + zi * zi)
+    return a * complex(zr * f, -zi * f)
+
+
 '''
 
 
@@ -195,7 +194,10 @@ class _Names:
 
     def scalar_line(self, node: Expr, indent: str) -> str:
         args = [self.name(a) for a in node.args]
-        return f"{indent}{self.name(node)} = " + _SCALAR_TEMPLATES[node.op].format(*args, attr=node.attr)
+        template = _SCALAR_TEMPLATES[node.op]
+        if node.op == "div" and node.args[1].kind == COMPLEX:
+            template = "_cdiv({0}, {1})"
+        return f"{indent}{self.name(node)} = " + template.format(*args, attr=node.attr)
 
 
 def _boundary(split: Split) -> list[Expr]:
@@ -291,15 +293,34 @@ def generate_fused_source(split: Split, precision: str = "f64") -> tuple[str, di
         return out
 
     def acc_emit(j: int, x: str) -> str:
-        return f"        _add3(acc, {j}, {x})"
+        # TwoSum into registers sum_j, cmp_j; abs_j sums |x| (for the certifying bound)
+        return (
+            f"        x_ = {x}\n"
+            f"        t_ = sum_{j} + x_\n"
+            f"        b_ = t_ - sum_{j}\n"
+            f"        cmp_{j} += (sum_{j} - (t_ - b_)) + (x_ - b_)\n"
+            f"        sum_{j} = t_\n"
+            f"        abs_{j} += abs(x_)"
+        )
 
     def out_emit(j: int, x: str) -> str:
         return f"        out[{j}, i] = {x}"
 
-    def function(name: str, tail: str, body: list[str]) -> str:
+    def function(name: str, tail: str, body: list[str], rows: int) -> str:
         sig = ", ".join(cache_args + ["w", "p", "transform", tail, "bad"])
-        lines = [f"@_nb\ndef {name}({sig}):", *head, "    for i in range(w.shape[0]):",
-                 *loads, *forward, *body, "    return -1"]
+        init, store = [], []
+        if tail == "acc":
+            for j in range(rows):
+                init.append(f"    sum_{j} = 0.0\n    cmp_{j} = 0.0\n    abs_{j} = 0.0")
+                store.append(
+                    f"    acc[{j}, 0] = sum_{j}\n    acc[{j}, 1] = cmp_{j}\n    acc[{j}, 2] = abs_{j}"
+                )
+        ret = "\n".join(store) + "\n    return -1" if store else "    return -1"
+        bail = "\n".join(store).replace("    ", "            ") if store else ""
+        body = [line.replace("            return i", (bail + "\n" if bail else "") + "            return i")
+                for line in body]
+        lines = [f"@_nb\ndef {name}({sig}):", *head, *init, "    for i in range(w.shape[0]):",
+                 *loads, *forward, *body, ret]
         return "\n".join(lines)
 
     values_fn = "\n".join([
@@ -307,10 +328,10 @@ def generate_fused_source(split: Split, precision: str = "f64") -> tuple[str, di
         "    for i in range(out.shape[0]):", *loads, *forward, f"        out[i] = {root}",
     ])
     functions = [
-        function("value_sum", "acc", term(acc_emit)),
-        function("gradient_sum", "acc", term(acc_emit) + rev(acc_emit)),
-        function("value_terms", "out", term(out_emit)),
-        function("gradient_terms", "out", term(out_emit) + rev(out_emit)),
+        function("value_sum", "acc", term(acc_emit), 1),
+        function("gradient_sum", "acc", term(acc_emit) + rev(acc_emit), row),
+        function("value_terms", "out", term(out_emit), 1),
+        function("gradient_terms", "out", term(out_emit) + rev(out_emit), row),
         values_fn,
     ]
     consts = "\n".join(f"{k} = {_const_src(v)}" for k, v in sorted(nm.consts.items()))

@@ -65,10 +65,13 @@ def contributions(node: Expr, args: list[str], w: str, g: str) -> list[tuple[int
         return [(0, f"({g} * {cj(a1, k1)})", ck), (1, f"({g} * {cj(a0, k0)})", ck)]
     if op == "div":
         a1, k1 = args[1], kinds[1]
-        return [
-            (0, f"({g} / {cj(a1, k1)})", ck),
-            (1, f"(-{g} * {cj(w, node.kind)} / {cj(a1, k1)})", ck),
-        ]
+        num = node.args[0]
+        if num.op == "const" and num.attr == 1.0:
+            # w = 1 / b: dw/db = -w^2, no second division
+            dw = f"(-{g} * {cj(f'({w} * {w})', node.kind)})"
+        else:
+            dw = f"(-{g} * {cj(w, node.kind)} / {cj(a1, k1)})"
+        return [(0, f"({g} / {cj(a1, k1)})", ck), (1, dw, ck)]
     if op == "powi":
         n = node.attr
         return [(0, f"({g} * {float(n)!r} * {cj(f'({a0} ** {n - 1})', k0)})", ck)]

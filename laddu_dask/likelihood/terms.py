@@ -34,6 +34,7 @@ from laddu_dask.errors import NormalizationError
 from laddu_dask.expr.model import Model
 from laddu_dask.expr.node import Expr
 from laddu_dask.runtime.execution import Execution
+from laddu_dask.runtime.normalization import NormalizationStatistics, prepare_statistics
 from laddu_dask.runtime.prepared import (
     PreparedDataset,
     PreparedModel,
@@ -63,12 +64,14 @@ def _as_dataset(ds: Any, what: str, term: str) -> Dataset:
 
 
 class _Prepared:
-    __slots__ = ("model", "data", "mc", "data_weight")
+    __slots__ = ("model", "data", "mc", "stats", "data_weight")
 
-    def __init__(self, model: PreparedModel, data: PreparedDataset, mc: PreparedDataset) -> None:
+    def __init__(self, model: PreparedModel, data: PreparedDataset, mc: PreparedDataset | None,
+                 stats: NormalizationStatistics | None) -> None:
         self.model = model
         self.data = data
         self.mc = mc
+        self.stats = stats
         self.data_weight = data.stats.sum_weights
 
 
@@ -110,28 +113,56 @@ class _Term:
             return hit
         pm = PreparedModel.prepare(self.compiled, execution)
         pd = pm.prepare_dataset(execution, self.data, name=f"{self.name}/data")
-        pmc = pm.prepare_dataset(execution, self.accepted_mc, name=f"{self.name}/accepted_mc")
-        if pmc.stats.sum_weights == 0.0:
+        mc_name = f"{self.name}/accepted_mc"
+        decomposition = None if execution.normalization == "general" else self.compiled.decomposition
+        stats = pmc = None
+        if decomposition is not None:
+            stats = prepare_statistics(execution, decomposition, self.accepted_mc, mc_name)
+            total_weight = stats.sum_weights
+        if decomposition is None or execution.normalization == "verify":
+            pmc = pm.prepare_dataset(execution, self.accepted_mc, name=mc_name)
+            total_weight = pmc.stats.sum_weights
+        if total_weight == 0.0:
             raise NormalizationError(
                 f"term {self.name!r}: the accepted Monte Carlo ({', '.join(self.accepted_mc.sources)}) "
                 "has zero total weight, so the intensity cannot be normalised"
             )
-        prepared = _Prepared(pm, pd, pmc)
+        prepared = _Prepared(pm, pd, pmc, stats)
         self._prepared = {id(execution): prepared}
         return prepared
 
     def _sums(self, prep: _Prepared, execution: Execution, params: Any, with_gradient: bool):
         """``(sum_data w ln I, its gradient, sum_accmc w I, its gradient)`` in one graph."""
-        [(s_data, g_data), (s_mc, g_mc)] = reduce_many(execution, [
-            ReductionRequest(prep.model, params, prep.data, LOG, with_gradient),
-            ReductionRequest(prep.model, params, prep.mc, POSITIVE, with_gradient),
-        ])
+        requests = [ReductionRequest(prep.model, params, prep.data, LOG, with_gradient)]
+        if prep.mc is not None:
+            requests.append(ReductionRequest(prep.model, params, prep.mc, POSITIVE, with_gradient))
+        results = reduce_many(execution, requests)
+        s_data, g_data = results[0]
+        if prep.stats is not None:
+            s_mc, g_mc = prep.stats.value_and_gradient(params, with_gradient)
+            if prep.mc is not None:
+                self._verify(results[1], (s_mc, g_mc))
+        else:
+            s_mc, g_mc = results[1]
         if not (s_mc > 0 and math.isfinite(s_mc)):
             raise NormalizationError(
                 f"term {self.name!r}: the accepted-MC normalisation sum_accmc w I is {s_mc!r}; "
                 "it must be positive and finite"
             )
         return s_data, g_data, s_mc, g_mc
+
+    def _verify(self, general: tuple, statistics: tuple) -> None:
+        """``normalization="verify"``: the event loop and the statistics must agree."""
+        (v1, g1), (v2, g2) = general, statistics
+        ok = abs(v1 - v2) <= 1e-10 * abs(v1)
+        if ok and g1 is not None:
+            scale = max(float(np.max(np.abs(g1))), 1e-300)
+            ok = float(np.max(np.abs(g1 - g2))) <= 1e-8 * scale
+        if not ok:
+            raise NormalizationError(
+                f"term {self.name!r}: the accepted-MC normalisation from sufficient statistics "
+                f"({v2!r}) disagrees with the event loop ({v1!r})"
+            )
 
 
 class NLL(_Term):

@@ -59,6 +59,10 @@ class Execution:
     kernel : {"auto", "fused", "numpy"}
         Per-partition kernels: fused compiled loops (Numba) or whole-array NumPy code;
         ``"auto"`` takes the fused ones when Numba is installed.
+    normalization : {"auto", "general", "verify"}
+        How accepted-MC sums are computed: from sufficient statistics (amplitude product
+        matrices summed once) when the model allows it (``"auto"``), always by the event
+        loop (``"general"``), or both, checking that they agree (``"verify"``).
 
     Examples
     --------
@@ -76,6 +80,7 @@ class Execution:
         split_every: int = 8,
         num_workers: int | None = None,
         kernel: str = "auto",
+        normalization: str = "auto",
     ) -> None:
         if device not in DEVICES:
             raise ValueError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
@@ -91,6 +96,10 @@ class Execution:
             raise ValueError(f"split_every must be an integer >= 2, got {split_every!r}")
         if kernel not in ("auto", "fused", "numpy"):
             raise ValueError(f"kernel must be 'auto', 'fused' or 'numpy', got {kernel!r}")
+        if normalization not in ("auto", "general", "verify"):
+            raise ValueError(
+                f"normalization must be 'auto', 'general' or 'verify', got {normalization!r}"
+            )
         if num_workers is not None and (not isinstance(num_workers, int) or num_workers < 1):
             raise ValueError(f"num_workers must be a positive integer, got {num_workers!r}")
         if isinstance(memory, MemoryPlan):
@@ -105,6 +114,7 @@ class Execution:
         self.client = client
         self.split_every = split_every
         self.kernel = kernel
+        self.normalization = normalization
         self.num_workers = num_workers or os.cpu_count() or 1
         self._decisions: list[MemoryDecision] = []
 
