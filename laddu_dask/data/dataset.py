@@ -317,6 +317,8 @@ class Dataset:
         self._origin = origin
         self.memory_policy = check_memory_policy(memory_policy)
         self.chunk_size = resolve_chunk_size(chunk_size)
+        #: whether the user chose the chunk size (else the runtime may re-partition for speed)
+        self.chunk_size_given = chunk_size is not None
         self.schema: Schema = origin.schema
         self.sources: tuple[str, ...] = tuple(origin.sources)
         self.partitions: tuple[Partition, ...] = tuple(origin.make_partitions(self.chunk_size))
@@ -361,7 +363,7 @@ class Dataset:
         ['k_e', 'k_px', 'k_py', 'k_pz']
         """
         check_memory_policy(memory_policy)
-        chunk_size = resolve_chunk_size(chunk_size)
+        resolve_chunk_size(chunk_size)  # validate now; None stays 'not chosen by the user'
         p4s = dict(p4s or {})
         scalars = dict(scalars or {})
         if not p4s and not scalars:
@@ -428,7 +430,8 @@ class Dataset:
 
     def with_memory_policy(self, memory_policy: str) -> Dataset:
         """Return the same dataset with another memory policy."""
-        return Dataset(self._origin, chunk_size=self.chunk_size, memory_policy=memory_policy)
+        return Dataset(self._origin, chunk_size=self.chunk_size if self.chunk_size_given else None,
+                       memory_policy=memory_policy)
 
     # -- sizes -------------------------------------------------------------------------
 

@@ -277,7 +277,7 @@ def read_parquet(path: PathArg | Sequence[PathArg], chunk_size: int | None = Non
     >>> ds = read_parquet("accmc/*.parquet", chunk_size=100_000)  # doctest: +SKIP
     """
     check_memory_policy(memory_policy)
-    chunk_size = resolve_chunk_size(chunk_size)
+    resolve_chunk_size(chunk_size)  # validate before touching any file
     files = expand_paths(path)
     infos: list[_FileInfo] = []
     schema: Schema | None = None

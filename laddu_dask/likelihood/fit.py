@@ -170,7 +170,8 @@ def fit(
     method : {"migrad", "lbfgsb"}
         iminuit MIGRAD followed by HESSE, or SciPy L-BFGS-B followed by HESSE.
     strategy, tolerance : int, float
-        MIGRAD's strategy and EDM tolerance.
+        MIGRAD's strategy and EDM tolerance (L-BFGS-B stops when -2 ln L changes by less
+        than ``0.002 * tolerance``).
     max_calls : int, optional
         Limit on likelihood evaluations.
     progress : bool or callable
@@ -212,9 +213,12 @@ def fit(
     else:
         from scipy.optimize import minimize
 
+        # stop when -2 ln L changes by less than MIGRAD's EDM goal (0.002 tolerance), relative
+        f0 = abs(objective.value(x0))
         res = minimize(
             objective.both, x0, jac=True, method="L-BFGS-B", bounds=_limits(bounds),
-            options={"maxfun": max_calls or 15000},
+            options={"maxfun": max_calls or 15000, "ftol": 0.002 * tolerance / max(f0, 1.0),
+                     "gtol": 1e-8, "maxcor": 20},
         )
         values = np.asarray(res.x, dtype=np.float64)
         fval, _ = objective.both(values)

@@ -51,6 +51,25 @@ from laddu_dask.runtime.reducer import (
 from laddu_dask.runtime.reduction import merge_list, tree_graph, unique_name
 
 
+#: Bounds of the chunk size the runtime picks when the user chose none: partitions
+#: small enough that every worker gets two, large enough that a task's fixed cost
+#: (tens of microseconds) stays below a few percent of its work.
+MIN_AUTO_CHUNK = 16_384
+MAX_AUTO_CHUNK = 262_144
+
+
+def auto_chunk_size(n_events: int, workers: int) -> int:
+    """Events per partition for ``n_events`` on ``workers`` (two partitions a worker).
+
+    Examples
+    --------
+    >>> auto_chunk_size(100_000, 2), auto_chunk_size(1_000_000, 2), auto_chunk_size(1000, 2)
+    (25000, 250000, 16384)
+    """
+    target = -(-max(n_events, 1) // (2 * max(workers, 1)))
+    return int(min(MAX_AUTO_CHUNK, max(MIN_AUTO_CHUNK, target)))
+
+
 @dataclass(frozen=True)
 class ReductionEvaluation:
     """A reduced value and its gradient with respect to the free parameters."""
@@ -298,6 +317,8 @@ class PreparedModel:
         if not isinstance(dataset, Dataset):
             raise TypeError(f"prepare_dataset needs a Dataset, got {type(dataset).__name__}")
         dataset.schema.require(self.compiled.columns, ", ".join(dataset.sources))
+        if not dataset.chunk_size_given:
+            dataset = dataset.with_chunk_size(auto_chunk_size(dataset.n_events, execution.workers))
         resident_bpe, stream_bpe = self._bytes_per_event()
         chunk = max((p.n_events for p in dataset.partitions), default=0)
         budget = execution.host_budget_bytes()
