@@ -470,6 +470,26 @@ def write_sample(
 
 # --- model ---
 
+#: Relative displacement of the start values of the demo and benchmark fits from the truth.
+START_SHIFT: dict[str, float] = {
+    "s_mass": 1.02, "s_width": 1.25, "d_mass": 0.99, "d_width": 0.8,
+    "d0_re": 0.7, "d0_im": 1.5, "d1_re": 1.3, "d1_im": 0.7, "d2_re": 1.4, "d2_im": 0.7,
+}
+
+
+def displaced_start(names: tuple[str, ...] | list[str] | None = None) -> dict[str, float]:
+    """Start values of the demo and benchmark fits: the truth displaced by :data:`START_SHIFT`.
+
+    Examples
+    --------
+    >>> from laddu_dask import ksks
+    >>> round(ksks.displaced_start()["s_mass"], 5)
+    1.53612
+    """
+    names = list(TRUTH) if names is None else list(names)
+    return {n: TRUTH[n] * START_SHIFT[n] for n in names}
+
+
 #: Fit bounds of the masses and widths (GeV); the coefficients are unbounded.
 BOUNDS: dict[str, tuple[float, float]] = {
     "s_mass": (1.0, 2.0),

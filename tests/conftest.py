@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -52,3 +53,11 @@ def ksks_arrays(ksks_sample: dict[str, str]) -> dict[str, tuple[dict[str, np.nda
 def execution() -> Execution:
     """A fresh local f64 execution (no memory budget)."""
     return Execution()
+
+
+# Hypothesis: a fixed example set under CI (reproducible runs), random ones locally.
+from hypothesis import settings  # noqa: E402
+
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")

@@ -226,6 +226,9 @@ def test_vjp_equals_seeded_jacobian(expr, values, seed_seed):
     cm, cache, params, value = _prepare(expr, values)
     _, jac = cm.values_and_jacobian(cache, list(params), n=N_EVENTS)
     assume(np.all(np.isfinite(jac)) and np.max(np.abs(jac)) < 1e8)
+    # exp(exp(...)) chains make values (and the cancellations inside their gradients)
+    # so large that rounding, not the derivative rules, decides the comparisons
+    assume(np.max(np.abs(value)) < 1e6)
     rng = np.random.default_rng(seed_seed)
     seed = rng.normal(size=N_EVENTS)
     v, grads = cm.values_and_vjp(cache, list(params), seed, n=N_EVENTS)

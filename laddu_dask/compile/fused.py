@@ -51,6 +51,9 @@ from laddu_dask.expr.arrayfuncs import make_complex, norm_sqr
 from laddu_dask.expr.node import Expr
 from laddu_dask.expr.ops import COMPLEX, OPS, REAL
 
+#: Events per block of the fused sums (the buffer of one block stays in L1/L2).
+BLOCK = 512
+
 #: Reduction transforms as the kernels number them.
 TRANSFORM_CODES = {"real": 0, "positive_real": 1, "log_positive_real": 2}
 
@@ -117,6 +120,43 @@ def _cplx(a, b):
 
 
 @_nb
+def _accumulate(row, m, lanes, j):
+    # two interleaved TwoSum cascades over row[:m] (lanes[j, 0:2] and lanes[j, 2:4]),
+    # and the sum of magnitudes (lanes[j, 4]) for the certifying error bound
+    sa = lanes[j, 0]
+    ca = lanes[j, 1]
+    sb = lanes[j, 2]
+    cb = lanes[j, 3]
+    ab = lanes[j, 4]
+    k = 0
+    while k + 1 < m:
+        x = row[k]
+        t = sa + x
+        b = t - sa
+        ca += (sa - (t - b)) + (x - b)
+        sa = t
+        y = row[k + 1]
+        t2 = sb + y
+        b2 = t2 - sb
+        cb += (sb - (t2 - b2)) + (y - b2)
+        sb = t2
+        ab += abs(x) + abs(y)
+        k += 2
+    if k < m:
+        x = row[k]
+        t = sa + x
+        b = t - sa
+        ca += (sa - (t - b)) + (x - b)
+        sa = t
+        ab += abs(x)
+    lanes[j, 0] = sa
+    lanes[j, 1] = ca
+    lanes[j, 2] = sb
+    lanes[j, 3] = cb
+    lanes[j, 4] = ab
+
+
+@_nb
 def _cdiv(a, z):
     # a / z for complex z through one real division (a may be real or complex)
     zr = z.real
@@ -147,9 +187,9 @@ class FusedKernels:
     ----------
     value_sum, gradient_sum : callable
         ``f(cache_0, ..., cache_m, weights, params, transform, acc, bad) -> bad_index``;
-        ``acc`` is a zeroed ``(K, 3)`` float64 array of (sum, compensation, sum of
-        magnitudes): row 0 the terms ``w t(Re v)``, rows 1.. the boundary adjoints
-        (gradient only).  ``bad_index`` is ``-1``, or the first event whose value a
+        ``acc`` is a ``(K, 5)`` float64 array receiving two (sum, compensation) pairs
+        and the sum of magnitudes per row: row 0 the terms ``w t(Re v)``, rows 1.. the
+        boundary adjoints (gradient only).  ``bad_index`` is ``-1``, or the first event whose value a
         positive transform rejects (its value is put in ``bad[0]``).
     value_terms, gradient_terms : callable
         The same per-event terms written to ``out`` (``(K, n)``) instead of summed,
@@ -292,35 +332,57 @@ def generate_fused_source(split: Split, precision: str = "f64") -> tuple[str, di
                 out.append(emit(r0, f"np.float64({g})"))
         return out
 
-    def acc_emit(j: int, x: str) -> str:
-        # TwoSum into registers sum_j, cmp_j; abs_j sums |x| (for the certifying bound)
-        return (
-            f"        x_ = {x}\n"
-            f"        t_ = sum_{j} + x_\n"
-            f"        b_ = t_ - sum_{j}\n"
-            f"        cmp_{j} += (sum_{j} - (t_ - b_)) + (x_ - b_)\n"
-            f"        sum_{j} = t_\n"
-            f"        abs_{j} += abs(x_)"
-        )
-
     def out_emit(j: int, x: str) -> str:
         return f"        out[{j}, i] = {x}"
 
-    def function(name: str, tail: str, body: list[str], rows: int) -> str:
-        sig = ", ".join(cache_args + ["w", "p", "transform", tail, "bad"])
-        init, store = [], []
-        if tail == "acc":
-            for j in range(rows):
-                init.append(f"    sum_{j} = 0.0\n    cmp_{j} = 0.0\n    abs_{j} = 0.0")
-                store.append(
-                    f"    acc[{j}, 0] = sum_{j}\n    acc[{j}, 1] = cmp_{j}\n    acc[{j}, 2] = abs_{j}"
-                )
-        ret = "\n".join(store) + "\n    return -1" if store else "    return -1"
-        bail = "\n".join(store).replace("    ", "            ") if store else ""
-        body = [line.replace("            return i", (bail + "\n" if bail else "") + "            return i")
-                for line in body]
-        lines = [f"@_nb\ndef {name}({sig}):", *head, *init, "    for i in range(w.shape[0]):",
-                 *loads, *forward, *body, ret]
+    def function(name: str, body: list[str]) -> str:
+        sig = ", ".join(cache_args + ["w", "p", "transform", "out", "bad"])
+        lines = [f"@_nb\ndef {name}({sig}):", *head, "    for i in range(w.shape[0]):",
+                 *loads, *forward, *body, "    return -1"]
+        return "\n".join(lines)
+
+    def blocked(name: str, with_gradient: bool) -> str:
+        """Blocks of events: an elementwise (vectorisable) pass over slices of the
+        columns fills buffer rows with the values and boundary adjoints, then the rows
+        are checked, transformed and accumulated."""
+        rows = row if with_gradient else 1
+        sig = ", ".join(cache_args + ["w", "p", "transform", "acc", "bad"])
+        lines = [f"@_nb\ndef {name}({sig}):", *head,
+                 "    n = w.shape[0]",
+                 f"    buf = np.empty(({rows}, BLOCK))",
+                 f"    lanes = np.zeros(({rows}, 5))",
+                 *[f"    row{j} = buf[{j}]" for j in range(rows)],
+                 "    for start in range(0, n, BLOCK):",
+                 "        stop = min(start + BLOCK, n)",
+                 "        bw_ = w[start:stop]",
+                 *[f"        b{a} = {a}[start:stop]" for a in cache_args]]
+        block_loads = [f"            {nm.name(nd)} = bc{cache_pos[nd.serial]}[k]" for nd in split.cache]
+        body = ["    " + x for x in forward] + [f"            r = {rv}", "            row0[k] = r"]
+        seeds = ["wi / r", "wi"] if with_gradient else [None]
+        for case, seed in enumerate(seeds):
+            indent = "        "
+            if with_gradient:
+                lines.append(f"        {'if' if case == 0 else 'else'}"
+                             + (" transform == 2:" if case == 0 else ":"))
+                indent = "            "
+            lines.append(f"{indent}for k in range(bw_.shape[0]):")
+            inner = block_loads + body
+            if with_gradient:
+                inner = inner + ["            wi = bw_[k]", f"            seed = {seed}"]
+                inner += ["    " + x for x in rev(lambda j, x: f"        row{j}[k] = {x}")]
+            lines += [(indent[8:] + x) if indent != "        " else x for x in inner]
+        lines += [
+            "        for k in range(bw_.shape[0]):",
+            "            r = row0[k]",
+            "            if transform != 0 and not (r > 0):",
+            "                bad[0] = np.float64(r)",
+            "                return start + k",
+            "            row0[k] = np.float64(bw_[k] * (np.log(r) if transform == 2 else r))",
+            f"        for j in range({rows}):",
+            "            _accumulate(buf[j], stop - start, lanes, j)",
+            "    acc[:, :] = lanes",
+            "    return -1",
+        ]
         return "\n".join(lines)
 
     values_fn = "\n".join([
@@ -328,13 +390,14 @@ def generate_fused_source(split: Split, precision: str = "f64") -> tuple[str, di
         "    for i in range(out.shape[0]):", *loads, *forward, f"        out[i] = {root}",
     ])
     functions = [
-        function("value_sum", "acc", term(acc_emit), 1),
-        function("gradient_sum", "acc", term(acc_emit) + rev(acc_emit), row),
-        function("value_terms", "out", term(out_emit), 1),
-        function("gradient_terms", "out", term(out_emit) + rev(out_emit), row),
+        blocked("value_sum", False),
+        blocked("gradient_sum", True),
+        function("value_terms", term(out_emit)),
+        function("gradient_terms", term(out_emit) + rev(out_emit)),
         values_fn,
     ]
     consts = "\n".join(f"{k} = {_const_src(v)}" for k, v in sorted(nm.consts.items()))
+    consts += f"\nBLOCK = {BLOCK}"
     source = _PRELUDE + "\n" + consts + "\n\n\n" + "\n\n\n".join(functions) + "\n"
     return source, nm.consts, boundary
 

@@ -128,7 +128,15 @@ class _Objective:
         return self._value, self._grad
 
     def value(self, x: Any) -> float:
-        return self.both(x)[0]
+        # line searches and HESSE ask for values only: do not pay for a gradient
+        x = np.asarray(x, dtype=np.float64)
+        if self._x is not None and np.array_equal(x, self._x):
+            return self._value
+        self.calls += 1
+        value = self.likelihood.value(x)
+        if self.callback is not None:
+            self.callback(self.calls, value)
+        return value
 
     def grad(self, x: Any) -> np.ndarray:
         return self.both(x)[1]

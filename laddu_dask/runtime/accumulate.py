@@ -41,13 +41,14 @@ True
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-__all__ = ["FIXED_SCALE_BITS", "ExactPartials", "exact_sum"]
+__all__ = ["FIXED_SCALE_BITS", "ExactPartials", "exact_sum", "fsum_rows"]
 
 #: ``ExactPartials.fixed[k]`` is the exact sum multiplied by ``2**FIXED_SCALE_BITS``;
 #: every finite float64 is an integer multiple of ``2**-1074``.
@@ -283,8 +284,70 @@ class ExactPartials:
             out[row] = rounded + special
         return out
 
+    def to_expansion(self) -> np.ndarray:
+        """Rows of doubles whose exact sums are the partial sums, shape (K, m).
+
+        Each row is a non-overlapping expansion (largest first, zero-padded) with the
+        non-finite part last, so ``fsum_rows`` of it equals :meth:`to_floats`; it lets
+        exact partials travel and merge as a few plain floats.
+
+        Examples
+        --------
+        >>> e = ExactPartials.from_terms([1e16, 1.0, 1e-16]).to_expansion()
+        >>> fsum_rows(e).tolist()
+        [1e+16]
+        >>> sorted(abs(x) for x in e[0] if x)[0]
+        1e-16
+        """
+        rows = []
+        for value, special in zip(self.fixed, self.special, strict=True):
+            parts = []
+            rest = value
+            while rest:
+                try:
+                    x = rest / _SCALE
+                except OverflowError:
+                    x = math.copysign(sys.float_info.max, rest)
+                parts.append(x)
+                num, den = x.as_integer_ratio()
+                rest -= num * (_SCALE // den) if den <= _SCALE else 0
+                if den > _SCALE:  # cannot happen: every double is a multiple of 2**-1074
+                    raise AssertionError("non-representable expansion part")
+            if special:
+                parts.append(special)
+            rows.append(parts)
+        width = max((len(r) for r in rows), default=0) or 1
+        out = np.zeros((len(rows), width))
+        for i, r in enumerate(rows):
+            out[i, : len(r)] = r
+        return out
+
     def __repr__(self) -> str:
         return f"ExactPartials(k={len(self)}, values={self.to_floats().tolist()})"
+
+
+def fsum_rows(terms: np.ndarray) -> np.ndarray:
+    """Correctly rounded sum of each row of a small 2-D array (exact, like :func:`math.fsum`).
+
+    Non-finite entries give the plain sum's nan or +-inf; an exact sum beyond the
+    float64 range gives +-inf.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> fsum_rows(np.array([[1e16, 1.0, -1e16, 3.0]])).tolist()
+    [4.0]
+    """
+    out = np.empty(terms.shape[0])
+    for i, row in enumerate(terms):
+        if not np.all(np.isfinite(row)):
+            out[i] = float(np.sum(row))
+            continue
+        try:
+            out[i] = math.fsum(row.tolist())
+        except OverflowError:
+            out[i] = ExactPartials.from_terms(row).to_floats()[0]
+    return out
 
 
 def exact_sum(values: Any) -> float:

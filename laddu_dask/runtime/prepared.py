@@ -50,7 +50,6 @@ from laddu_dask.runtime.reducer import (
 )
 from laddu_dask.runtime.reduction import merge_list, tree_graph, unique_name
 
-
 #: Bounds of the chunk size the runtime picks when the user chose none: partitions
 #: small enough that every worker gets two, large enough that a task's fixed cost
 #: (tens of microseconds) stays below a few percent of its work.

@@ -32,7 +32,7 @@ from laddu_dask.compile.compiled import CompiledModel, real_dtype
 from laddu_dask.compile.plan import ReductionPlan
 from laddu_dask.errors import NonPositiveIntensityError
 from laddu_dask.expr.arrayfuncs import array_module
-from laddu_dask.runtime.accumulate import ExactPartials
+from laddu_dask.runtime.accumulate import ExactPartials, fsum_rows
 
 KERNELS = ("auto", "fused", "numpy")
 
@@ -82,38 +82,52 @@ _U = 2.0**-53
 
 
 class CertifiedPartials:
-    """Exact partial sums plus a bound on how far they may be from the true sums.
+    """Partial sums held exactly as a few doubles per quantity, with an error bound.
 
-    The fused kernels accumulate each partition with a TwoSum cascade (about 106
-    bits); the (sum, compensation) pairs are merged exactly, and ``bound`` carries
+    ``terms[k]`` is a short row of doubles whose *exact* sum is partial sum ``k``;
+    merging concatenates rows (no rounding), and the final value of a row is its
+    correctly rounded sum (:func:`~laddu_dask.runtime.accumulate.fsum_rows`).
+
+    The fused kernels accumulate a partition with a TwoSum cascade (about 106 bits)
+    and return its (sum, compensation) pair; ``bound`` then carries
     ``2 (n u)^2 sum|x|`` per quantity, an upper bound of the cascade's error.  When
-    the true sum rounds to the same double at both ends of the bound, the result
-    is certified: it equals the correctly rounded exact sum (``math.fsum`` of the
-    terms), whatever the partitioning.  Otherwise the evaluation is redone exactly.
+    the exact sum rounds to the same double at both ends of the bound, the result is
+    certified: it equals the correctly rounded sum of the terms (``math.fsum``),
+    whatever the partitioning.  Otherwise the evaluation is redone exactly.
     """
 
-    __slots__ = ("exact", "bound")
+    __slots__ = ("terms", "bound")
 
-    def __init__(self, exact: ExactPartials, bound: np.ndarray) -> None:
-        self.exact = exact
+    #: Width past which merged rows are compressed back to an exact expansion.
+    MAX_WIDTH = 512
+
+    def __init__(self, terms: np.ndarray, bound: np.ndarray) -> None:
+        self.terms = terms
         self.bound = bound
+
+    @classmethod
+    def exact(cls, partials: ExactPartials) -> CertifiedPartials:
+        """Exact partials (no error bound)."""
+        return cls(partials.to_expansion(), np.zeros(len(partials)))
 
     @staticmethod
     def merge(parts: list[CertifiedPartials]) -> CertifiedPartials:
         """Exact merge of the sums; the bounds add (rounded up)."""
-        exact = ExactPartials.merge([p.exact for p in parts])
+        terms = np.hstack([p.terms for p in parts])
+        if terms.shape[1] > CertifiedPartials.MAX_WIDTH:
+            terms = ExactPartials.from_terms(terms).to_expansion()
         bound = np.sum([p.bound for p in parts], axis=0) * (1.0 + 1e-12)
-        return CertifiedPartials(exact, bound)
+        return CertifiedPartials(terms, bound)
 
     def certified_floats(self) -> np.ndarray:
         """The correctly rounded sums, or :class:`Uncertified`."""
-        values = self.exact.to_floats()
+        values = fsum_rows(self.terms)
         if not np.any(self.bound):
             return values
         if not np.all(np.isfinite(self.bound)):
             raise Uncertified("a magnitude sum overflowed")
-        lower = (self.exact + ExactPartials.from_terms(-self.bound[:, None])).to_floats()
-        upper = (self.exact + ExactPartials.from_terms(self.bound[:, None])).to_floats()
+        lower = fsum_rows(np.hstack([self.terms, -self.bound[:, None]]))
+        upper = fsum_rows(np.hstack([self.terms, self.bound[:, None]]))
         if not np.array_equal(lower, upper):
             raise Uncertified("a fast sum lies too close to a rounding boundary")
         return values
@@ -165,8 +179,7 @@ class PartitionReducer:
         """Partial sums over one partition (exact, or fast with a certified bound)."""
         if self.fused is not None and isinstance(part.weights, np.ndarray):
             return self._fused(part, params, plan, with_gradient, exact)
-        return CertifiedPartials(self._numpy(part, params, plan, with_gradient),
-                                 np.zeros(self.rows(with_gradient)))
+        return CertifiedPartials.exact(self._numpy(part, params, plan, with_gradient))
 
     def rows(self, with_gradient: bool) -> int:
         """How many sums one partition returns."""
@@ -187,7 +200,7 @@ class PartitionReducer:
             fn = fk.gradient_terms if with_gradient else fk.value_terms
             index = fn(*part.cache, part.weights, params.array, code, out, bad)
         else:
-            acc = np.zeros((rows, 3))
+            acc = np.zeros((rows, 5))
             fn = fk.gradient_sum if with_gradient else fk.value_sum
             index = fn(*part.cache, part.weights, params.array, code, acc, bad)
         if index >= 0:
@@ -196,10 +209,10 @@ class PartitionReducer:
                 f"({part.source}); a {plan.transform} reduction needs positive values"
             )
         if exact:
-            return CertifiedPartials(ExactPartials.from_terms(out), np.zeros(rows))
+            return CertifiedPartials.exact(ExactPartials.from_terms(out))
         n = float(part.n)
-        bound = 2.0 * (n * _U) ** 2 * acc[:, 2] * (1.0 + 1e-12)
-        return CertifiedPartials(ExactPartials.from_terms(acc[:, :2]), bound)
+        bound = 2.0 * (n * _U) ** 2 * acc[:, 4] * (1.0 + 1e-12)
+        return CertifiedPartials(acc[:, :4].copy(), bound)
 
     def _numpy(self, part: PreparedPartition, params: Params, plan: ReductionPlan,
                with_gradient: bool) -> ExactPartials:
@@ -227,7 +240,7 @@ class PartitionReducer:
     def empty(self, with_gradient: bool) -> CertifiedPartials:
         """Partials of an empty reduction."""
         rows = self.rows(with_gradient)
-        return CertifiedPartials(ExactPartials.zeros(rows), np.zeros(rows))
+        return CertifiedPartials(np.zeros((rows, 1)), np.zeros(rows))
 
     def values(self, part: PreparedPartition, params: Params) -> Any:
         """The model value of every event of a prepared partition (the reduction's kernel)."""
