@@ -119,41 +119,71 @@ def _cplx(a, b):
     return complex(a, b)
 
 
+_fm = numba.njit(cache=True, nogil=True, fastmath={"reassoc", "nsz"}, error_model="numpy")
+_U2 = 2.0**-106
+
+
+@_fm
+def _absmax(x, m):
+    # exact in any order (max), so reassociation only lets it vectorise
+    out = 0.0
+    for k in range(m):
+        a = abs(x[k])
+        out = a if a > out else out
+    return out
+
+
 @_nb
-def _accumulate(row, m, lanes, j):
-    # two interleaved TwoSum cascades over row[:m] (lanes[j, 0:2] and lanes[j, 2:4]),
-    # and the sum of magnitudes (lanes[j, 4]) for the certifying error bound
-    sa = lanes[j, 0]
-    ca = lanes[j, 1]
-    sb = lanes[j, 2]
-    cb = lanes[j, 3]
-    ab = lanes[j, 4]
-    k = 0
-    while k + 1 < m:
-        x = row[k]
-        t = sa + x
-        b = t - sa
-        ca += (sa - (t - b)) + (x - b)
-        sa = t
-        y = row[k + 1]
-        t2 = sb + y
-        b2 = t2 - sb
-        cb += (sb - (t2 - b2)) + (y - b2)
-        sb = t2
-        ab += abs(x) + abs(y)
-        k += 2
-    if k < m:
-        x = row[k]
-        t = sa + x
-        b = t - sa
-        ca += (sa - (t - b)) + (x - b)
-        sa = t
-        ab += abs(x)
-    lanes[j, 0] = sa
-    lanes[j, 1] = ca
-    lanes[j, 2] = sb
-    lanes[j, 3] = cb
-    lanes[j, 4] = ab
+def _split(x, m, sigma, q, r):
+    # Rump's ExtractScalar: q on the grid of ulp(sigma), r = x - q, both exact
+    for k in range(m):
+        t = (sigma + x[k]) - sigma
+        q[k] = t
+        r[k] = x[k] - t
+
+
+@_fm
+def _sums(q, r, m):
+    # the q sum is exact in any order (a grid sum far below 2**53 grid steps); the r sum's
+    # rounding is bounded by the caller
+    hi = 0.0
+    lo = 0.0
+    for k in range(m):
+        hi += q[k]
+        lo += r[k]
+    return hi, lo
+
+
+@_nb
+def _add_pair(lanes, j, col, x):
+    s = lanes[j, col]
+    t = s + x
+    b = t - s
+    lanes[j, col + 1] += (s - (t - b)) + (x - b)
+    lanes[j, col] = t
+
+
+@_nb
+def _accumulate(row, m, lanes, j, q, r):
+    # one block of one row: exact high parts and bounded low parts, then TwoSum into
+    # lanes[j, 0:2] (high) and lanes[j, 2:4] (low); lanes[j, 4] collects an explicit error
+    # bound of the low sums and lanes[j, 5] the magnitudes the cascades add
+    big = _absmax(row, m)
+    if big == 0.0:
+        return
+    if not (big < 2.0**1000):  # inf, nan or near overflow: no certificate, the exact path decides
+        lanes[j, 4] = np.inf
+        for k in range(m):
+            lanes[j, 0] += row[k]
+        return
+    e = math.frexp(big)[1] + math.frexp(float(m))[1] + 1
+    sigma = math.ldexp(1.0, e)
+    _split(row, m, sigma, q, r)
+    hi, lo = _sums(q, r, m)
+    _add_pair(lanes, j, 0, hi)
+    _add_pair(lanes, j, 2, lo)
+    lanes[j, 4] += (m * m) * _U2 * sigma * 2.0
+    lanes[j, 5] += abs(hi) + abs(lo)
 
 
 @_nb
@@ -188,7 +218,8 @@ class FusedKernels:
     value_sum, gradient_sum : callable
         ``f(cache_0, ..., cache_m, weights, params, transform, acc, bad) -> bad_index``;
         ``acc`` is a ``(K, 5)`` float64 array receiving two (sum, compensation) pairs
-        and the sum of magnitudes per row: row 0 the terms ``w t(Re v)``, rows 1.. the
+        whose exact total is the row's sum up to the error bound in the last
+        column: row 0 the terms ``w t(Re v)``, rows 1.. the
         boundary adjoints (gradient only).  ``bad_index`` is ``-1``, or the first event whose value a
         positive transform rejects (its value is put in ``bad[0]``).
     value_terms, gradient_terms : callable
@@ -350,7 +381,10 @@ def generate_fused_source(split: Split, precision: str = "f64") -> tuple[str, di
         lines = [f"@_nb\ndef {name}({sig}):", *head,
                  "    n = w.shape[0]",
                  f"    buf = np.empty(({rows}, BLOCK))",
-                 f"    lanes = np.zeros(({rows}, 5))",
+                 f"    lanes = np.zeros(({rows}, 6))",
+                 "    qbuf = np.empty(BLOCK)",
+                 "    rbuf = np.empty(BLOCK)",
+                 "    blocks = 0",
                  *[f"    row{j} = buf[{j}]" for j in range(rows)],
                  "    for start in range(0, n, BLOCK):",
                  "        stop = min(start + BLOCK, n)",
@@ -379,8 +413,16 @@ def generate_fused_source(split: Split, precision: str = "f64") -> tuple[str, di
             "                return start + k",
             "            row0[k] = np.float64(bw_[k] * (np.log(r) if transform == 2 else r))",
             f"        for j in range({rows}):",
-            "            _accumulate(buf[j], stop - start, lanes, j)",
-            "    acc[:, :] = lanes",
+            "            _accumulate(buf[j], stop - start, lanes, j, qbuf, rbuf)",
+            "        blocks += 1",
+            "    # TwoSum cascades over 2 * blocks values: error <= 2 (2 blocks u)^2 sum|values|",
+            "    cascade = 2.0 * (2.0 * blocks) ** 2 * _U2 * 1.01",
+            "    for j in range(lanes.shape[0]):",
+            "        acc[j, 0] = lanes[j, 0]",
+            "        acc[j, 1] = lanes[j, 1]",
+            "        acc[j, 2] = lanes[j, 2]",
+            "        acc[j, 3] = lanes[j, 3]",
+            "        acc[j, 4] = (lanes[j, 4] + cascade * lanes[j, 5]) * 1.01",
             "    return -1",
         ]
         return "\n".join(lines)

@@ -78,9 +78,6 @@ class Uncertified(Exception):
     """The fast sums of an evaluation could not be certified; redo it exactly."""
 
 
-_U = 2.0**-53
-
-
 class CertifiedPartials:
     """Partial sums held exactly as a few doubles per quantity, with an error bound.
 
@@ -88,9 +85,9 @@ class CertifiedPartials:
     merging concatenates rows (no rounding), and the final value of a row is its
     correctly rounded sum (:func:`~laddu_dask.runtime.accumulate.fsum_rows`).
 
-    The fused kernels accumulate a partition with a TwoSum cascade (about 106 bits)
-    and return its (sum, compensation) pair; ``bound`` then carries
-    ``2 (n u)^2 sum|x|`` per quantity, an upper bound of the cascade's error.  When
+    The fused kernels split each block of terms into parts summed exactly and parts
+    whose rounding they bound, accumulate the block sums with TwoSum cascades, and
+    return the (sum, compensation) pairs with an explicit error bound.  When
     the exact sum rounds to the same double at both ends of the bound, the result is
     certified: it equals the correctly rounded sum of the terms (``math.fsum``),
     whatever the partitioning.  Otherwise the evaluation is redone exactly.
@@ -210,9 +207,7 @@ class PartitionReducer:
             )
         if exact:
             return CertifiedPartials.exact(ExactPartials.from_terms(out))
-        n = float(part.n)
-        bound = 2.0 * (n * _U) ** 2 * acc[:, 4] * (1.0 + 1e-12)
-        return CertifiedPartials(acc[:, :4].copy(), bound)
+        return CertifiedPartials(acc[:, :4].copy(), acc[:, 4].copy())
 
     def _numpy(self, part: PreparedPartition, params: Params, plan: ReductionPlan,
                with_gradient: bool) -> ExactPartials:
