@@ -181,6 +181,8 @@ def reduce_many(execution: Execution, requests: list[ReductionRequest]) -> list[
 
 def _run(execution: Execution, requests: list[ReductionRequest], points: list[Params],
          exact: list[bool]) -> list[CertifiedPartials]:
+    if any(req.prepared.stores is not None for req in requests):
+        return _run_on_cluster(requests, points, exact)
     graph: dict = {}
     roots: list[Any] = []
     workers = None
@@ -211,6 +213,33 @@ def _run(execution: Execution, requests: list[ReductionRequest], points: list[Pa
             for root, req in zip(roots, requests)]
 
 
+#: How often an evaluation is repeated after workers were lost.
+MAX_RETRIES = 3
+
+
+def _run_on_cluster(requests: list[ReductionRequest], points: list[Params],
+                    exact: list[bool]) -> list[CertifiedPartials]:
+    """Call every worker's store of every request at once; rebuild lost stores and retry."""
+    from laddu_dask.runtime.cluster import is_lost_worker_error
+
+    for attempt in range(MAX_RETRIES + 1):
+        calls = [req.prepared.stores.call(p, req.plan, req.with_gradient, ex)
+                 for req, p, ex in zip(requests, points, exact)]
+        try:
+            out = []
+            for req, futures in zip(requests, calls):
+                parts = [f.result() for f in futures]
+                out.append(CertifiedPartials.merge(parts) if parts
+                           else req.model.reducer.empty(req.with_gradient))
+            return out
+        except Exception as err:
+            if attempt == MAX_RETRIES or not is_lost_worker_error(err):
+                raise
+            for req in requests:
+                req.prepared.stores.rebuild_lost()
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
 class PreparedDataset:
     """A dataset prepared for one model under one execution.
 
@@ -236,6 +265,7 @@ class PreparedDataset:
         decision: MemoryDecision,
         partitions: list,
         stream_workers: int,
+        stores: Any = None,
     ) -> None:
         self.dataset = dataset
         self.name = name
@@ -243,6 +273,8 @@ class PreparedDataset:
         self.decision = decision
         self.partitions = partitions
         self.stream_workers = stream_workers
+        #: on a cluster: the worker-resident stores (:class:`~laddu_dask.runtime.cluster.ClusterStores`)
+        self.stores = stores
 
     @property
     def storage(self) -> str:
@@ -322,6 +354,12 @@ class PreparedModel:
         chunk = max((p.n_events for p in dataset.partitions), default=0)
         budget = execution.host_budget_bytes()
         workers = execution.workers
+        resident_bytes = resident_bpe * dataset.n_events
+        if execution.client is not None:
+            # on a cluster the budget is per worker: each holds about 1/n of the partitions
+            n_workers = max(1, len(execution.client.scheduler_info()["workers"]))
+            resident_bytes = resident_bpe * chunk * -(-dataset.n_partitions // n_workers)
+            workers = max(1, workers // n_workers)
         # streaming runs as many partitions at once as the budget holds (at least one)
         stream_workers = workers
         if budget is not None:
@@ -329,7 +367,7 @@ class PreparedModel:
         decision = decide_storage(
             dataset=name,
             policy=dataset.memory_policy,
-            resident_bytes=resident_bpe * dataset.n_events,
+            resident_bytes=resident_bytes,
             partition_bytes=stream_bpe * max(chunk, 1),
             chunk_size=chunk,
             partitions=dataset.n_partitions,
@@ -338,22 +376,17 @@ class PreparedModel:
             resource="host",
         )
         execution.record(decision)
+        if execution.client is not None:
+            return self._prepare_on_cluster(execution, dataset, name, decision)
         token = unique_name(f"prepare-{name}")
         leaves = {
             (token, i): (prepare_partition, self.compiled, dataset, i, self.precision)
             for i in range(dataset.n_partitions)
         }
         if decision.strategy == "resident":
-            if execution.client is not None:
-                parts = execution.client.get(leaves, list(leaves), sync=False)
-                sums = execution.client.gather(
-                    [execution.client.submit(_weight_sum, f) for f in parts]
-                )
-                nbytes = resident_bpe * dataset.n_events
-            else:
-                parts = execution.get(leaves, list(leaves))
-                sums = [_weight_sum(p) for p in parts]
-                nbytes = sum(p.nbytes for p in parts)
+            parts = execution.get(leaves, list(leaves))
+            sums = [_weight_sum(p) for p in parts]
+            nbytes = sum(p.nbytes for p in parts)
             sum_w = float(ExactPartials.merge(sums).to_floats()[0]) if sums else 0.0
             storage = "resident"
         else:
@@ -370,6 +403,24 @@ class PreparedModel:
             storage=storage,
         )
         return PreparedDataset(dataset, name, stats, decision, list(parts), stream_workers)
+
+    def _prepare_on_cluster(self, execution: Execution, dataset: Dataset, name: str,
+                            decision: MemoryDecision) -> PreparedDataset:
+        """One store (actor) per worker holds its partitions (see runtime.cluster)."""
+        from laddu_dask.runtime.cluster import ClusterStores
+
+        stores = ClusterStores(execution.client, self.reducer, dataset, decision.strategy)
+        # (streaming stores reduce their partitions one at a time: the budget holds one)
+        info = stores.info()
+        stats = PreparedStats(
+            local_events=0,
+            global_events=dataset.n_events,
+            batches=dataset.n_partitions,
+            sum_weights=info["sum_weights"],
+            resident_bytes=int(info["nbytes"]),
+            storage=decision.strategy,
+        )
+        return PreparedDataset(dataset, name, stats, decision, [], 1, stores=stores)
 
     # -- per-batch evaluation --------------------------------------------------------------
     def evaluate_batch(self, params: ParameterValues, batch: EventBatch) -> Any:
