@@ -124,17 +124,40 @@ def prepare_partition(
     return prepare_batch(compiled, batch, precision)
 
 
-def reduce_partition(reducer: PartitionReducer, part: PreparedPartition, params: Params,
-                     plan: ReductionPlan, with_gradient: bool, exact: bool) -> CertifiedPartials:
-    """Task: partial sums over one resident partition."""
-    return reducer.partials(part, params, plan, with_gradient, exact)
+def reduce_partitions(reducer: PartitionReducer, parts: list[PreparedPartition], params: Params,
+                      plan: ReductionPlan, with_gradient: bool, exact: bool) -> CertifiedPartials:
+    """Task: partial sums over a group of resident partitions, merged exactly."""
+    return CertifiedPartials.merge(
+        [reducer.partials(part, params, plan, with_gradient, exact) for part in parts]
+    )
 
 
-def stream_partition(reducer: PartitionReducer, dataset: Dataset, index: int, params: Params,
-                     plan: ReductionPlan, with_gradient: bool, exact: bool) -> CertifiedPartials:
-    """Task: read, prepare and reduce one partition, keeping nothing afterwards."""
-    part = prepare_partition(reducer.compiled, dataset, index, reducer.precision)
-    return reducer.partials(part, params, plan, with_gradient, exact)
+def stream_partitions(reducer: PartitionReducer, dataset: Dataset, indices: list[int],
+                      params: Params, plan: ReductionPlan, with_gradient: bool,
+                      exact: bool) -> CertifiedPartials:
+    """Task: read, prepare and reduce a group of partitions one at a time, keeping nothing."""
+    out = []
+    for index in indices:
+        part = prepare_partition(reducer.compiled, dataset, index, reducer.precision)
+        out.append(reducer.partials(part, params, plan, with_gradient, exact))
+        del part
+    return CertifiedPartials.merge(out)
+
+
+def task_groups(n: int, workers: int) -> list[range]:
+    """Contiguous groups of partition indices, a few per worker.
+
+    The number of tasks of an evaluation then depends on the workers, not on the
+    partitions, so its scheduling cost stays flat with hundreds of partitions.
+
+    Examples
+    --------
+    >>> [list(g) for g in task_groups(5, 1)]
+    [[0, 1], [2, 3], [4]]
+    """
+    groups = min(n, max(1, 2 * workers))
+    edges = [round(k * n / groups) for k in range(groups + 1)]
+    return [range(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
 
 
 def _weight_sum(part: PreparedPartition) -> ExactPartials:
@@ -190,15 +213,18 @@ def _run(execution: Execution, requests: list[ReductionRequest], points: list[Pa
         pm, pd = req.model, req.prepared
         token = unique_name("reduce")
         if pd.storage == "resident":
+            groups = task_groups(len(pd.partitions), execution.workers)
             leaves = {
-                (token, i): (reduce_partition, pm.reducer, part, p, req.plan, req.with_gradient, ex)
-                for i, part in enumerate(pd.partitions)
+                (token, g): (reduce_partitions, pm.reducer, [pd.partitions[i] for i in group], p,
+                             req.plan, req.with_gradient, ex)
+                for g, group in enumerate(groups)
             }
         else:
+            groups = task_groups(pd.stats.batches, pd.stream_workers)
             leaves = {
-                (token, i): (stream_partition, pm.reducer, pd.dataset, i, p, req.plan,
+                (token, g): (stream_partitions, pm.reducer, pd.dataset, list(group), p, req.plan,
                              req.with_gradient, ex)
-                for i in range(pd.stats.batches)
+                for g, group in enumerate(groups)
             }
             workers = pd.stream_workers if workers is None else min(workers, pd.stream_workers)
         if not leaves:

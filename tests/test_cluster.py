@@ -1,0 +1,125 @@
+"""laddu-dask on a distributed cluster: a LocalCluster of two worker processes.
+
+The prepared partitions live in worker memory (one store per worker); results equal
+the local scheduler's to the last bit; a worker killed mid-fit costs nothing but a
+rebuild; an error raised on a worker reaches the client with its type and message.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import laddu_dask as ld
+from laddu_dask import ksks
+
+distributed = pytest.importorskip("distributed")
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=None, silence_logs=50)
+    c = distributed.Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory):
+    return ksks.write_sample(tmp_path_factory.mktemp("cluster"), n_data=4000, n_mc=20000, seed=77)
+
+
+def _likelihood(sample, execution, policy="fastest", chunk=(1000, 4000)):
+    data = ld.read_parquet(sample["data"], chunk_size=chunk[0], memory_policy=policy)
+    mc = ld.read_parquet(sample["accmc"], chunk_size=chunk[1], memory_policy=policy)
+    return ld.Likelihood([ld.NLL(ksks.model(), data=data, accepted_mc=mc, name="ksks")],
+                         execution=execution)
+
+
+POINT = np.array([ksks.TRUTH[n] for n in ksks.TRUTH]) * 1.01
+
+
+@pytest.mark.parametrize("policy", ["resident", "streaming"])
+def test_cluster_equals_local_to_the_last_bit(client, sample, policy):
+    local = _likelihood(sample, ld.Execution(), policy)
+    remote = _likelihood(sample, ld.Execution(client=client), policy)
+    v_local, g_local = local.value_and_gradient(POINT)
+    v_remote, g_remote = remote.value_and_gradient(POINT)
+    assert v_remote == v_local
+    assert np.array_equal(g_remote, g_local)
+    assert remote.value(POINT) == local.value(POINT)
+    decisions = remote.execution.memory_decisions()
+    assert [d.strategy for d in decisions] == [policy, policy]
+
+
+def test_partitions_live_in_worker_memory(client, sample):
+    ex = ld.Execution(client=client)
+    lik = _likelihood(sample, ex, "resident")
+    lik.value(POINT)
+    prepared = lik.terms[0].prepare(ex)
+    stores = prepared.data.stores
+    infos = [s.info().result() for s in stores.stores.values()]
+    pids = {i["pid"] for i in infos}
+    assert os.getpid() not in pids and len(pids) == 2  # one store in each worker process
+    assert sum(i["events"] for i in infos) == 4000
+    assert sorted(i for info in infos for i in info["indices"]) == list(range(4))
+    assert prepared.data.stats.local_events == 0 and prepared.data.stats.global_events == 4000
+    assert prepared.data.stats.resident_bytes == sum(i["nbytes"] for i in infos) > 0
+    assert prepared.data.partitions == []  # nothing held on the client
+
+
+def test_fit_survives_a_killed_worker(client, sample):
+    reference = _likelihood(sample, ld.Execution()).fit(initial=ksks.displaced_start(),
+                                                        method="migrad")
+    ex = ld.Execution(client=client)
+    lik = _likelihood(sample, ex, "resident")
+    killed = []
+
+    def kill_once(calls, value):
+        if calls == 8 and not killed:
+            pids = client.run(os.getpid)
+            addr = sorted(pids)[0]
+            os.kill(pids[addr], 9)
+            killed.append(addr)
+
+    result = lik.fit(initial=ksks.displaced_start(), method="migrad", progress=kill_once)
+    assert killed, "the worker was not killed"
+    stores = lik.terms[0].prepare(ex).data.stores
+    assert stores.rebuilt > 0  # partitions were rebuilt from their source files
+    assert result.valid
+    assert result.fval == reference.fval
+    assert result.values == reference.values
+
+
+def test_worker_errors_reach_the_client(client, sample):
+    x = ld.scalar("x")
+    model = ld.Model(ld.parameter("a", initial=1.0) * x)
+    data = ld.Dataset.from_arrays(scalars={"x": np.array([1.0, 2.0, -3.0, 4.0])}, chunk_size=2)
+    mc = ld.Dataset.from_arrays(scalars={"x": np.array([1.0, 2.0])})
+    lik = ld.Likelihood([ld.NLL(model, data=data, accepted_mc=mc)],
+                        execution=ld.Execution(client=client))
+    with pytest.raises(ld.NonPositiveIntensityError, match="at event 2"):
+        lik.value([1.0])
+
+
+def test_bad_file_on_a_worker_fails_the_evaluation(client, tmp_path, sample):
+    import shutil
+
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    for i in range(2):
+        shutil.copy(sample["data"], folder / f"part-{i}.parquet")
+    data = ld.read_parquet(folder, memory_policy="streaming")
+    mc = ld.read_parquet(sample["accmc"])
+    lik = ld.Likelihood([ld.NLL(ksks.model(), data=data, accepted_mc=mc)],
+                        execution=ld.Execution(client=client))
+    lik.value(POINT)
+    (folder / "part-1.parquet").write_bytes(b"not parquet any more")
+    with pytest.raises(Exception, match="part-1.parquet"):
+        lik.value(POINT)
