@@ -63,8 +63,7 @@ def test_partitions_live_in_worker_memory(client, sample):
     lik = _likelihood(sample, ex, "resident")
     lik.value(POINT)
     prepared = lik.terms[0].prepare(ex)
-    stores = prepared.data.stores
-    infos = [s.info().result() for s in stores.stores.values()]
+    infos = prepared.data.stores.store_infos()
     pids = {i["pid"] for i in infos}
     assert os.getpid() not in pids and len(pids) == 2  # one store in each worker process
     assert sum(i["events"] for i in infos) == 4000

@@ -50,7 +50,7 @@ def assign_partitions(n_partitions: int, workers: Sequence[str]) -> dict[str, li
 
 
 class PartitionStore:
-    """Actor: the prepared partitions of one dataset held by one worker.
+    """The prepared partitions of one dataset held by one worker (inside a :class:`WorkerHub`).
 
     Parameters
     ----------
@@ -119,6 +119,30 @@ class PartitionStore:
         return CertifiedPartials.merge(parts)
 
 
+class WorkerHub:
+    """Actor: everything one worker holds for one execution (a store per dataset).
+
+    One call per worker serves every reduction of an evaluation.
+    """
+
+    def __init__(self) -> None:
+        self.stores: dict[str, PartitionStore] = {}
+
+    def add(self, key: str, reducer: PartitionReducer, dataset: Dataset, indices: list[int],
+            storage: str, threads: int) -> dict[str, Any]:
+        """Prepare (or register, when streaming) a store; returns its :meth:`PartitionStore.info`."""
+        self.stores[key] = PartitionStore(reducer, dataset, indices, storage, threads)
+        return self.stores[key].info()
+
+    def drop(self, key: str) -> None:
+        """Forget a store."""
+        self.stores.pop(key, None)
+
+    def reduce(self, jobs: list[tuple]) -> list[CertifiedPartials]:
+        """``[(store key, params, plan, with_gradient, exact), ...]`` -> partial sums each."""
+        return [self.stores[key].reduce(p, plan, wg, ex) for key, p, plan, wg, ex in jobs]
+
+
 def is_lost_worker_error(err: BaseException) -> bool:
     """Whether ``err`` means a worker or its connection went away."""
     names = {type(e).__name__ for e in _chain(err)}
@@ -134,64 +158,103 @@ def _chain(err: BaseException) -> list[BaseException]:
     return out
 
 
-class ClusterStores:
-    """The stores of one prepared dataset, and how to rebuild them."""
+class Hubs:
+    """The :class:`WorkerHub` actor of each worker, created on demand (one set per execution)."""
 
-    def __init__(self, client: Any, reducer: PartitionReducer, dataset: Dataset, storage: str) -> None:
+    def __init__(self, client: Any) -> None:
         self.client = client
-        self.reducer = reducer
-        self.dataset = dataset
-        self.storage = storage
-        self.stores: dict[str, Any] = {}
-        self.owned: dict[str, list[int]] = {}
-        self.rebuilt = 0
-        self._serial = 0
-        self.build(list(range(dataset.n_partitions)))
+        self.hubs: dict[str, Any] = {}
 
-    def _workers(self) -> dict[str, int]:
+    def workers(self) -> dict[str, int]:
+        """Alive worker addresses and their threads."""
         info = self.client.scheduler_info()["workers"]
         return {addr: int(w.get("nthreads", 1)) for addr, w in info.items()}
 
+    def hub(self, addr: str) -> Any:
+        """The hub on worker ``addr``."""
+        if addr not in self.hubs:
+            self.hubs[addr] = self.client.submit(
+                WorkerHub, actor=True, workers=[addr], allow_other_workers=False, pure=False
+            ).result()
+        return self.hubs[addr]
+
+    def forget_dead(self) -> set[str]:
+        """Drop hubs whose worker is gone; returns the alive addresses."""
+        alive = set(self.workers())
+        for addr in list(self.hubs):
+            if addr not in alive:
+                del self.hubs[addr]
+        return alive
+
+
+_KEYS = iter(range(1, 1 << 62))
+
+
+class ClusterStores:
+    """The stores of one prepared dataset (one per worker), and how to rebuild them."""
+
+    def __init__(self, hubs: Hubs, reducer: PartitionReducer, dataset: Dataset, storage: str) -> None:
+        self.hubs = hubs
+        self.reducer = reducer
+        self.dataset = dataset
+        self.storage = storage
+        self.owned: dict[tuple[str, str], list[int]] = {}  # (worker, store key) -> partitions
+        self.infos: dict[tuple[str, str], dict[str, Any]] = {}
+        self.rebuilt = 0
+        self.build(list(range(dataset.n_partitions)))
+
     def build(self, indices: list[int]) -> None:
-        """Create stores for ``indices`` on the current workers (in parallel)."""
-        workers = self._workers()
+        """Create stores for ``indices`` on the current workers (prepared in parallel)."""
+        workers = self.hubs.workers()
         plan = assign_partitions(len(indices), sorted(workers))
-        futures = {}
+        pending = []
         for addr, positions in plan.items():
             idx = [indices[k] for k in positions]
+            key = f"store-{next(_KEYS)}"
             threads = workers[addr] if self.storage == "resident" else 1
-            futures[addr] = (idx, self.client.submit(
-                PartitionStore, self.reducer, self.dataset, idx, self.storage, threads,
-                actor=True, workers=[addr], allow_other_workers=False, pure=False,
-            ))
-        for addr, (idx, fut) in futures.items():
-            self._serial += 1
-            key = f"{addr}#{self._serial}"
-            self.stores[key] = fut.result()
-            self.owned[key] = idx
+            fut = self.hubs.hub(addr).add(key, self.reducer, self.dataset, idx, self.storage, threads)
+            pending.append(((addr, key), idx, fut))
+        for where, idx, fut in pending:
+            self.infos[where] = fut.result()
+            self.owned[where] = idx
 
     def rebuild_lost(self) -> None:
         """Replace the stores whose worker has gone (rebuilt from the sources)."""
-        alive = set(self._workers())
-        lost = [k for k in self.stores if k.split("#")[0] not in alive]
+        alive = self.hubs.forget_dead()
         indices: list[int] = []
-        for key in lost:
-            indices.extend(self.owned.pop(key))
-            self.stores.pop(key)
+        for where in [w for w in self.owned if w[0] not in alive]:
+            indices.extend(self.owned.pop(where))
+            self.infos.pop(where, None)
         if indices:
             self.rebuilt += len(indices)
             self.build(sorted(indices))
 
     def info(self) -> dict[str, Any]:
         """Totals over the stores: events, resident bytes, exact weight sum."""
-        infos = [s.info().result() for s in self.stores.values()]
         from laddu_dask.runtime.accumulate import fsum_rows
 
+        infos = list(self.infos.values())
         weights = np.hstack([i["weights"] for i in infos]) if infos else np.zeros((1, 1))
         return {"events": sum(i["events"] for i in infos),
                 "nbytes": sum(i["nbytes"] for i in infos),
                 "sum_weights": float(fsum_rows(weights)[0])}
 
-    def call(self, params: Params, plan: ReductionPlan, with_gradient: bool, exact: bool) -> list:
-        """Start ``reduce`` on every store; returns the actor futures."""
-        return [s.reduce(params, plan, with_gradient, exact) for s in self.stores.values()]
+    def store_infos(self) -> list[dict[str, Any]]:
+        """What each store reported when it was built (pid, events, bytes, partitions)."""
+        return list(self.infos.values())
+
+
+def reduce_on_cluster(hubs: Hubs, jobs: list[tuple[ClusterStores, Params, ReductionPlan, bool, bool]]
+                      ) -> list[list[CertifiedPartials]]:
+    """One hub call per worker for all ``jobs``; returns each job's per-store partials."""
+    per_worker: dict[str, list[tuple[int, tuple]]] = {}
+    for j, (stores, p, plan, wg, ex) in enumerate(jobs):
+        for (addr, key) in stores.owned:
+            per_worker.setdefault(addr, []).append((j, (key, p, plan, wg, ex)))
+    futures = {addr: hubs.hub(addr).reduce([job for _, job in items])
+               for addr, items in per_worker.items()}
+    out: list[list[CertifiedPartials]] = [[] for _ in jobs]
+    for addr, fut in futures.items():
+        for (j, _), partial in zip(per_worker[addr], fut.result()):
+            out[j].append(partial)
+    return out

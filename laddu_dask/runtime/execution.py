@@ -117,6 +117,7 @@ class Execution:
         self.normalization = normalization
         self.num_workers = num_workers or os.cpu_count() or 1
         self._decisions: list[MemoryDecision] = []
+        self._hubs: Any = None
 
     def __repr__(self) -> str:
         where = "local threaded scheduler" if self.client is None else f"client {self.client!r}"
@@ -159,6 +160,16 @@ class Execution:
             return self.num_workers
         info = self.client.scheduler_info()
         return max(1, sum(w.get("nthreads", 1) for w in info.get("workers", {}).values()))
+
+    def hubs(self) -> Any:
+        """The worker hubs of this execution on its cluster (see :mod:`laddu_dask.runtime.cluster`)."""
+        if self.client is None:
+            raise RuntimeError("worker hubs need an Execution with a distributed client")
+        if self._hubs is None:
+            from laddu_dask.runtime.cluster import Hubs
+
+            self._hubs = Hubs(self.client)
+        return self._hubs
 
     def get(self, graph: Mapping[Hashable, Any], keys: Any, num_workers: int | None = None) -> Any:
         """Run a hand-built task graph and return the values of ``keys``."""

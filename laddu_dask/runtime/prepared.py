@@ -245,24 +245,23 @@ MAX_RETRIES = 3
 
 def _run_on_cluster(requests: list[ReductionRequest], points: list[Params],
                     exact: list[bool]) -> list[CertifiedPartials]:
-    """Call every worker's store of every request at once; rebuild lost stores and retry."""
-    from laddu_dask.runtime.cluster import is_lost_worker_error
+    """One call per worker serves every request; rebuild lost stores and retry."""
+    from laddu_dask.runtime.cluster import is_lost_worker_error, reduce_on_cluster
 
+    hubs = requests[0].prepared.stores.hubs
     for attempt in range(MAX_RETRIES + 1):
-        calls = [req.prepared.stores.call(p, req.plan, req.with_gradient, ex)
-                 for req, p, ex in zip(requests, points, exact)]
+        jobs = [(req.prepared.stores, p, req.plan, req.with_gradient, ex)
+                for req, p, ex in zip(requests, points, exact)]
         try:
-            out = []
-            for req, futures in zip(requests, calls):
-                parts = [f.result() for f in futures]
-                out.append(CertifiedPartials.merge(parts) if parts
-                           else req.model.reducer.empty(req.with_gradient))
-            return out
+            partials = reduce_on_cluster(hubs, jobs)
         except Exception as err:
             if attempt == MAX_RETRIES or not is_lost_worker_error(err):
                 raise
             for req in requests:
                 req.prepared.stores.rebuild_lost()
+            continue
+        return [CertifiedPartials.merge(parts) if parts else req.model.reducer.empty(req.with_gradient)
+                for req, parts in zip(requests, partials)]
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -435,7 +434,7 @@ class PreparedModel:
         """One store (actor) per worker holds its partitions (see runtime.cluster)."""
         from laddu_dask.runtime.cluster import ClusterStores
 
-        stores = ClusterStores(execution.client, self.reducer, dataset, decision.strategy)
+        stores = ClusterStores(execution.hubs(), self.reducer, dataset, decision.strategy)
         # (streaming stores reduce their partitions one at a time: the budget holds one)
         info = stores.info()
         stats = PreparedStats(
