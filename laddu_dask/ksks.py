@@ -65,6 +65,9 @@ __all__ = [
 
 M_PROTON = 0.938272
 M_KS = 0.497611
+#: Rows per Parquet row group of the files written here (partitions can then be read
+#: without decoding much more than themselves).
+ROW_GROUP_ROWS = 65_536
 E_BEAM = 8.5
 MASS_RANGE = (1.0, 2.0)
 T_SLOPE = 3.0
@@ -397,7 +400,7 @@ def _write_atomic(table: pa.Table, path: str, parts: int) -> str:
         fd, tmp = tempfile.mkstemp(prefix=f".{stem}.", suffix=".tmp", dir=parent)
         os.close(fd)
         try:
-            pq.write_table(table, tmp)
+            pq.write_table(table, tmp, row_group_size=ROW_GROUP_ROWS)
             os.replace(tmp, path)
         except BaseException:
             os.unlink(tmp)
@@ -408,7 +411,8 @@ def _write_atomic(table: pa.Table, path: str, parts: int) -> str:
         edges = np.linspace(0, table.num_rows, parts + 1).astype(int)
         for i in range(parts):
             part = table.slice(edges[i], edges[i + 1] - edges[i])
-            pq.write_table(part, os.path.join(tmp_dir, f"part-{i:04d}.parquet"))
+            pq.write_table(part, os.path.join(tmp_dir, f"part-{i:04d}.parquet"),
+                           row_group_size=ROW_GROUP_ROWS)
         if os.path.isdir(path):
             old = tempfile.mkdtemp(prefix=f".{stem}.", suffix=".old", dir=parent)
             os.replace(path, os.path.join(old, stem))

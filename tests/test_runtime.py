@@ -212,9 +212,18 @@ def _sizes(ds: Dataset, model) -> tuple[int, int]:
     return decision.estimated_bytes, decision.peak_bytes
 
 
-def test_fastest_streams_under_a_small_budget_and_says_why(ksks_sample):
+@pytest.fixture(scope="module")
+def grouped_accmc(ksks_sample, tmp_path_factory):
+    """The accepted MC rewritten in row groups of 50 events, so that a streamed partition
+    of 50 decodes only itself (the planner counts the whole row groups a partition reads)."""
+    path = tmp_path_factory.mktemp("grouped") / "accmc.parquet"
+    read_parquet(ksks_sample["accmc"], chunk_size=50).write_parquet(path)
+    return path
+
+
+def test_fastest_streams_under_a_small_budget_and_says_why(grouped_accmc):
     model = ksks.model("bw")
-    ds = read_parquet(ksks_sample["accmc"], chunk_size=50)
+    ds = read_parquet(grouped_accmc, chunk_size=50)
     resident, chunk_bytes = _sizes(ds, model)
     assert chunk_bytes < resident
     budget = (chunk_bytes + resident) // 2
@@ -251,9 +260,9 @@ def test_budget_large_enough_keeps_fastest_resident(ksks_sample):
 
 
 @pytest.mark.parametrize("policy", ["fastest", "streaming", "resident"])
-def test_budget_too_small_for_one_chunk_raises(ksks_sample, policy):
+def test_budget_too_small_for_one_chunk_raises(grouped_accmc, policy):
     model = ksks.model("bw")
-    ds = read_parquet(ksks_sample["accmc"], chunk_size=50, memory_policy=policy)
+    ds = read_parquet(grouped_accmc, chunk_size=50, memory_policy=policy)
     resident, chunk_bytes = _sizes(ds, model)
     ex = Execution(memory=MemoryPlan(host=chunk_bytes - 1))
     pm = PreparedModel.prepare(CompiledModel.from_expr(model), ex)
@@ -265,9 +274,9 @@ def test_budget_too_small_for_one_chunk_raises(ksks_sample, policy):
         pm.prepare_dataset(ex, ds, name="mc")
 
 
-def test_resident_policy_with_small_budget_raises_naming_bytes(ksks_sample):
+def test_resident_policy_with_small_budget_raises_naming_bytes(grouped_accmc):
     model = ksks.model("bw")
-    ds = read_parquet(ksks_sample["accmc"], chunk_size=50)
+    ds = read_parquet(grouped_accmc, chunk_size=50)
     resident, chunk_bytes = _sizes(ds, model)
     budget = (chunk_bytes + resident) // 2  # streaming would fit; resident does not
     ex = Execution(memory=budget)

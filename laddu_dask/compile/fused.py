@@ -310,19 +310,25 @@ def generate_fused_source(split: Split, precision: str = "f64") -> tuple[str, di
     forward = [nm.scalar_line(n, "        ") for n in split.mixed_nodes]
     rv = root if real_root else f"{root}.real"
 
+    # The value is rounded to the kernel precision (Numba promotes some f32 intermediates to
+    # f64), then the transform, the term and the seed are computed in f64: the same
+    # arithmetic in the blocked sums, the exact-path terms and ``values``, so which path
+    # runs never changes a result.
+    value = f"np.float64({cast}({rv}))"
+
     def term(emit) -> list[str]:
         return [
-            f"        r = {rv}",
+            f"        r = {value}",
             "        if transform != 0 and not (r > 0):",
-            "            bad[0] = np.float64(r)",
+            "            bad[0] = r",
             "            return i",
-            "        wi = w[i]",
+            "        wi = np.float64(w[i])",
             "        if transform == 2:",
             "            seed = wi / r",
             "            r = np.log(r)",
             "        else:",
             "            seed = wi",
-            emit(0, "np.float64(wi * r)"),
+            emit(0, "wi * r"),
         ]
 
     # reverse sweep over per-event nodes, accumulating boundary adjoints
@@ -391,7 +397,7 @@ def generate_fused_source(split: Split, precision: str = "f64") -> tuple[str, di
                  "        bw_ = w[start:stop]",
                  *[f"        b{a} = {a}[start:stop]" for a in cache_args]]
         block_loads = [f"            {nm.name(nd)} = bc{cache_pos[nd.serial]}[k]" for nd in split.cache]
-        body = ["    " + x for x in forward] + [f"            r = {rv}", "            row0[k] = r"]
+        body = ["    " + x for x in forward] + [f"            r = {value}", "            row0[k] = r"]
         seeds = ["wi / r", "wi"] if with_gradient else [None]
         for case, seed in enumerate(seeds):
             indent = "        "
@@ -402,7 +408,7 @@ def generate_fused_source(split: Split, precision: str = "f64") -> tuple[str, di
             lines.append(f"{indent}for k in range(bw_.shape[0]):")
             inner = block_loads + body
             if with_gradient:
-                inner = inner + ["            wi = bw_[k]", f"            seed = {seed}"]
+                inner = inner + ["            wi = np.float64(bw_[k])", f"            seed = {seed}"]
                 inner += ["    " + x for x in rev(lambda j, x: f"        row{j}[k] = {x}")]
             lines += [(indent[8:] + x) if indent != "        " else x for x in inner]
         lines += [
@@ -411,7 +417,7 @@ def generate_fused_source(split: Split, precision: str = "f64") -> tuple[str, di
             "            if transform != 0 and not (r > 0):",
             "                bad[0] = np.float64(r)",
             "                return start + k",
-            "            row0[k] = np.float64(bw_[k] * (np.log(r) if transform == 2 else r))",
+            "            row0[k] = np.float64(bw_[k]) * (np.log(r) if transform == 2 else r)",
             f"        for j in range({rows}):",
             "            _accumulate(buf[j], stop - start, lanes, j, qbuf, rbuf)",
             "        blocks += 1",

@@ -166,6 +166,11 @@ class Partition(ABC):
     offset: int
     source: str
 
+    @property
+    def read_rows(self) -> int:
+        """Rows decoded to load the partition (whole Parquet row groups; else ``n_events``)."""
+        return self.n_events
+
     @abstractmethod
     def load(self, columns: Sequence[str] | None = None, dtype: Any = np.float64) -> EventBatch:
         """Load the events: only ``columns`` (all for None) plus the weights.

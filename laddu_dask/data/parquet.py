@@ -161,6 +161,12 @@ class ParquetPartition(Partition):
     row_groups: tuple[int, ...]
     skip: int
     schema: Schema = field(repr=False)
+    group_rows: int = 0
+
+    @property
+    def read_rows(self) -> int:
+        """Rows of the row groups read to load this partition (they are decoded whole)."""
+        return max(self.group_rows, self.n_events)
 
     def load(self, columns: Sequence[str] | None = None, dtype: Any = np.float64) -> EventBatch:
         dt = check_dtype(dtype)
@@ -232,6 +238,7 @@ class ParquetOrigin:
                     n_events=b - a, offset=offset + a, source=f"{f.path} [rows {a}:{b}]",
                     path=f.path, start=a, row_groups=tuple(range(first, last + 1)),
                     skip=a - starts[first], schema=self.schema,
+                    group_rows=starts[last + 1] - starts[first],
                 ))
             offset += f.n_rows
         if not parts:

@@ -349,14 +349,19 @@ class PreparedModel:
         return Params(self.compiled.parameter_vector(params, self.precision))
 
     # -- preparation --------------------------------------------------------------------
-    def _bytes_per_event(self) -> tuple[int, int]:
-        """(resident bytes per event, streaming working-set bytes per event)."""
+    def _bytes_per_event(self) -> tuple[int, int, int]:
+        """Bytes per event: (resident, streaming working set, decoded while reading)."""
         size = np.dtype(real_dtype(self.precision)).itemsize
         resident = self.compiled.cache_bytes_per_event(self.precision) + size
         k = len(self.compiled.parameter_names)
-        temps = 2 * size * (len(self.compiled.split.mixed_nodes) + k + 4)
+        if self.reducer.kernel == "fused":
+            temps = 16 * 8  # the fused kernels keep only a few block buffers
+        else:
+            temps = 2 * size * (len(self.compiled.split.mixed_nodes) + k + 4)
         loaded = size * (len(self.compiled.columns) + 1)
-        return resident, resident + temps + loaded
+        # reading decodes float64 columns (Arrow) and converts them (NumPy)
+        decoded = 2 * 8 * (len(self.compiled.columns) + 1)
+        return resident, resident + temps + loaded, decoded
 
     def prepare_dataset(
         self, execution: Execution, dataset: Dataset, name: str = "dataset"
@@ -373,11 +378,17 @@ class PreparedModel:
         if not isinstance(dataset, Dataset):
             raise TypeError(f"prepare_dataset needs a Dataset, got {type(dataset).__name__}")
         dataset.schema.require(self.compiled.columns, ", ".join(dataset.sources))
-        if not dataset.chunk_size_given:
-            dataset = dataset.with_chunk_size(auto_chunk_size(dataset.n_events, execution.workers))
-        resident_bpe, stream_bpe = self._bytes_per_event()
-        chunk = max((p.n_events for p in dataset.partitions), default=0)
+        resident_bpe, stream_bpe, decoded_bpe = self._bytes_per_event()
         budget = execution.host_budget_bytes()
+        if not dataset.chunk_size_given:
+            chunk = auto_chunk_size(dataset.n_events, execution.workers)
+            if budget is not None:  # a partition must fit the budget with room to spare
+                chunk = max(1024, min(chunk, budget // (4 * (stream_bpe + decoded_bpe))))
+            dataset = dataset.with_chunk_size(chunk)
+        chunk = max((p.n_events for p in dataset.partitions), default=0)
+        read = max((p.read_rows for p in dataset.partitions), default=0)
+        # the working set of one streamed partition: its decoded row groups, then its arrays
+        partition_bytes = stream_bpe * max(chunk, 1) + decoded_bpe * read
         workers = execution.workers
         resident_bytes = resident_bpe * dataset.n_events
         if execution.client is not None:
@@ -388,12 +399,12 @@ class PreparedModel:
         # streaming runs as many partitions at once as the budget holds (at least one)
         stream_workers = workers
         if budget is not None:
-            stream_workers = max(1, min(workers, budget // max(stream_bpe * max(chunk, 1), 1)))
+            stream_workers = max(1, min(workers, budget // max(partition_bytes, 1)))
         decision = decide_storage(
             dataset=name,
             policy=dataset.memory_policy,
             resident_bytes=resident_bytes,
-            partition_bytes=stream_bpe * max(chunk, 1),
+            partition_bytes=partition_bytes,
             chunk_size=chunk,
             partitions=dataset.n_partitions,
             budget_bytes=budget,
