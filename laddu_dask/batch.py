@@ -30,49 +30,47 @@ set) and ``${NAME:-default}`` by its value or ``default``.
 
 Top level
 
-=============== ================== ========= ===========================================
-key             type               default   meaning
-=============== ================== ========= ===========================================
-``description`` string             ``""``    free text, copied into the result
-``model``       string or table    none      the model of every term without its own
-                                             (see *Models*)
-``[models.N]``  table              none      named models, referred to as ``model = "N"``
-``[data]``      table              none      the dataset named ``data``
-``[accmc]``     table              none      the dataset named ``accmc``
-``[[datasets]]`` array of tables   none      more datasets, each with a ``name``
-``[[terms]]``   array of tables    one NLL   likelihood terms (see *Terms*)
-``[start]``     table              none      ``parameter = value`` start values
-``[fit]``       table              defaults  minimiser settings
-``[execution]`` table              defaults  runtime settings
-``[cluster]``   table              local     where to run
-=============== ================== ========= ===========================================
+================ =============== ======== ============================================
+key              type            default  meaning
+================ =============== ======== ============================================
+``description``  string          ``""``   free text, copied into the result
+``model``        string or table none     the model of every term without its own
+                                          (see *Models*)
+``[models.N]``   table           none     named models, referred to as ``model = "N"``
+``[data]``       table           none     the dataset named ``data``
+``[accmc]``      table           none     the dataset named ``accmc``
+``[[datasets]]`` array of tables none     more datasets, each with a ``name``
+``[[terms]]``    array of tables one NLL  likelihood terms (see *Terms*)
+``[start]``      table           none     ``parameter = value`` start values
+``[fit]``        table           defaults minimiser settings
+``[execution]``  table           defaults runtime settings
+``[cluster]``    table           local    where to run
+================ =============== ======== ============================================
 
 Datasets (``[data]``, ``[accmc]``, each ``[[datasets]]`` entry)
 
-================= ======================= ============ ==================================
-key               type                    default      meaning
-================= ======================= ============ ==================================
-``name``          string                  (required)   only in ``[[datasets]]``; unique
-``path``          string or list          (required)   Parquet file, folder (its
-                  of strings                           ``*.parquet``) or glob, or a list
-``chunk_size``    integer > 0             automatic    events per partition
-``memory_policy`` ``"fastest"``,          ``"fastest"`` keep prepared columns in memory,
-                  ``"resident"``,                      stream them, or decide by budget
-                  ``"streaming"``
-================= ======================= ============ ==================================
+================= ============================== ============= ========================================
+key               type                           default       meaning
+================= ============================== ============= ========================================
+``name``          string                         (required)    only in ``[[datasets]]``; unique
+``path``          string or list of strings      (required)    Parquet file, folder (its ``*.parquet``)
+                                                               or glob, or a list of these
+``chunk_size``    integer > 0                    automatic     events per partition
+``memory_policy`` ``"fastest"``, ``"resident"``, ``"fastest"`` keep prepared columns in memory, stream
+                  ``"streaming"``                              them, or decide by the memory budget
+================= ============================== ============= ========================================
 
 Terms (each ``[[terms]]`` entry; without any, one NLL of ``data`` and ``accmc``)
 
-=============== ============================== ============== ============================
-key             type                           default        meaning
-=============== ============================== ============== ============================
-``name``        string                         its ``data``   unique term name
-``kind``        ``"nll"``, ``"extended_nll"``  ``"nll"``      :class:`NLL` or
-                                                              :class:`ExtendedNLL`
-``data``        string                         ``"data"``     dataset name of the data
-``accepted_mc`` string                         ``"accmc"``    dataset name of accepted MC
-``model``       string or table                top ``model``  this term's model
-=============== ============================== ============== ============================
+=============== ============================= ============= ===============================
+key             type                          default       meaning
+=============== ============================= ============= ===============================
+``name``        string                        its ``data``  unique term name
+``kind``        ``"nll"``, ``"extended_nll"`` ``"nll"``     ``NLL`` or ``ExtendedNLL``
+``data``        string                        ``"data"``    dataset name of the data
+``accepted_mc`` string                        ``"accmc"``   dataset name of the accepted MC
+``model``       string or table               top ``model`` this term's model
+=============== ============================= ============= ===============================
 
 Models: a string names a ``[models.N]`` table or a built-in model (``"ksks"``); a table
 is one of
@@ -91,49 +89,49 @@ parameter's bounds, is an error.
 
 ``[fit]``
 
-============== ============================ ============ ================================
-key            type                         default      meaning
-============== ============================ ============ ================================
-``method``     ``"migrad"``, ``"lbfgsb"``   ``"migrad"`` iminuit MIGRAD, or SciPy L-BFGS-B
-                                                         (both followed by HESSE)
-``tolerance``  number > 0                   ``0.1``      MIGRAD's EDM tolerance
-``strategy``   0, 1 or 2                    ``1``        MIGRAD's strategy
-``max_calls``  integer > 0                  none         limit on likelihood evaluations
-============== ============================ ============ ================================
+============= ========================== ============ ================================
+key           type                       default      meaning
+============= ========================== ============ ================================
+``method``    ``"migrad"``, ``"lbfgsb"`` ``"migrad"`` iminuit MIGRAD or SciPy L-BFGS-B
+                                                      (both followed by HESSE)
+``tolerance`` number > 0                 ``0.1``      MIGRAD's EDM tolerance
+``strategy``  0, 1 or 2                  ``1``        MIGRAD's strategy
+``max_calls`` integer > 0                none         limit on likelihood evaluations
+============= ========================== ============ ================================
 
 ``[execution]`` (see :class:`~laddu_dask.Execution`)
 
-================= =================================== ========== ======================
-key               type                                default    meaning
-================= =================================== ========== ======================
-``device``        ``"cpu"``, ``"auto"``               ``"cpu"``  where kernels run
-``precision``     ``"f64"``, ``"f32"``                ``"f64"``  kernel precision
-``memory``        string or integer                   unlimited  host budget (``"4 GiB"``,
-                                                                 ``"60%"``, bytes)
-``device_memory`` string or integer                   unlimited  device budget
+================= ==================================== ========== ====================================
+key               type                                 default    meaning
+================= ==================================== ========== ====================================
+``device``        ``"cpu"``, ``"gpu"``, ``"auto"``     ``"cpu"``  where kernels run
+``precision``     ``"f64"``, ``"f32"``                 ``"f64"``  kernel precision
+``memory``        string or integer                    unlimited  host budget (``"4 GiB"``, ``"60%"``,
+                                                                  bytes), per worker on a cluster
+``device_memory`` string or integer                    unlimited  device budget
 ``kernel``        ``"auto"``, ``"fused"``, ``"numpy"`` ``"auto"`` per-partition kernels
-``normalization`` ``"auto"``, ``"general"``,          ``"auto"`` accepted-MC sums
+``normalization`` ``"auto"``, ``"general"``,           ``"auto"`` how accepted-MC sums are computed
                   ``"verify"``
-``split_every``   integer >= 2                        ``8``      tree-reduction fan-in
-``num_workers``   integer > 0                         CPUs       local scheduler threads
-================= =================================== ========== ======================
+``split_every``   integer >= 2                         ``8``      tree-reduction fan-in
+``num_workers``   integer > 0                          CPUs       threads of the local scheduler
+================= ==================================== ========== ====================================
 
 ``[cluster]``: without it, the local threaded scheduler. Give at most one of
-``scheduler``, ``scheduler_file`` and ``kind``:
+``scheduler``, ``scheduler_file`` and ``kind``.
 
-===================== ============================ ========== ===========================
-key                   type                         default    meaning
-===================== ============================ ========== ===========================
-``scheduler``         string                       none       address of a running Dask
-                                                              scheduler (``tcp://...``)
-``scheduler_file``    string                       none       its scheduler file (dask-mpi)
-``kind``              ``"slurm"``, ``"pbs"``       none       start workers as batch jobs
-                                                              (needs ``dask-jobqueue``)
-``jobs``              integer > 0                  ``1``      worker jobs to submit
-``wait_for_workers``  integer >= 0                 ``1``      workers to wait for before
-                                                              preparing the data
-``wait_timeout``      number > 0                   ``3600``   seconds to wait for them
-===================== ============================ ========== ===========================
+==================== ====================== ======== ======================================
+key                  type                   default  meaning
+==================== ====================== ======== ======================================
+``scheduler``        string                 none     address of a running Dask scheduler
+                                                     (``tcp://host:8786``)
+``scheduler_file``   string                 none     its scheduler file (e.g. dask-mpi)
+``kind``             ``"slurm"``, ``"pbs"`` none     start the workers as batch jobs
+                                                     (needs ``dask-jobqueue``)
+``jobs``             integer > 0            ``1``    worker jobs to submit (with ``kind``)
+``wait_for_workers`` integer >= 0           ``1``    workers to wait for before preparing
+                                                     the data
+``wait_timeout``     number > 0             ``3600`` seconds to wait for them (then exit 3)
+==================== ====================== ======== ======================================
 
 With ``kind``, these keys are passed to ``dask_jobqueue.SLURMCluster`` or
 ``PBSCluster``: ``cores`` (integer), ``memory`` (string, per job), ``processes``
@@ -754,6 +752,8 @@ def _load_cluster(doc: Mapping[str, Any], check: _Checker, folder: str) -> Clust
         wait_for_workers=check.get(table, "wait_for_workers", where, "int", 1, minimum=0),
         wait_timeout=check.get(table, "wait_timeout", where, "number", 3600.0, minimum=0.0),
     )
+    if settings.wait_timeout <= 0:
+        raise check.error(f"{where} wait_timeout", f"must be > 0, got {table['wait_timeout']!r}")
     if settings.scheduler is not None and not settings.scheduler.strip():
         raise check.error(f"{where} scheduler", "is empty")
     return settings

@@ -78,7 +78,7 @@ from laddu_dask.compile.gradient import contributions
 from laddu_dask.compile.graph import Split
 from laddu_dask.errors import DataError, LadduDaskError, ModelError, ParameterError
 from laddu_dask.expr.node import Expr
-from laddu_dask.expr.ops import COMPLEX, REAL
+from laddu_dask.expr.ops import COMPLEX
 
 __all__ = [
     "DEFAULT_BLOCK",
@@ -87,6 +87,7 @@ __all__ = [
     "CudaKernels",
     "CudaSource",
     "GpuPartials",
+    "HostEmulation",
     "combine_sources",
     "compile_with_nvcc",
     "cuda_kernels",
@@ -672,8 +673,8 @@ def generate_cuda_source(split: Split, precision: str = "f64", prefix: str = "")
 
     def event_fn(name: str, with_gradient: bool) -> list[str]:
         k = rows if with_gradient else 1
-        out = [f"// terms of event i: t[0] = w t(Re v){', t[1..] boundary adjoints' if with_gradient else ''};"
-               " false when a positive transform rejects the event",
+        what = "t[0] = w t(Re v)" + (", t[1..] boundary adjoints" if with_gradient else "")
+        out = [f"// terms of event i: {what}; false when a positive transform rejects the event",
                f"LD_FN bool {P}ld_{name}({ev_params}, double (&t)[{k}]) {{", *loads, *forward,
                f"    const real_t r = ld_re({root});",
                "    if (transform != 0 && !(r > (real_t)0)) return false;",
@@ -780,9 +781,9 @@ def compile_with_nvcc(source: str, arch: str = "sm_90", *, output: str | os.Path
     CudaCompileError
         nvcc is missing or rejects the source (its log is in the message).
     """
-    exe = nvcc or shutil.which("nvcc")
+    exe = shutil.which(nvcc or "nvcc")
     if exe is None:
-        raise CudaCompileError("nvcc not found on PATH; install the CUDA toolkit to compile kernels")
+        raise CudaCompileError(f"{nvcc or 'nvcc'} not found; install the CUDA toolkit to compile kernels")
     folder = Path(tempfile.mkdtemp(prefix="laddu_dask_cuda_"))
     cu = folder / "kernels.cu"
     cu.write_text(source)
@@ -882,6 +883,98 @@ extern "C" void {P}host_values(const void* const* cols, long long n, const real_
 }}
 """
     return _HOST_SHIM + src.text + harness
+
+
+class HostEmulation:
+    """The generated per-event code and sums compiled for the host with a C++ compiler.
+
+    A check of the generated arithmetic on machines without a GPU (tests, dry runs):
+    the same device functions run through :func:`host_emulation_source`.
+
+    Parameters
+    ----------
+    src : CudaSource
+        The generated source.
+    folder : path, optional
+        Where to build (a temporary directory by default).
+    cxx : str
+        The C++ compiler (``g++``).
+
+    Raises
+    ------
+    CudaCompileError
+        The compiler is missing or rejects the source.
+    """
+
+    def __init__(self, src: CudaSource, folder: str | os.PathLike | None = None,
+                 cxx: str = "g++") -> None:
+        import ctypes
+
+        exe = shutil.which(cxx)
+        if exe is None:
+            raise CudaCompileError(f"{cxx} not found on PATH; the host emulation needs a C++ compiler")
+        folder = Path(folder) if folder is not None else Path(tempfile.mkdtemp(prefix="laddu_dask_emu_"))
+        cpp = folder / f"{src.prefix or 'model'}_{src.precision}_{src.digest}.cpp"
+        lib = cpp.with_suffix(".so")
+        cpp.write_text(host_emulation_source(src))
+        cmd = [exe, "-std=c++17", "-O1", "-ffp-contract=off", "-shared", "-fPIC", "-o", str(lib), str(cpp)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise CudaCompileError(f"{cxx} failed ({' '.join(cmd)}):\n{proc.stderr}")
+        self.src = src
+        self.real = np.float32 if src.precision == "f32" else np.float64
+        self._lib = ctypes.CDLL(str(lib))
+        self._ctypes = ctypes
+        for name in ("host_terms", "host_sum"):
+            getattr(self._lib, src.prefix + name).restype = ctypes.c_longlong
+
+    def _args(self, cache: Sequence[np.ndarray], params: Any) -> tuple[Any, np.ndarray, list]:
+        ct = self._ctypes
+        cols = []
+        for c, kind in zip(cache, self.src.cache_kinds):
+            dt = (np.complex64 if self.real is np.float32 else np.complex128) if kind == COMPLEX \
+                else self.real
+            cols.append(np.ascontiguousarray(c, dtype=dt))
+        ptrs = (ct.c_void_p * max(1, len(cols)))(*[c.ctypes.data for c in cols])
+        p = np.ascontiguousarray(params, dtype=self.real)
+        return ptrs, p, cols
+
+    def terms(self, cache: Sequence[np.ndarray], weights: np.ndarray, params: Any, transform: str,
+              with_gradient: bool) -> tuple[np.ndarray, int]:
+        """Per-event terms ``(K, n)`` and the first rejected event (or -1)."""
+        ct = self._ctypes
+        ptrs, p, _keep = self._args(cache, params)
+        w = np.ascontiguousarray(weights, dtype=self.real)
+        n = w.shape[0]
+        out = np.zeros((self.src.rows if with_gradient else 1, n))
+        bad = getattr(self._lib, self.src.prefix + "host_terms")(
+            ptrs, w.ctypes.data_as(ct.c_void_p), ct.c_longlong(n), _transform_code(transform),
+            p.ctypes.data_as(ct.c_void_p), int(with_gradient), out.ctypes.data_as(ct.c_void_p))
+        return out, int(bad)
+
+    def sums(self, cache: Sequence[np.ndarray], weights: np.ndarray, params: Any, transform: str,
+             with_gradient: bool, threads: int = 64) -> tuple[np.ndarray, int]:
+        """``(K, 3)`` (sum, compensation, bound) as ``threads`` GPU threads would leave them."""
+        ct = self._ctypes
+        ptrs, p, _keep = self._args(cache, params)
+        w = np.ascontiguousarray(weights, dtype=self.real)
+        k = self.src.rows if with_gradient else 1
+        out = np.zeros((k, 3))
+        bad = getattr(self._lib, self.src.prefix + "host_sum")(
+            ptrs, w.ctypes.data_as(ct.c_void_p), ct.c_longlong(w.shape[0]), _transform_code(transform),
+            p.ctypes.data_as(ct.c_void_p), int(with_gradient), int(threads),
+            out.ctypes.data_as(ct.c_void_p))
+        return out, int(bad)
+
+    def values(self, cache: Sequence[np.ndarray], params: Any, n: int) -> np.ndarray:
+        """The model value of every event."""
+        ct = self._ctypes
+        ptrs, p, _keep = self._args(cache, params)
+        cdt = np.complex64 if self.real is np.float32 else np.complex128
+        out = np.zeros(n, dtype=cdt if self.src.root_kind == COMPLEX else self.real)
+        getattr(self._lib, self.src.prefix + "host_values")(
+            ptrs, ct.c_longlong(n), p.ctypes.data_as(ct.c_void_p), out.ctypes.data_as(ct.c_void_p))
+        return out
 
 
 # ---------------------------------------------------------------------------------------

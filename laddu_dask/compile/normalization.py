@@ -3,11 +3,13 @@
 When a model is a sum of squared moduli of amplitudes that are linear in
 parameter-only coefficients,
 
-    I = sum_j | sum_k P_jk(p) E_jk(event) |^2,
+    I = sum_j s_j(p) | sum_k P_jk(p) E_jk(event) |^2,
 
+(``s_j`` a real event-independent scale, 1 unless the model multiplies a square by one),
 the weighted sum over accepted Monte Carlo is
 
-    sum_i w_i I_i = sum_j sum_{k,l} P_jk conj(P_jl) M_j,kl,    M_j,kl = sum_i w_i E_jk,i conj(E_jl,i),
+    sum_i w_i I_i = sum_j s_j sum_{k,l} P_jk conj(P_jl) M_j,kl,
+    M_j,kl = sum_i w_i E_jk,i conj(E_jl,i),
 
 so once the Hermitian matrices ``M_j`` are summed (once per dataset) the
 normalization and its gradient cost ``O(K^2)`` per evaluation instead of a pass over
@@ -29,7 +31,7 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -49,31 +51,36 @@ _Pair = tuple[Expr, Expr]  # (parameter-only factor, event-only factor)
 
 @dataclass(frozen=True)
 class Decomposition:
-    """A model as ``sum_j |sum_k P_jk E_jk|^2``.
+    """A model as ``sum_j s_j |sum_k P_jk E_jk|^2``.
 
     Attributes
     ----------
     groups : list of list of (Expr, Expr)
         For each squared amplitude, its ``(P, E)`` pairs.
     event_split : Split
-        A graph whose cache holds every ``E`` (evaluated per partition at preparation).
-    event_slots : list of list of int
-        Position of each ``E_jk`` in ``event_split.cache``.
+        A graph whose cache holds every event-dependent ``E`` (evaluated per partition).
+    event_slots : list of list of int or complex
+        Position of each ``E_jk`` in ``event_split.cache``, or its value when it is a
+        constant (the amplitude has a term without event dependence).
     event_kernels : Kernels
         Generated array code of ``event_split`` (its ``event_kernel`` gives the cache).
     coefficients : callable
-        ``coefficients(params) -> list of complex arrays`` (``P_j``), params in model order.
+        ``coefficients(params) -> (list of complex arrays, real array)``: the ``P_j`` and
+        the scales ``s_j``, params in model order.
     backprop : callable
-        ``backprop(params, adjoints) -> gradient``, adjoints of the ``P`` (conjugate
-        convention) flattened over groups as (re, im) pairs, params in model order.
+        ``backprop(params, adjoints) -> gradient``, adjoints (conjugate convention) of the
+        ``P`` flattened over groups, then of the ``s``, as (re, im) pairs.
+    scales : list of Expr or None
+        The real event-independent factor ``s_j`` of each square (``None``: 1).
     """
 
     groups: list[list[_Pair]]
     event_split: Split
-    event_slots: list[list[int]]
+    event_slots: list[list[int | complex]]
     event_kernels: Kernels
-    coefficients: Callable[[Any], list[np.ndarray]]
+    coefficients: Callable[[Any], tuple[list[np.ndarray], np.ndarray]]
     backprop: Callable[[Any, np.ndarray], np.ndarray]
+    scales: list[Expr | None] = field(default_factory=list)
 
     @property
     def sizes(self) -> list[int]:
@@ -94,7 +101,7 @@ class Decomposition:
         cache = [c if getattr(c, "shape", ()) == (n,) else xp.full(n, c) for c in cache]
         rows = []
         for slots in self.event_slots:
-            e = [cache[s] for s in slots]
+            e = [cache[s] if isinstance(s, int) else xp.full(n, s) for s in slots]
             for k in range(len(e)):
                 wek = weights * e[k]
                 for l in range(len(e)):
@@ -114,19 +121,23 @@ class Decomposition:
 
     def value_and_gradient(self, params: Any, matrices: list[np.ndarray],
                            with_gradient: bool) -> tuple[float, np.ndarray | None]:
-        """``sum_j P_j^T M_j conj(P_j)`` and its gradient with respect to the parameters."""
-        coeffs = self.coefficients(params)
+        """``sum_j s_j P_j^T M_j conj(P_j)`` and its gradient with respect to the parameters."""
+        coeffs, scales = self.coefficients(params)
         value = 0.0
         adjoints = []
-        for c, m in zip(coeffs, matrices):
-            value += float(np.real(c @ m @ np.conj(c)))
+        squares = []
+        for c, m, s in zip(coeffs, matrices, scales.tolist()):
+            q = float(np.real(c @ m @ np.conj(c)))
+            squares.append(q)
+            value += s * q
             if with_gradient:
-                g = 2.0 * (m.T @ c)  # d/dconj(P) doubled: the conjugate-convention adjoint
-                adjoints.extend([g.real, g.imag])
+                g = 2.0 * s * (m.T @ c)  # d/dconj(P) doubled: the conjugate-convention adjoint
+                adjoints.append(np.column_stack([g.real, g.imag]).reshape(-1))
         if not with_gradient:
             return value, None
-        flat = np.stack(adjoints, axis=1).reshape(-1) if adjoints else np.zeros(0)
-        return value, self.backprop(params, flat)
+        # then the scales' adjoints (real: d value / d s_j = q_j)
+        adjoints.append(np.column_stack([squares, np.zeros(len(squares))]).reshape(-1))
+        return value, self.backprop(params, np.concatenate(adjoints))
 
 
 def _module(a: Any) -> Any:
@@ -200,27 +211,47 @@ def _merge_same_events(pairs: list[_Pair]) -> list[_Pair]:
     return [(p, e) for p, e in merged.values()]
 
 
-def decompose(model_split: Split) -> Decomposition | None:
-    """Find ``I = sum_j |sum_k P_jk E_jk|^2`` in a split model, or ``None``."""
-    root = model_split.root
-    squares = []
-    stack = [root]
+def _squares(root: Expr, dep: set[int]) -> list[tuple[Expr, Expr | None]] | None:
+    """The squared amplitudes of a sum of (scaled) ``norm_sqr`` terms, with their real
+    event-independent scale factors (``None``: 1), or ``None``."""
+    squares: list[tuple[Expr, Expr | None]] = []
+    stack: list[tuple[Expr, Expr | None]] = [(root, None)]
     while stack:
-        node = stack.pop()
+        node, scale = stack.pop()
         if node.op == "add":
-            stack.extend(node.args)
+            stack.extend((a, scale) for a in node.args)
         elif node.op == "norm_sqr":
-            squares.append(node.args[0])
+            squares.append((node.args[0], scale))
+        elif node.op in ("mul", "div"):
+            a, b = node.args
+            if node.op == "mul" and a.serial not in dep:
+                a, b = b, a  # the factor second
+            if b.serial in dep or b.kind != "real" or a.kind != "real":
+                return None
+            factor = b if node.op == "mul" else 1.0 / b
+            stack.append((a, factor if scale is None else scale * factor))
         else:
             return None
+    return squares[::-1]
+
+
+def decompose(model_split: Split) -> Decomposition | None:
+    """Find ``I = sum_j s_j |sum_k P_jk E_jk|^2`` in a split model, or ``None``."""
+    root = model_split.root
     dep, pdep = _classify(root)
+    squares = _squares(root, dep)
+    if squares is None:
+        return None
     groups: list[list[_Pair]] = []
-    for amp in reversed(squares):
+    for amp, _ in squares:
         pairs = _expand(amp, dep, pdep)
         if pairs is None:
             return None
         groups.append(_merge_same_events(pairs))
-    if not any(p.serial in pdep for g in groups for p, _ in g):
+    scales = [scale for _, scale in squares]
+    if not any(p.serial in pdep for g in groups for p, _ in g) and not any(
+        s is not None and s.serial in pdep for s in scales
+    ):
         return None
     free_names = [n.attr.name for n in model_split.free]
 
@@ -242,9 +273,12 @@ def decompose(model_split: Split) -> Decomposition | None:
         slots = []
         for _, e in g:
             e_c = e.to_complex() if e.kind == "real" else e
-            if e_c.serial not in cache_index:
-                return None  # a constant event factor: nothing to cache
-            slots.append(cache_index[e_c.serial])
+            if e_c.serial in cache_index:
+                slots.append(cache_index[e_c.serial])
+            elif e_c.op == "const":  # a term of the amplitude without event dependence
+                slots.append(complex(e_c.attr))
+            else:
+                return None
         event_slots.append(slots)
 
     # coefficients: the cache-free graph sum_k P_k * column_k gives their forward code and
@@ -257,16 +291,24 @@ def decompose(model_split: Split) -> Decomposition | None:
             col = column(f"__laddu_dask_coefficient_{j}_{k}").to_complex()
             term = apply("mul", p.to_complex(), col)
             caux = term if caux is None else caux + term
+    # the scales follow as further coefficients (real; a missing one is the constant 1)
+    for j, s in enumerate(scales):
+        s = constant(1.0) if s is None else s
+        coeff_exprs.append(s)
+        col = column(f"__laddu_dask_scale_{j}").to_complex()
+        caux = caux + apply("mul", s.to_complex(), col)
     csplit = split(caux)
     coefficients = _coefficient_function(coeff_exprs, groups, free_names)
     backprop = _coefficient_backprop(coeff_exprs, csplit, free_names)
     return Decomposition(groups, event_split, event_slots, generate(event_split), coefficients,
-                         backprop)
+                         backprop, scales)
 
 
 def _coefficient_function(coeff_exprs: list[Expr], groups: list[list[_Pair]],
-                          free_names: list[str]) -> Callable[[Any], list[np.ndarray]]:
-    """Generated NumPy code evaluating every coefficient ``P_jk`` from the parameters."""
+                          free_names: list[str]
+                          ) -> Callable[[Any], tuple[list[np.ndarray], np.ndarray]]:
+    """Generated NumPy code evaluating every coefficient ``P_jk`` (then every scale ``s_j``)
+    from the parameters."""
     from laddu_dask.expr.node import walk
 
     order: list[Expr] = []
@@ -294,13 +336,13 @@ def _coefficient_function(coeff_exprs: list[Expr], groups: list[list[_Pair]],
     raw = namespace["coefficients"]
     sizes = [len(g) for g in groups]
 
-    def coefficients(params: Any) -> list[np.ndarray]:
+    def coefficients(params: Any) -> tuple[list[np.ndarray], np.ndarray]:
         flat = np.array([complex(v) for v in raw(np.asarray(params, dtype=np.float64))])
         out, pos = [], 0
         for size in sizes:
             out.append(flat[pos:pos + size])
             pos += size
-        return out
+        return out, flat[pos:].real.copy()
 
     return coefficients
 

@@ -193,6 +193,10 @@ class ParquetPartition(Partition):
                     weights = arr
                 else:
                     out[c] = arr
+            del table
+            # Arrow's allocator keeps freed row groups cached; give them back, so that a
+            # streamed dataset stays within its memory budget
+            pa.default_memory_pool().release_unused()
         return EventBatch(out, weights, offset=self.offset, source=self.source)
 
     def _convert(self, chunked: pa.ChunkedArray, name: str, dt: np.dtype) -> np.ndarray:
