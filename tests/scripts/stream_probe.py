@@ -41,5 +41,6 @@ lik.value_and_gradient([0.5, 0.2])
 t2 = time.perf_counter() - t
 print(json.dumps({"base": base, "peak": status("VmHWM"), "value": v, "gradient": list(g),
                   "storage": [d.strategy for d in ex.memory_decisions()],
-                  "reason": ex.memory_decisions()[-1].reason, "estimated": ex.memory_decisions()[-1].estimated_bytes,
+                  "reason": ex.memory_decisions()[-1].reason,
+                  "estimated": ex.memory_decisions()[-1].estimated_bytes,
                   "t_first": t1, "t_eval": t2, "events": mc.n_events}))
