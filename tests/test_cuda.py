@@ -77,7 +77,7 @@ def every_op_model() -> ld.Expr:
                      z.conj(), z.real(), z.imag(), z.norm_sqr(), cpos.abs(), z**2, cpos**-2,
                      cpos**1.3, pos**csmall, cpos**csmall, z / x.norm_sqr().exp(), x / cpos,
                      z / cpos, z * x, x.to_complex(), ld.complex(x, small), z * chead,
-                     small ** z.real().cos()]
+                     (small + 1.0) ** z.real().cos()]
     total = None
     for k, term in enumerate(real_terms + complex_terms):
         term = term * (1.0 + 0.01 * k)
@@ -129,8 +129,10 @@ def test_source_structure(precision):
     assert src.cache_kinds == tuple(n.kind for n in cm.split.cache)
     # every constant of the model is spelled exactly in hexadecimal, and no decimal
     # floating literal appears anywhere
-    consts = [n for n in cm.split.nodes if n.op == "const"]
-    assert consts
+    # every constant the kernels use (event-only nodes run on the host at preparation)
+    consts = {a.serial: a for n in cm.split.param_nodes + cm.split.mixed_nodes for a in n.args
+              if a.op == "const"}.values()
+    assert len(consts) >= 5
     f32 = precision == "f32"
     for node in consts:
         values = [node.attr.real, node.attr.imag] if isinstance(node.attr, complex) else [node.attr]
@@ -148,8 +150,9 @@ def test_literals_are_exact():
     for v in [0.0, -0.0, 1.0, -2.5, 1e-310, 1.7976931348623157e308, *rng.normal(size=50) * 1e5]:
         text = real_literal(v, False).strip("()")
         assert float.fromhex(text) == v and math.copysign(1, float.fromhex(text)) == math.copysign(1, v)
-        t32 = real_literal(v, True).strip("()")
-        assert t32.endswith("f") and float.fromhex(t32[:-1]) == float(np.float32(v))
+        if abs(v) < 3e38:
+            t32 = real_literal(v, True).strip("()")
+            assert t32.endswith("f") and float.fromhex(t32[:-1]) == float(np.float32(v))
     assert real_literal(float("inf"), False) == "ld_inf()"
     assert real_literal(float("nan"), True) == "ld_nan()"
 

@@ -40,7 +40,7 @@ from laddu_dask.compile.codegen import Kernels, generate
 from laddu_dask.compile.fused import _backprop_source, _boundary
 from laddu_dask.compile.graph import Split, split
 from laddu_dask.expr.arrayfuncs import make_complex, norm_sqr
-from laddu_dask.expr.node import Expr, apply, column, constant
+from laddu_dask.expr.node import Expr, apply, column, constant, walk
 from laddu_dask.expr.ops import OPS
 
 #: Most products one amplitude may expand to before the decomposition gives up.
@@ -149,8 +149,6 @@ def _module(a: Any) -> Any:
 def _classify(root: Expr) -> tuple[set[int], set[int]]:
     dep: set[int] = set()
     pdep: set[int] = set()
-    from laddu_dask.expr.node import walk
-
     for n in walk(root):
         if n.op == "column":
             dep.add(n.serial)
@@ -249,9 +247,9 @@ def decompose(model_split: Split) -> Decomposition | None:
             return None
         groups.append(_merge_same_events(pairs))
     scales = [scale for _, scale in squares]
-    if not any(p.serial in pdep for g in groups for p, _ in g) and not any(
-        s is not None and s.serial in pdep for s in scales
-    ):
+    # (the coefficients are mostly new product nodes, outside the model's own graph)
+    factors = [p for g in groups for p, _ in g] + [s for s in scales if s is not None]
+    if not any(n.op == "param" for f in factors for n in walk(f)):
         return None
     free_names = [n.attr.name for n in model_split.free]
 
@@ -309,8 +307,6 @@ def _coefficient_function(coeff_exprs: list[Expr], groups: list[list[_Pair]],
                           ) -> Callable[[Any], tuple[list[np.ndarray], np.ndarray]]:
     """Generated NumPy code evaluating every coefficient ``P_jk`` (then every scale ``s_j``)
     from the parameters."""
-    from laddu_dask.expr.node import walk
-
     order: list[Expr] = []
     seen: set[int] = set()
     for e in coeff_exprs:
