@@ -3,6 +3,8 @@
 ``laddu-dask demo``
     generate a small KsKs sample, fit it from a displaced start on the local
     scheduler and print fitted values against the truth.
+``laddu-dask fit CONFIG.toml [--scheduler ADDRESS] [--output result.json]``
+    a fit described by a TOML file, for batch jobs (see :mod:`laddu_dask.batch`).
 ``laddu-dask bench``
     time laddu-dask against laddu's JIT on the shared KsKs benchmark sample.
 
@@ -103,6 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--json", help="also write the summary to this JSON file")
     sub.add_parser("bench", add_help=False,
                    help="benchmark against laddu's JIT on the KsKs sample (see bench --help)")
+    sub.add_parser("fit", add_help=False,
+                   help="fit as configured by a TOML file (batch jobs; see fit --help)")
     return parser
 
 
@@ -113,6 +117,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from laddu_dask.bench.ksks_bench import main as bench_main
 
         return bench_main(argv[1:])
+    if argv[:1] == ["fit"]:
+        from laddu_dask.batch import main as fit_main
+
+        return fit_main(argv[1:])
     args = build_parser().parse_args(argv)
     if args.command == "demo":
         summary = run_demo(args.data, args.mc, args.seed, args.lineshape, args.method, args.outdir)

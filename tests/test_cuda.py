@@ -138,7 +138,11 @@ def test_source_structure(precision):
         values = [node.attr.real, node.attr.imag] if isinstance(node.attr, complex) else [node.attr]
         for v in values:
             assert real_literal(v, f32) in src.body, (node, v)
-    assert not re.search(r"(?<![\w.])\d+\.\d*(?:[eE][-+]?\d+)?(?![\w])", src.text.replace("0x", "#"))
+    code = re.sub(r"//.*", "", src.text)
+    code = re.sub(r"0x[0-9a-f]+(\.[0-9a-f]*)?p[-+]\d+f?", "HEX", code)
+    assert "HEX" in code
+    decimal = r"(?<![\w.])(\d+\.\d*|\.\d+|\d+[eE][-+]?\d+)"
+    assert not re.search(decimal, code), "a decimal floating literal"
     # deterministic: again, and from a model rebuilt from scratch
     assert generate_cuda_source(cm.split, precision, prefix="m_").text == src.text
     rebuilt = CompiledModel(ld.Model(ksks.model("rbw")))

@@ -319,7 +319,7 @@ LD_FN void ld_block_merge(double& s, double& e, double& b) {
     if (warp == 0) {
         const int nw = (int)(blockDim.x >> 5);
         if (lane < nw) { s = sh[3 * lane]; e = sh[3 * lane + 1]; b = sh[3 * lane + 2]; }
-        else { s = 0.0; e = 0.0; b = 0.0; }
+        else { s = 0; e = 0; b = 0; }
         ld_warp_merge(s, e, b);
     }
     __syncthreads();
@@ -341,7 +341,7 @@ extern "C" __global__ void laddu_merge_blocks(const double* __restrict__ partial
         const long long nblocks, const int rows, const unsigned long long* __restrict__ bad,
         double* __restrict__ out) {
     const int row = blockIdx.x;
-    double s = 0.0, e = 0.0, b = 0.0;
+    double s = 0, e = 0, b = 0;
     for (long long j = threadIdx.x; j < nblocks; j += blockDim.x) {
         const double* q = partial + 3 * ((long long)row * nblocks + j);
         ld_merge(s, e, b, q[0], q[1], q[2]);
@@ -353,7 +353,7 @@ extern "C" __global__ void laddu_merge_blocks(const double* __restrict__ partial
         out[3 * row + 2] = ld_bound(b);
         if (row == 0) {
             const unsigned long long v = *bad;
-            out[3 * rows] = v == 0ull ? -1.0 : (double)(~v);
+            out[3 * rows] = v == 0ull ? (double)-1 : (double)(~v);
         }
     }
 }
@@ -663,10 +663,10 @@ def generate_cuda_source(split: Split, precision: str = "f64", prefix: str = "")
         g = adjoint.get(b.serial)
         r0 = b_rows[b.serial]
         if b.kind == COMPLEX:
-            outputs.append(f"    t[{r0}] = (double)({g}.re);" if g else f"    t[{r0}] = 0.0;")
-            outputs.append(f"    t[{r0 + 1}] = (double)({g}.im);" if g else f"    t[{r0 + 1}] = 0.0;")
+            outputs.append(f"    t[{r0}] = (double)({g}.re);" if g else f"    t[{r0}] = 0;")
+            outputs.append(f"    t[{r0 + 1}] = (double)({g}.im);" if g else f"    t[{r0 + 1}] = 0;")
         else:
-            outputs.append(f"    t[{r0}] = (double)({g});" if g else f"    t[{r0}] = 0.0;")
+            outputs.append(f"    t[{r0}] = (double)({g});" if g else f"    t[{r0}] = 0;")
 
     ev_params = ", ".join([f"const {P}LdHead& h", *col_params, "const real_t* __restrict__ w",
                            "const long long i", "const int transform"])
@@ -701,7 +701,7 @@ def generate_cuda_source(split: Split, precision: str = "f64", prefix: str = "")
         return [f'extern "C" __global__ void {P}{role}({sig}) {{', *p_setup, *body, "}"]
 
     def sum_kernel(role: str, k: int, event: str) -> list[str]:
-        body = [f"    double s{j} = 0.0, e{j} = 0.0, b{j} = 0.0;" for j in range(k)]
+        body = [f"    double s{j} = 0, e{j} = 0, b{j} = 0;" for j in range(k)]
         body += [grid_loop, f"        double t[{k}];",
                  f"        if (!{P}ld_{event}(h, {', '.join(col_args + ['w', 'i', 'transform'])}, t)) {{",
                  "            ld_reject(bad, i);", "            continue;", "        }"]
@@ -716,7 +716,7 @@ def generate_cuda_source(split: Split, precision: str = "f64", prefix: str = "")
         body = [grid_loop, f"        double t[{k}];",
                 f"        if (!{P}ld_{event}(h, {', '.join(col_args + ['w', 'i', 'transform'])}, t)) {{",
                 "            ld_reject(bad, i);",
-                f"            for (int j = 0; j < {k}; ++j) t[j] = 0.0;", "        }",
+                f"            for (int j = 0; j < {k}; ++j) t[j] = 0;", "        }",
                 *[f"        out[{j}ll * n + i] = t[{j}];" for j in range(k)], "    }"]
         extra = ["const real_t* __restrict__ w", "const long long n", "const int transform",
                  "double* __restrict__ out", "unsigned long long* __restrict__ bad"]

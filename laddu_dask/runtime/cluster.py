@@ -193,7 +193,9 @@ _KEYS = iter(range(1, 1 << 62))
 class ClusterStores:
     """The stores of one prepared dataset (one per worker), and how to rebuild them."""
 
-    def __init__(self, hubs: Hubs, reducer: PartitionReducer, dataset: Dataset, storage: str) -> None:
+    def __init__(self, hubs: Hubs, reducer: PartitionReducer, dataset: Dataset, storage: str,
+                 progress: bool = False) -> None:
+        self.progress = progress
         self.hubs = hubs
         self.reducer = reducer
         self.dataset = dataset
@@ -214,9 +216,13 @@ class ClusterStores:
             threads = workers[addr] if self.storage == "resident" else 1
             fut = self.hubs.hub(addr).add(key, self.reducer, self.dataset, idx, self.storage, threads)
             pending.append(((addr, key), idx, fut))
-        for where, idx, fut in pending:
+        for k, (where, idx, fut) in enumerate(pending, 1):
             self.infos[where] = fut.result()
             self.owned[where] = idx
+            if self.progress:
+                print(f"\rprepared {k}/{len(pending)} worker stores", end="", flush=True)
+        if self.progress and pending:
+            print()
 
     def rebuild_lost(self) -> None:
         """Replace the stores whose worker has gone (rebuilt from the sources)."""

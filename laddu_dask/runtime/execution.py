@@ -63,6 +63,9 @@ class Execution:
         How accepted-MC sums are computed: from sufficient statistics (amplitude product
         matrices summed once) when the model allows it (``"auto"``), always by the event
         loop (``"general"``), or both, checking that they agree (``"verify"``).
+    progress : bool
+        Show progress while datasets are prepared (Dask's progress bar locally; a
+        count of worker stores on a cluster).
 
     Examples
     --------
@@ -81,6 +84,7 @@ class Execution:
         num_workers: int | None = None,
         kernel: str = "auto",
         normalization: str = "auto",
+        progress: bool = False,
     ) -> None:
         if device not in DEVICES:
             raise ValueError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
@@ -115,6 +119,7 @@ class Execution:
         self.split_every = split_every
         self.kernel = kernel
         self.normalization = normalization
+        self.progress = bool(progress)
         self.num_workers = num_workers or os.cpu_count() or 1
         self._decisions: list[MemoryDecision] = []
         self._hubs: Any = None
@@ -171,9 +176,19 @@ class Execution:
             self._hubs = Hubs(self.client)
         return self._hubs
 
-    def get(self, graph: Mapping[Hashable, Any], keys: Any, num_workers: int | None = None) -> Any:
-        """Run a hand-built task graph and return the values of ``keys``."""
+    def get(self, graph: Mapping[Hashable, Any], keys: Any, num_workers: int | None = None,
+            progress: str | None = None) -> Any:
+        """Run a hand-built task graph and return the values of ``keys``.
+
+        ``progress`` (a label) shows Dask's progress bar when the execution asks for it.
+        """
         if self.client is not None:
             return self.client.get(dict(graph), keys, sync=True)
-        with dask.config.set({"optimization.fuse.active": False}):
-            return dask.threaded.get(graph, keys, num_workers=num_workers or self.num_workers)
+        workers = num_workers or self.num_workers
+        if progress and self.progress:
+            from dask.diagnostics import ProgressBar
+
+            print(progress, flush=True)
+            with ProgressBar(minimum=0.5):
+                return dask.threaded.get(graph, keys, num_workers=workers)
+        return dask.threaded.get(graph, keys, num_workers=workers)

@@ -421,7 +421,7 @@ class PreparedModel:
             for i in range(dataset.n_partitions)
         }
         if decision.strategy == "resident":
-            parts = execution.get(leaves, list(leaves))
+            parts = execution.get(leaves, list(leaves), progress=f"preparing {name}")
             sums = [_weight_sum(p) for p in parts]
             nbytes = sum(p.nbytes for p in parts)
             sum_w = float(ExactPartials.merge(sums).to_floats()[0]) if sums else 0.0
@@ -446,7 +446,8 @@ class PreparedModel:
         """One store (actor) per worker holds its partitions (see runtime.cluster)."""
         from laddu_dask.runtime.cluster import ClusterStores
 
-        stores = ClusterStores(execution.hubs(), self.reducer, dataset, decision.strategy)
+        stores = ClusterStores(execution.hubs(), self.reducer, dataset, decision.strategy,
+                               progress=execution.progress)
         # (streaming stores reduce their partitions one at a time: the budget holds one)
         info = stores.info()
         stats = PreparedStats(
