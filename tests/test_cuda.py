@@ -209,6 +209,7 @@ def test_kernels_object_needs_no_gpu_until_a_launch():
 # nvcc: every test model, one translation unit per precision
 # ---------------------------------------------------------------------------------------
 @needs_nvcc
+@pytest.mark.slow  # about 3 s of nvcc on two cores
 def test_nvcc_compiles_every_model(tmp_path):
     """PTX for all models (front end and code generation; quick), and a cubin (ptxas too)
     for one KsKs model in each precision."""

@@ -95,8 +95,12 @@ __all__ = [
     "host_emulation_source",
 ]
 
-#: Threads per block of the reduction kernels (a multiple of the warp size).
+#: Threads per block of the kernels (a multiple of the warp size, at most MAX_BLOCK).
 DEFAULT_BLOCK = 256
+
+#: Largest block the kernels are compiled for (``__launch_bounds__``): up to 255
+#: registers per thread stay available to models with many gradient rows.
+MAX_BLOCK = 256
 
 #: Compiler options shared by NVRTC (CuPy) and nvcc: C++17 (hex float literals) and
 #: no contraction of products and sums into fused multiply-adds.
@@ -698,7 +702,8 @@ def generate_cuda_source(split: Split, precision: str = "f64", prefix: str = "")
 
     def kernel(role: str, extra: list[str], body: list[str]) -> list[str]:
         sig = ", ".join([*col_params, *extra, *p_params])
-        return [f'extern "C" __global__ void {P}{role}({sig}) {{', *p_setup, *body, "}"]
+        return [f'extern "C" __global__ void __launch_bounds__({MAX_BLOCK}) {P}{role}({sig}) {{',
+                *p_setup, *body, "}"]
 
     def sum_kernel(role: str, k: int, event: str) -> list[str]:
         body = [f"    double s{j} = 0, e{j} = 0, b{j} = 0;" for j in range(k)]
@@ -1047,8 +1052,8 @@ class CudaKernels:
 
     def __init__(self, split: Split, precision: str = "f64", *, block: int = DEFAULT_BLOCK,
                  options: Sequence[str] = DEFAULT_OPTIONS) -> None:
-        if block <= 0 or block % 32 or block > 1024:
-            raise ValueError(f"block must be a positive multiple of 32 up to 1024, got {block}")
+        if block <= 0 or block % 32 or block > MAX_BLOCK:
+            raise ValueError(f"block must be a positive multiple of 32 up to {MAX_BLOCK}, got {block}")
         self.split = split
         self.precision = precision
         self.block = block
@@ -1089,7 +1094,8 @@ class CudaKernels:
             if self._module is None:
                 try:
                     module = cp.RawModule(code=self.source.text, options=self.options)
-                    module.compile()
+                    if hasattr(module, "compile"):  # compile now, so errors surface here
+                        module.compile()
                 except cp.cuda.compiler.CompileException as err:
                     raise CudaCompileError(f"NVRTC rejected the generated kernels:\n{err}") from err
                 self._module = module

@@ -128,6 +128,15 @@ class Likelihood:
         """The exact gradient at ``params``."""
         return self._evaluate(params, True)[1]
 
+    def project(self, params: ParameterValues, term: str | None = None) -> np.ndarray:
+        """Accepted-MC weights ``w I`` at ``params``, scaled to the data (for plots).
+
+        See :func:`laddu_dask.likelihood.projection.project`.
+        """
+        from laddu_dask.likelihood.projection import project
+
+        return project(self, params, term)
+
     def fit(self, initial: ParameterValues | None = None, method: str = "migrad", **options: Any):
         """Minimise the likelihood; see :func:`laddu_dask.likelihood.fit.fit`."""
         from laddu_dask.likelihood.fit import fit
