@@ -61,3 +61,6 @@ from hypothesis import settings  # noqa: E402
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+# helper scripts run in subprocesses, not test modules
+collect_ignore = ["scripts"]

@@ -363,6 +363,7 @@ def test_exact_fallback_adds_the_same_terms_as_the_fast_sums(make_model, plan, p
     ids=["inf", "-inf", "nan"],
 )
 @pytest.mark.parametrize("chunk", [1, 2, None])
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
 def test_non_finite_terms_give_nan_or_inf(x, a, expected_value, expected_gradient, chunk):
     ds = Dataset.from_arrays(scalars={"x": np.array(x)}, chunk_size=chunk or len(x))
     ex, pm, pd = _prepare(LINEAR, ds, kernel="fused")
@@ -391,6 +392,7 @@ _TO_EXPANSION_BUG = pytest.mark.xfail(
 @pytest.mark.parametrize(
     "chunk", [1, None, pytest.param(2, marks=_TO_EXPANSION_BUG), pytest.param(3, marks=_TO_EXPANSION_BUG)]
 )
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
 def test_near_overflow_terms_that_cancel_sum_exactly(chunk):
     """Terms near the float64 maximum whose exact sum is 1e308: no intermediate overflow,
     even where one partition's own sum (2e308, 3e308) lies beyond the float64 range."""

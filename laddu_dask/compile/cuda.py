@@ -38,12 +38,15 @@ Design
   CPU fused kernels do.  Constants are exact hexadecimal literals.
 * The kernels are compiled with ``--fmad=false`` by default, so products and sums
   round exactly as in the CPU kernels.
-* Sums are certified like the CPU ones: every rounding of the compensation terms is
-  bounded by ``u |result|`` and those magnitudes are summed rounding upwards
-  (``__dadd_ru``), so ``exact sum in [s + c - bound, s + c + bound]``.  The runtime's
-  ``CertifiedPartials(terms, bound)`` takes the pairs as exact terms; an evaluation
-  whose bound straddles a rounding boundary (or that is not finite) is redone from
-  the per-event terms.
+* Sums are certified like the CPU ones.  Each thread keeps a two-level expansion
+  ``(s, c)`` updated by TwoSum at both levels (exact); the remainder the second level
+  drops is exactly known and its magnitude is summed, rounding upwards
+  (``__dadd_ru``), into ``bound``; block and grid merges do the same.  So
+  ``exact sum in [s + c - bound, s + c + bound]``, with ``bound == 0`` whenever no
+  second-level addition rounded (typical for ``f32`` terms, whose exact sums often
+  fall on a rounding tie).  The runtime's ``CertifiedPartials(terms, bound)`` takes
+  the pairs as exact terms; an evaluation whose bound straddles a rounding boundary
+  (or that is not finite) is redone exactly from the per-event terms.
 
 Examples
 --------
@@ -280,28 +283,31 @@ LD_FN cplx ld_pow(cplx a, real_t b) { return ld_pow(a, ld_to_c(b)); }
 LD_FN cplx ld_pow(real_t a, cplx b) { return ld_pow(ld_to_c(a), b); }
 
 // ---- compensated sums (always in double) ----------------------------------------------
-// A (s, e, b) triple holds s + e, the sum so far, and b >= the sum of |r| over the
-// rounded results r of every inexact step (each errs by at most u |r|, u = 2**-53).
+// A (s, e, b) triple: s + e is the sum so far up to at most b.  Every step is a TwoSum
+// (exact); what the second level drops is summed in magnitude, rounding upwards, into b,
+// so b is zero while no second-level addition rounds.
+LD_FN void ld_two_sum(double a, double b, double& s, double& r) {
+    s = a + b;
+    const double z = s - a;
+    r = (a - (s - z)) + (b - z);  // a + b == s + r exactly
+}
 LD_FN void ld_acc(double& s, double& e, double& b, double x) {
-    const double t = s + x;
-    const double z = t - s;
-    const double err = (s - (t - z)) + (x - z);  // TwoSum: s + x == t + err exactly
+    double t, err, f, r;
+    ld_two_sum(s, x, t, err);
+    ld_two_sum(e, err, f, r);
     s = t;
-    e = e + err;
-    b = __dadd_ru(b, ld_fabs_d(e));
+    e = f;
+    b = __dadd_ru(b, ld_fabs_d(r));
 }
 LD_FN void ld_merge(double& s, double& e, double& b, double s2, double e2, double b2) {
-    const double t = s + s2;
-    const double z = t - s;
-    const double err = (s - (t - z)) + (s2 - z);
-    const double c = e + e2;
-    const double d = c + err;
+    double t, err, c, r1, d, r2;
+    ld_two_sum(s, s2, t, err);
+    ld_two_sum(e, e2, c, r1);
+    ld_two_sum(c, err, d, r2);
     s = t;
     e = d;
-    b = __dadd_ru(__dadd_ru(b, b2), __dadd_ru(ld_fabs_d(c), ld_fabs_d(d)));
+    b = __dadd_ru(__dadd_ru(b, b2), __dadd_ru(ld_fabs_d(r1), ld_fabs_d(r2)));
 }
-// half-width of the interval around s + e holding the exact sum (1% margin)
-LD_FN double ld_bound(double b) { return __dmul_ru(__dmul_ru(b, 0x1p-53), 0x1.028f5c28f5c29p+0); }
 
 #ifndef LADDU_HOST_EMULATION
 LD_FN void ld_warp_merge(double& s, double& e, double& b) {
@@ -354,7 +360,7 @@ extern "C" __global__ void laddu_merge_blocks(const double* __restrict__ partial
     if (threadIdx.x == 0) {
         out[3 * row] = s;
         out[3 * row + 1] = e;
-        out[3 * row + 2] = ld_bound(b);
+        out[3 * row + 2] = b;
         if (row == 0) {
             const unsigned long long v = *bad;
             out[3 * rows] = v == 0ull ? (double)-1 : (double)(~v);
@@ -809,8 +815,10 @@ _HOST_SHIM = r"""// host emulation of the generated event code (tests): not for 
 #define __device__
 #define __forceinline__ inline
 #define __align__(n) alignas(n)
-static inline double __dadd_ru(double a, double b) { return nextafter(a + b, INFINITY); }
-static inline double __dmul_ru(double a, double b) { return nextafter(a * b, INFINITY); }
+static inline double __dadd_ru(double a, double b) {  // a + b rounded upwards
+    const double s = a + b, z = s - a, r = (a - (s - z)) + (b - z);
+    return r > 0 ? nextafter(s, INFINITY) : s;
+}
 static inline float __int_as_float(int x) { float f; memcpy(&f, &x, 4); return f; }
 static inline double __longlong_as_double(long long x) { double f; memcpy(&f, &x, 8); return f; }
 """
@@ -867,7 +875,7 @@ static long long {P}host_run(const void* const* cols, const real_t* w, long long
         for (int j = 0; j < K; ++j) {{
             sums[3 * j] = acc[3 * j];
             sums[3 * j + 1] = acc[3 * j + 1];
-            sums[3 * j + 2] = ld_bound(acc[3 * j + 2]);
+            sums[3 * j + 2] = acc[3 * j + 2];
         }}
     }}
     return first;

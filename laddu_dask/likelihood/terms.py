@@ -190,7 +190,7 @@ class NLL(_Term):
     >>> data = ld.Dataset.from_arrays(scalars={"x": np.array([0.5, 1.0])})
     >>> mc = ld.Dataset.from_arrays(scalars={"x": np.array([0.0, 0.5, 1.0])})
     >>> lik = ld.Likelihood([ld.NLL(model, data=data, accepted_mc=mc)])
-    >>> round(lik.value([1.0]), 12) == round(-2 * (np.log(1.25) + np.log(2.0) - 2 * np.log(4.25)), 12)
+    >>> bool(round(lik.value([1.0]), 12) == round(-2 * (np.log(1.25) + np.log(2.0) - 2 * np.log(4.25)), 12))
     True
     """
 
@@ -222,7 +222,7 @@ class ExtendedNLL(_Term):
     >>> data = ld.Dataset.from_arrays(scalars={"x": np.array([0.5, 1.0])})
     >>> mc = ld.Dataset.from_arrays(scalars={"x": np.array([0.0, 0.5, 1.0])})
     >>> lik = ld.Likelihood([ld.ExtendedNLL(model, data=data, accepted_mc=mc)])
-    >>> round(lik.value([1.0]), 12) == round(2 * (4.25 - np.log(1.25) - np.log(2.0)), 12)
+    >>> bool(round(lik.value([1.0]), 12) == round(2 * (4.25 - np.log(1.25) - np.log(2.0)), 12))
     True
     """
 

@@ -153,7 +153,7 @@ def task_groups(n: int, workers: int) -> list[range]:
     Examples
     --------
     >>> [list(g) for g in task_groups(5, 1)]
-    [[0, 1], [2, 3], [4]]
+    [[0, 1], [2, 3, 4]]
     """
     groups = min(n, max(1, 2 * workers))
     edges = [round(k * n / groups) for k in range(groups + 1)]
