@@ -119,7 +119,7 @@ def test_source_structure(precision):
     src = generate_cuda_source(cm.split, precision, prefix="m_")
     for role in ROLES:
         assert src.kernels[role] == "m_" + role
-        assert f'extern "C" __global__ void m_{role}(' in src.body
+        assert f'extern "C" __global__ void __launch_bounds__(256) m_{role}(' in src.body
     assert src.kernels["merge"] == MERGE_KERNEL and f"void {MERGE_KERNEL}(" in src.prelude
     # the rows follow the CPU fused kernels' boundary layout
     boundary = _boundary(cm.split)
