@@ -198,11 +198,14 @@ def test_kernels_object_needs_no_gpu_until_a_launch():
     cm = CompiledModel.from_expr(ksks.model("bw"))
     kernels = CudaKernels(cm.split, "f64")
     assert kernels.boundary_size == kernels.rows(True) - 1 and kernels.rows(False) == 1
-    # backprop is the fused kernels' (NumPy): a unit adjoint of a boundary real node gives
-    # that node's derivative with respect to the parameters
+    # backprop is the fused kernels' (NumPy): a unit adjoint of the first boundary node,
+    # s_mass ** 2, gives that node's gradient
+    first = kernels.source.boundary[0]
+    assert first.op == "mul" and [a.attr.name for a in first.args] == ["s_mass", "s_mass"]
     totals = np.zeros(kernels.boundary_size)
-    grad = kernels.backprop(np.array(cm.parameter_vector(ksks.TRUTH)), totals)
-    assert grad.shape == (10,) and not np.any(grad)
+    totals[0] = 1.0
+    p = np.array(cm.parameter_vector(ksks.TRUTH))
+    np.testing.assert_array_equal(kernels.backprop(p, totals), [2.0 * p[0]] + [0.0] * 9)
 
 
 # ---------------------------------------------------------------------------------------
@@ -339,6 +342,164 @@ def test_host_emulation_reports_the_first_rejected_event(tmp_path):
     np.testing.assert_array_equal(terms, [2.0 * xs, xs])  # w a x, and d/da of it
     with pytest.raises(ValueError, match="unknown reduction transform 'log'"):
         emu.terms(cache, w, [2.0], "log", True)
+
+
+# ---------------------------------------------------------------------------------------
+# the launcher's host side, against a stand-in for CuPy that runs the host emulation
+# ---------------------------------------------------------------------------------------
+class _FakeArray(np.ndarray):
+    def get(self) -> np.ndarray:
+        return np.array(self)
+
+
+def _fake_array(x, dtype=None):
+    return np.array(x, dtype=dtype).view(_FakeArray)
+
+
+_SCALARS = {"long long": np.int64, "int": np.int32}
+
+
+class _FakeFunction:
+    """Checks every argument against the kernel's C signature, then does what the kernel
+    does, with the host emulation (one "block" holds the whole sum)."""
+
+    def __init__(self, module: _FakeModule, name: str) -> None:
+        self.module, self.name, self.ptr = module, name, 0
+        match = re.search(rf"void (?:__launch_bounds__\(\d+\) )?{name}\(([^)]*)\)", module.code)
+        assert match, name
+        self.params = [p.strip() for p in match.group(1).split(",")]
+
+    def _check(self, args: tuple) -> None:
+        src = self.module.src
+        real = np.float32 if src.precision == "f32" else np.float64
+        cplx = np.complex64 if real is np.float32 else np.complex128
+        assert len(args) == len(self.params), (self.name, len(args), self.params)
+        for decl, arg in zip(self.params, args):
+            base = decl.replace("const ", "").replace("__restrict__", "").split()[:-1]
+            ctype = " ".join(t for t in base if t != "*").rstrip("*").strip()
+            if "*" in decl:
+                dt = {"real_t": real, "cplx": cplx, "double": np.float64,
+                      "unsigned long long": np.uint64}[ctype]
+                assert isinstance(arg, _FakeArray) and arg.dtype == dt, (self.name, decl, arg.dtype)
+            else:
+                dt = real if ctype == "real_t" else _SCALARS[ctype]
+                assert type(arg) is dt, (self.name, decl, type(arg))
+
+    def __call__(self, grid: tuple, block: tuple, args: tuple) -> None:
+        self._check(args)
+        src, emu = self.module.src, self.module.emu
+        role = self.name[len(src.prefix):] if self.name != MERGE_KERNEL else "merge"
+        nc = len(src.cache_kinds)
+        if role == "merge":
+            partial, nblocks, rows, bad, out = args
+            blocks = np.asarray(partial).reshape(int(rows), int(nblocks), 3)
+            assert not np.any(blocks[:, 1:]), "the stand-in sums in block 0"
+            out[: 3 * rows] = blocks[:, 0].ravel()
+            out[3 * rows] = -1.0 if bad[0] == 0 else float(~np.uint64(bad[0]))
+            return
+        cols, p = list(args[:nc]), list(args[-src.n_params:])
+        if role == "values":
+            n, out = args[nc], args[nc + 1]
+            out[:] = emu.values(cols, p, int(n))
+            return
+        w, n, transform, out, bad = args[nc: nc + 5]
+        name = {v: k for k, v in __import__("laddu_dask.compile.fused",
+                                              fromlist=["x"]).TRANSFORM_CODES.items()}[int(transform)]
+        with_gradient = role.startswith("gradient")
+        if role.endswith("_sum"):
+            triples, first = emu.sums(cols, w, p, name, with_gradient, threads=grid[0] * block[0])
+            view = np.asarray(out).reshape(len(triples), grid[0], 3)
+            view[:] = 0.0
+            view[:, 0] = triples
+        else:
+            terms, first = emu.terms(cols, w, p, name, with_gradient)
+            out[...] = terms
+        if first >= 0:
+            bad[0] = ~np.uint64(first)
+
+
+class _FakeModule:
+    sources: dict = {}
+
+    def __init__(self, code: str, options: tuple) -> None:
+        assert "--fmad=false" in options
+        self.code = code
+        self.src, self.emu = self.sources[code]
+
+    def compile(self) -> None:
+        pass
+
+    def get_function(self, name: str) -> _FakeFunction:
+        return _FakeFunction(self, name)
+
+
+def _fake_cupy():
+    import types
+
+    cp = types.ModuleType("cupy")
+    cp.ndarray = _FakeArray
+    cp.asarray = _fake_array
+    cp.zeros = lambda shape, dtype=np.float64: np.zeros(shape, dtype).view(_FakeArray)
+    cp.empty = lambda shape, dtype=np.float64: np.full(shape, np.nan, dtype).view(_FakeArray) \
+        if np.dtype(dtype).kind in "fc" else np.zeros(shape, dtype).view(_FakeArray)
+    cp.ones = lambda shape, dtype=np.float64: np.ones(shape, dtype).view(_FakeArray)
+    cp.float64, cp.float32, cp.uint64 = np.float64, np.float32, np.uint64
+    cp.RawModule = _FakeModule
+    device = types.SimpleNamespace(id=0, attributes={"MultiProcessorCount": 3})
+    cp.cuda = types.SimpleNamespace(
+        Device=lambda *a: device,
+        compiler=types.SimpleNamespace(CompileException=RuntimeError),
+    )
+    return cp
+
+
+@needs_gxx
+@pytest.mark.parametrize("precision", ["f64", "f32"])
+def test_launcher_marshalling_with_a_cupy_stand_in(precision, tmp_path, monkeypatch):
+    """``CudaKernels`` passes every argument with the type the kernel declares, sizes the
+    buffers, and decodes the merged sums, the rejected event and its value."""
+    cp = _fake_cupy()
+    monkeypatch.setitem(__import__("sys").modules, "cupy", cp)
+    cm = CompiledModel.from_expr(every_op_model().norm_sqr() + 1.0)
+    kernels = CudaKernels(cm.split, precision, block=64)
+    emu = HostEmulation(kernels.source, tmp_path)
+    _FakeModule.sources[kernels.source.text] = (kernels.source, emu)
+    real = np.float32 if precision == "f32" else np.float64
+    cache_host = cm.event_cache({c: COLUMNS[c] for c in cm.columns}, precision)
+    cache = [cp.asarray(c) for c in cache_host]
+    weights = np.linspace(0.5, 1.5, N_EVENTS).astype(real)
+    w = cp.asarray(weights)
+    for transform in ("real", "log_positive_real"):
+        for with_gradient in (False, True):
+            out = kernels.reduce(cache, w, OPS_PARAMS, transform, with_gradient)
+            triples, _ = emu.sums(cache_host, weights, OPS_PARAMS, transform, with_gradient,
+                                  threads=7 * 64)  # ceil(400 / 64) blocks of 64 threads
+            np.testing.assert_array_equal(out.terms, triples[:, :2])
+            np.testing.assert_array_equal(out.bound, triples[:, 2])
+            assert out.bad_index == -1 and out.bad_value is None
+            terms, bad, _ = kernels.terms(cache, w, OPS_PARAMS, transform, with_gradient)
+            assert bad == -1
+            np.testing.assert_array_equal(terms, emu.terms(cache_host, weights, OPS_PARAMS, transform,
+                                                           with_gradient)[0])
+    values = kernels.values(cache, OPS_PARAMS)
+    np.testing.assert_array_equal(values, emu.values(cache_host, OPS_PARAMS, N_EVENTS))
+    # a rejected event: its index and value come back
+    x, a = ld.scalar("x"), ld.parameter("a")
+    small = CudaKernels(CompiledModel.from_expr(a * x).split, precision)
+    _FakeModule.sources[small.source.text] = (small.source, HostEmulation(small.source, tmp_path))
+    xs = cp.asarray(np.array([1.0, 2.0, -3.0, 0.0], dtype=real))
+    out = small.reduce([xs], cp.ones(4, real), [2.0], "log_positive_real", True)
+    assert (out.bad_index, out.bad_value) == (2, -6.0)
+    assert small.terms([xs], cp.ones(4, real), [2.0], "positive_real", False)[1] == 2
+    assert small.reduce([xs[:0]], cp.ones(0, real), [2.0], "real", True).terms.shape == (2, 2)
+    with pytest.raises(DataError, match="cached column 0 is not a CuPy array"):
+        small.reduce([np.ones(4, real)], cp.ones(4, real), [2.0], "real", False)
+    with pytest.raises(DataError, match="weights must be a contiguous 1-d CuPy"):
+        small.reduce([xs], cp.ones(3, real), [2.0], "real", False)
+    with pytest.raises(ParameterError, match="expected 1 parameter values, got 2"):
+        small.reduce([xs], cp.ones(4, real), [2.0, 1.0], "real", False)
+    with pytest.raises(ValueError, match="unknown reduction transform 'sqrt'"):
+        small.reduce([xs], cp.ones(4, real), [2.0], "sqrt", False)
 
 
 # ---------------------------------------------------------------------------------------

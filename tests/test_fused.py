@@ -382,16 +382,7 @@ def test_non_finite_terms_give_nan_or_inf(x, a, expected_value, expected_gradien
 
 
 NEAR_OVERFLOW = np.array([1e308, 1e308, 1e308, -1e308, -1e308])
-_TO_EXPANSION_BUG = pytest.mark.xfail(
-    strict=True, raises=OverflowError,
-    reason="ExactPartials.to_expansion (runtime/accumulate.py) turns an exact partial sum "
-           "beyond the float64 range into math.copysign(max, <huge int>), which raises "
-           "OverflowError (instead of an expansion of float64 maxima)")
-
-
-@pytest.mark.parametrize(
-    "chunk", [1, None, pytest.param(2, marks=_TO_EXPANSION_BUG), pytest.param(3, marks=_TO_EXPANSION_BUG)]
-)
+@pytest.mark.parametrize("chunk", [1, None, 2, 3])
 @pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
 def test_near_overflow_terms_that_cancel_sum_exactly(chunk):
     """Terms near the float64 maximum whose exact sum is 1e308: no intermediate overflow,
@@ -402,7 +393,6 @@ def test_near_overflow_terms_that_cancel_sum_exactly(chunk):
     assert result.value == result.gradient[0] == _exact_sum(NEAR_OVERFLOW) == 1e308
 
 
-@_TO_EXPANSION_BUG
 def test_finite_terms_whose_exact_sum_overflows_give_inf():
     ds = Dataset.from_arrays(scalars={"x": np.array([1e308, 1e308])})
     ex, pm, pd = _prepare(LINEAR, ds, kernel="fused")

@@ -1155,7 +1155,8 @@ class CudaKernels:
         if not isinstance(weights, cp.ndarray) or weights.dtype != self.real or weights.ndim != 1 \
                 or not weights.flags.c_contiguous or weights.shape[0] != n:
             raise DataError(f"weights must be a contiguous 1-d CuPy {np.dtype(self.real).name} "
-                            f"array of {n} events")
+                            f"array of {n} events (one per cached event), got "
+                            f"{type(weights).__name__} of shape {getattr(weights, 'shape', None)}")
         return weights
 
     # -- launches -----------------------------------------------------------------------------
@@ -1184,8 +1185,7 @@ class CudaKernels:
         """
         cp = _cupy()
         code = _transform_code(transform)
-        n = int(weights.shape[0])
-        cols, n = self._columns(cache, n)
+        cols, n = self._columns(cache, None)
         w = self._weights(weights, n)
         p = self._params(params)
         k = self.rows(with_gradient)
@@ -1216,8 +1216,7 @@ class CudaKernels:
         """
         cp = _cupy()
         code = _transform_code(transform)
-        n = int(weights.shape[0])
-        cols, n = self._columns(cache, n)
+        cols, n = self._columns(cache, None)
         w = self._weights(weights, n)
         p = self._params(params)
         k = self.rows(with_gradient)

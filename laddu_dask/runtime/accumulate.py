@@ -307,7 +307,7 @@ class ExactPartials:
                 try:
                     x = rest / _SCALE
                 except OverflowError:
-                    x = math.copysign(sys.float_info.max, rest)
+                    x = sys.float_info.max if rest > 0 else -sys.float_info.max
                 parts.append(x)
                 num, den = x.as_integer_ratio()
                 rest -= num * (_SCALE // den) if den <= _SCALE else 0

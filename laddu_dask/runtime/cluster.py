@@ -78,7 +78,8 @@ class PartitionStore:
         self.parts: list[Any] = []
         if storage == "resident":
             self.parts = self._map(
-                lambda i: prepare_partition(reducer.compiled, dataset, i, reducer.precision)
+                lambda i: prepare_partition(reducer.compiled, dataset, i, reducer.precision,
+                                            reducer.device, reducer.gpu)
             )
 
     def _map(self, fn: Any) -> list[Any]:
@@ -110,7 +111,8 @@ class PartitionStore:
             parts = [reducer.partials(p, params, plan, with_gradient, exact) for p in self.parts]
         else:
             def one(i: int) -> CertifiedPartials:
-                part = prepare_partition(reducer.compiled, self.dataset, i, reducer.precision)
+                part = prepare_partition(reducer.compiled, self.dataset, i, reducer.precision,
+                                         reducer.device, reducer.gpu)
                 return reducer.partials(part, params, plan, with_gradient, exact)
 
             parts = self._map(one)

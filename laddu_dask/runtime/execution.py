@@ -30,6 +30,23 @@ from laddu_dask.runtime.memory import MemoryBudget, MemoryDecision, MemoryPlan
 DEVICES = ("cpu", "gpu", "auto")
 
 
+def _check_gpu(index: int) -> None:
+    """Raise a clear error unless CuPy sees GPU ``index``."""
+    try:
+        import cupy
+    except ImportError:
+        raise ValueError(
+            "device='gpu' needs CuPy (pip install 'laddu-dask[gpu]') and a CUDA GPU; "
+            "CuPy is not installed"
+        ) from None
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as err:  # noqa: BLE001 - driver errors
+        raise ValueError(f"device='gpu': CuPy finds no usable CUDA device ({err})") from None
+    if not 0 <= index < count:
+        raise ValueError(f"device='gpu': GPU index {index} does not exist ({count} GPU(s) found)")
+
+
 def _gpu_available() -> bool:
     try:
         import cupy
@@ -63,6 +80,9 @@ class Execution:
         How accepted-MC sums are computed: from sufficient statistics (amplitude product
         matrices summed once) when the model allows it (``"auto"``), always by the event
         loop (``"general"``), or both, checking that they agree (``"verify"``).
+    gpu : int
+        Index of the GPU to use with ``device="gpu"`` (one Dask worker per GPU on a
+        cluster: see the README).
     progress : bool
         Show progress while datasets are prepared (Dask's progress bar locally; a
         count of worker stores on a cluster).
@@ -85,16 +105,14 @@ class Execution:
         kernel: str = "auto",
         normalization: str = "auto",
         progress: bool = False,
+        gpu: int = 0,
     ) -> None:
         if device not in DEVICES:
             raise ValueError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
         if device == "auto":
             device = "gpu" if _gpu_available() else "cpu"
         if device == "gpu":
-            raise ValueError(
-                "device='gpu' needs CuPy and a CUDA GPU, and the GPU backend is not built yet; "
-                "use device='cpu'"
-            )
+            _check_gpu(gpu)
         real_dtype(precision)
         if not isinstance(split_every, int) or split_every < 2:
             raise ValueError(f"split_every must be an integer >= 2, got {split_every!r}")
@@ -120,6 +138,7 @@ class Execution:
         self.kernel = kernel
         self.normalization = normalization
         self.progress = bool(progress)
+        self.gpu = int(gpu)
         self.num_workers = num_workers or os.cpu_count() or 1
         self._decisions: list[MemoryDecision] = []
         self._hubs: Any = None

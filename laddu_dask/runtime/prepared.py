@@ -106,9 +106,19 @@ class PreparedStats:
 # ---------------------------------------------------------------------------
 # partition tasks
 # ---------------------------------------------------------------------------
-def prepare_batch(compiled: CompiledModel, batch: EventBatch, precision: str) -> PreparedPartition:
-    """Run the event-only part of ``compiled`` on one batch."""
+def prepare_batch(compiled: CompiledModel, batch: EventBatch, precision: str,
+                  device: str = "cpu", gpu: int = 0) -> PreparedPartition:
+    """Run the event-only part of ``compiled`` on one batch (on the GPU for ``device="gpu"``)."""
     dt = real_dtype(precision)
+    if device == "gpu":
+        import cupy
+
+        with cupy.cuda.Device(gpu):
+            staged = batch.map_arrays(lambda a: cupy.asarray(a, dtype=dt))
+            cols = {name: staged.columns[name] for name in compiled.columns}
+            cache = compiled.event_cache(cols, precision) if cols else []
+            weights = cupy.ascontiguousarray(staged.weights, dtype=dt)
+        return PreparedPartition(cache, weights, batch.n_events, batch.offset, batch.source)
     cols = {name: batch.columns[name] for name in compiled.columns}
     cache = compiled.event_cache(cols, precision) if cols else []
     xp = batch.xp
@@ -116,12 +126,11 @@ def prepare_batch(compiled: CompiledModel, batch: EventBatch, precision: str) ->
     return PreparedPartition(cache, weights, batch.n_events, batch.offset, batch.source)
 
 
-def prepare_partition(
-    compiled: CompiledModel, dataset: Dataset, index: int, precision: str
-) -> PreparedPartition:
+def prepare_partition(compiled: CompiledModel, dataset: Dataset, index: int, precision: str,
+                      device: str = "cpu", gpu: int = 0) -> PreparedPartition:
     """Load partition ``index`` (only the needed columns) and prepare it."""
     batch = dataset.load_partition(index, columns=compiled.columns, dtype=real_dtype(precision))
-    return prepare_batch(compiled, batch, precision)
+    return prepare_batch(compiled, batch, precision, device, gpu)
 
 
 def reduce_partitions(reducer: PartitionReducer, parts: list[PreparedPartition], params: Params,
@@ -138,7 +147,8 @@ def stream_partitions(reducer: PartitionReducer, dataset: Dataset, indices: list
     """Task: read, prepare and reduce a group of partitions one at a time, keeping nothing."""
     out = []
     for index in indices:
-        part = prepare_partition(reducer.compiled, dataset, index, reducer.precision)
+        part = prepare_partition(reducer.compiled, dataset, index, reducer.precision,
+                                 reducer.device, reducer.gpu)
         out.append(reducer.partials(part, params, plan, with_gradient, exact))
         del part
     return CertifiedPartials.merge(out)
@@ -324,7 +334,9 @@ class PreparedModel:
         self.compiled = compiled
         self.precision = execution.precision
         self.device = execution.device
-        self.reducer = PartitionReducer(compiled, execution.precision, execution.kernel)
+        self.gpu = execution.gpu
+        self.reducer = PartitionReducer(compiled, execution.precision, execution.kernel,
+                                        execution.device, execution.gpu)
 
     @property
     def kernel(self) -> str:
@@ -417,7 +429,8 @@ class PreparedModel:
             return self._prepare_on_cluster(execution, dataset, name, decision)
         token = unique_name(f"prepare-{name}")
         leaves = {
-            (token, i): (prepare_partition, self.compiled, dataset, i, self.precision)
+            (token, i): (prepare_partition, self.compiled, dataset, i, self.precision, self.device,
+                         self.gpu)
             for i in range(dataset.n_partitions)
         }
         if decision.strategy == "resident":
@@ -463,15 +476,17 @@ class PreparedModel:
     # -- per-batch evaluation --------------------------------------------------------------
     def evaluate_batch(self, params: ParameterValues, batch: EventBatch) -> Any:
         """The model's value for every event of ``batch``."""
-        part = prepare_batch(self.compiled, batch, self.precision)
+        part = prepare_batch(self.compiled, batch, self.precision, self.device, self.gpu)
         return self.reducer.values(part, self._params(params))
 
     def evaluate_batch_with_gradient(
         self, params: ParameterValues, batch: EventBatch
     ) -> tuple[Any, Any]:
         """Values ``(n,)`` and derivatives ``(n, n_free)`` (complex for complex models)."""
-        part = prepare_batch(self.compiled, batch, self.precision)
-        return self.compiled.values_and_jacobian(part.cache, self._params(params).values, part.n)
+        part = prepare_batch(self.compiled, batch, self.precision, self.device, self.gpu)
+        with self.reducer.device_context():
+            return self.compiled.values_and_jacobian(part.cache, self._params(params).values,
+                                                     part.n)
 
     # -- reductions -----------------------------------------------------------------------
     def reduce(

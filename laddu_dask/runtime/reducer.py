@@ -35,6 +35,7 @@ from laddu_dask.expr.arrayfuncs import array_module
 from laddu_dask.runtime.accumulate import ExactPartials, fsum_rows
 
 KERNELS = ("auto", "fused", "numpy")
+DEVICES = ("cpu", "gpu")
 
 
 def numba_available() -> bool:
@@ -144,26 +145,49 @@ class PartitionReducer:
         per-event, parameter-dependent part.
     """
 
-    def __init__(self, compiled: CompiledModel, precision: str, kernel: str = "auto") -> None:
+    def __init__(self, compiled: CompiledModel, precision: str, kernel: str = "auto",
+                 device: str = "cpu", gpu: int = 0) -> None:
         if kernel not in KERNELS:
             raise ValueError(f"kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
         real_dtype(precision)
         mixed_root = compiled.split.root.serial in {n.serial for n in compiled.split.mixed_nodes}
+        self.compiled = compiled
+        self.precision = precision
+        self.device = device
+        self.gpu = gpu
+        self.fused = None
+        self.cuda = None
+        if device == "gpu":
+            # generated CUDA kernels; the array code (on CuPy) when nothing is per event
+            self.kernel = "cuda" if (mixed_root and kernel != "numpy") else "numpy"
+            if self.kernel == "cuda":
+                from laddu_dask.compile.cuda import cuda_kernels
+
+                self.cuda = cuda_kernels(compiled.split, precision)
+            return
         if kernel == "auto":
             kernel = "fused" if (mixed_root and numba_available()) else "numpy"
         if kernel == "fused" and not mixed_root:
             kernel = "numpy"  # nothing per event depends on parameters: nothing to fuse
-        self.compiled = compiled
-        self.precision = precision
         self.kernel = kernel
-        self.fused = None
         if kernel == "fused":
             from laddu_dask.compile.fused import fused_kernels
 
             self.fused = fused_kernels(compiled.split, precision)
 
     def __reduce__(self):  # rebuilt on a worker from the expression (kernels load from disk)
-        return (_rebuild, (self.compiled.model.expr, self.precision, self.kernel))
+        kernel = "auto" if self.kernel == "cuda" else self.kernel
+        return (_rebuild, (self.compiled.model.expr, self.precision, kernel, self.device, self.gpu))
+
+    def device_context(self) -> Any:
+        """A context selecting this reducer's GPU (a no-op on the CPU)."""
+        if self.device != "gpu":
+            import contextlib
+
+            return contextlib.nullcontext()
+        import cupy
+
+        return cupy.cuda.Device(self.gpu)
 
     @property
     def n_params(self) -> int:
@@ -176,13 +200,39 @@ class PartitionReducer:
         """Partial sums over one partition (exact, or fast with a certified bound)."""
         if self.fused is not None and isinstance(part.weights, np.ndarray):
             return self._fused(part, params, plan, with_gradient, exact)
-        return CertifiedPartials.exact(self._numpy(part, params, plan, with_gradient))
+        if self.cuda is not None and not isinstance(part.weights, np.ndarray):
+            with self.device_context():
+                return self._cuda(part, params, plan, with_gradient, exact)
+        with self.device_context():
+            return CertifiedPartials.exact(self._numpy(part, params, plan, with_gradient))
+
+    def _cuda(self, part: PreparedPartition, params: Params, plan: ReductionPlan,
+              with_gradient: bool, exact: bool) -> CertifiedPartials:
+        ck = self.cuda
+        if exact:
+            out, index, value = ck.terms(part.cache, part.weights, params.array, plan.transform,
+                                         with_gradient)
+        else:
+            gp = ck.reduce(part.cache, part.weights, params.array, plan.transform, with_gradient)
+            index, value = gp.bad_index, gp.bad_value
+        if index >= 0:
+            raise NonPositiveIntensityError(
+                f"non-positive intensity {value!r} at event {part.offset + index} "
+                f"({part.source}); a {plan.transform} reduction needs positive values"
+            )
+        if exact:
+            return CertifiedPartials.exact(ExactPartials.from_terms(out.get()))
+        return CertifiedPartials(gp.terms, gp.bound)
 
     def rows(self, with_gradient: bool) -> int:
         """How many sums one partition returns."""
         if not with_gradient:
             return 1
-        return 1 + (self.fused.boundary_size if self.fused is not None else self.n_params)
+        if self.fused is not None:
+            return 1 + self.fused.boundary_size
+        if self.cuda is not None:
+            return 1 + self.cuda.boundary_size
+        return 1 + self.n_params
 
     def _fused(self, part: PreparedPartition, params: Params, plan: ReductionPlan,
                with_gradient: bool, exact: bool) -> CertifiedPartials:
@@ -246,7 +296,10 @@ class PartitionReducer:
             out = np.empty(part.n, dtype=dt)
             self.fused.values(*part.cache, params.array, out)
             return out
-        return self.compiled.values(part.cache, params.values, part.n)
+        with self.device_context():
+            if self.cuda is not None and not isinstance(part.weights, np.ndarray):
+                return self.cuda.values(part.cache, params.array, part.n)
+            return self.compiled.values(part.cache, params.values, part.n)
 
     # -- aggregate -------------------------------------------------------------------------
     def finish(self, merged: CertifiedPartials, params: Params,
@@ -256,11 +309,13 @@ class PartitionReducer:
         value = float(totals[0])
         if not with_gradient:
             return value, None
-        if self.fused is not None:
+        kernels = self.fused if self.fused is not None else self.cuda
+        if kernels is not None:
             p64 = np.asarray(params.values, dtype=np.float64)
-            return value, np.asarray(self.fused.backprop(p64, totals[1:]), dtype=np.float64)
+            return value, np.asarray(kernels.backprop(p64, totals[1:]), dtype=np.float64)
         return value, np.array(totals[1:], dtype=np.float64)
 
 
-def _rebuild(expr: Any, precision: str, kernel: str) -> PartitionReducer:
-    return PartitionReducer(CompiledModel.from_expr(expr), precision, kernel)
+def _rebuild(expr: Any, precision: str, kernel: str, device: str = "cpu",
+             gpu: int = 0) -> PartitionReducer:
+    return PartitionReducer(CompiledModel.from_expr(expr), precision, kernel, device, gpu)
