@@ -413,6 +413,16 @@ class PreparedModel:
         stream_workers = workers
         if budget is not None:
             stream_workers = max(1, min(workers, budget // max(partition_bytes, 1)))
+        if self.device == "gpu":
+            # the host only stages partitions on their way to the device, one at a time
+            execution.record(decide_storage(
+                dataset=name, policy="streaming", resident_bytes=resident_bytes,
+                partition_bytes=partition_bytes, chunk_size=chunk,
+                partitions=dataset.n_partitions, budget_bytes=budget, workers=1, resource="host",
+            ))
+            stream_workers = 1
+            budget = execution.memory.device_bytes()
+            partition_bytes = stream_bpe * max(chunk, 1)
         decision = decide_storage(
             dataset=name,
             policy=dataset.memory_policy,
@@ -422,7 +432,7 @@ class PreparedModel:
             partitions=dataset.n_partitions,
             budget_bytes=budget,
             workers=stream_workers,
-            resource="host",
+            resource="device" if self.device == "gpu" else "host",
         )
         execution.record(decision)
         if execution.client is not None:
@@ -434,7 +444,8 @@ class PreparedModel:
             for i in range(dataset.n_partitions)
         }
         if decision.strategy == "resident":
-            parts = execution.get(leaves, list(leaves), progress=f"preparing {name}")
+            parts = execution.get(leaves, list(leaves), progress=f"preparing {name}",
+                                  num_workers=1 if self.device == "gpu" else None)
             sums = [_weight_sum(p) for p in parts]
             nbytes = sum(p.nbytes for p in parts)
             sum_w = float(ExactPartials.merge(sums).to_floats()[0]) if sums else 0.0
