@@ -111,8 +111,8 @@ class Execution:
             raise ValueError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
         if device == "auto":
             device = "gpu" if _gpu_available() else "cpu"
-        if device == "gpu":
-            _check_gpu(gpu)
+        if device == "gpu" and client is None:
+            _check_gpu(gpu)  # on a cluster, the workers' GPUs are what counts
         real_dtype(precision)
         if not isinstance(split_every, int) or split_every < 2:
             raise ValueError(f"split_every must be an integer >= 2, got {split_every!r}")
