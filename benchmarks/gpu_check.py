@@ -23,7 +23,8 @@ On a machine with a CUDA device and CuPy it
 5. times value and value+gradient of both samples together (median of ``--repeats``
    after warm-up, with device synchronisation), the kernels alone (CUDA events), and
    prints the bytes-per-evaluation floor from a measured device copy bandwidth;
-6. runs the NLL through ``Execution(device="gpu")`` when the runtime accepts it.
+6. runs the NLL through the public API, ``Execution(device="gpu")`` against the CPU, with
+   resident and streamed datasets, and times it.
 
 ``--dry-run`` needs no GPU: it generates the sources, compiles them with nvcc (when
 found) and with the host C++ compiler, checks the host emulation against the CPU
@@ -279,7 +280,6 @@ def gpu_run(args: argparse.Namespace) -> int:
         weights[key] = np.ones(n)
         for precision in ("f64", "f32"):
             caches[(key, precision)] = cm.event_cache({c: cols[c] for c in cm.columns}, precision)
-    del data
     # -- CPU references -------------------------------------------------------------------
     ref: dict[tuple[str, str], tuple] = {}
     for precision in ("f64", "f32"):
@@ -366,6 +366,13 @@ def gpu_run(args: argparse.Namespace) -> int:
             same = stream[key][0] == res[key][0] and np.array_equal(stream[key][1], res[key][1])
             check(bool(same), f"GPU {precision} {key}: streaming ({args.parts} partitions) "
                               "equals resident to the last bit")
+        cache0, _ = resident["data"]
+        got_values = kernels.values(cache0, params).get()
+        want_values = cm.values(caches[("data", "f64")], params)
+        err = float(np.max(np.abs(got_values - want_values)) / np.max(np.abs(want_values)))
+        vtol = 1e-12 if precision == "f64" else 1e-3  # f32: the f32 event cache dominates
+        check(err <= vtol, f"GPU {precision} values kernel (evaluate_batch) vs CPU f64: "
+                           f"max error / max |value| {err:.2e}; tolerance {vtol:.0e}")
         value_only = evaluate(False)
         for key in SAMPLES:
             check(value_only[key][0] == res[key][0],
@@ -404,7 +411,7 @@ def gpu_run(args: argparse.Namespace) -> int:
         }
         del resident
         cupy.get_default_memory_pool().free_all_blocks()
-    runtime_nll(args, results)
+    runtime_nll(args, data, results)
     results["failures"] = FAILURES
     if args.json:
         with open(args.json, "w") as f:
@@ -413,17 +420,57 @@ def gpu_run(args: argparse.Namespace) -> int:
     return 1 if FAILURES else 0
 
 
-def runtime_nll(args: argparse.Namespace, results: dict) -> None:
-    """The NLL through the public API on the GPU, when the runtime is wired for it."""
-    try:
-        import laddu_dask as ld
+def runtime_nll(args: argparse.Namespace, data: dict, results: dict) -> None:
+    """The NLL through the public API: ``Execution(device="gpu")`` against the CPU, for
+    resident and streamed datasets, with its time per evaluation."""
+    import traceback
 
-        ex = ld.Execution(device="gpu")
+    import laddu_dask as ld
+
+    try:
+        ld.Execution(device="gpu")
     except Exception as err:  # noqa: BLE001 - report and go on
         log(f"runtime: Execution(device='gpu') not available ({type(err).__name__}: {err})")
         return
-    log("runtime: Execution(device='gpu') is available; an end-to-end NLL check belongs here")
-    results["runtime_gpu"] = repr(ex)
+
+    def dataset(cols: dict, policy: str) -> Any:
+        p4s = {name: np.column_stack([cols[f"{name}_{c}"] for c in ("e", "px", "py", "pz")])
+               for name in ksks.P4_NAMES}
+        return ld.Dataset.from_arrays(p4s=p4s, memory_policy=policy)
+
+    def likelihood(ex: Any, policy: str) -> Any:
+        nll = ld.NLL(ksks.model(args.lineshape), data=dataset(data["data"], policy),
+                     accepted_mc=dataset(data["accmc"], policy))
+        return ld.Likelihood([nll], execution=ex)
+
+    point = ksks.displaced_start()
+    t0 = time.perf_counter()
+    ref = likelihood(ld.Execution(), "resident").value_and_gradient(point)
+    log(f"runtime: CPU f64 NLL {ref[0]!r} (first evaluation {time.perf_counter() - t0:.1f} s)")
+    out = {}
+    for policy in ("resident", "streaming"):
+        for precision in ("f64", "f32"):
+            label = f"runtime GPU {precision} {policy}"
+            try:
+                ex = ld.Execution(device="gpu", precision=precision)
+                lik = likelihood(ex, policy)
+                t0 = time.perf_counter()
+                got = lik.value_and_gradient(point)
+                first = time.perf_counter() - t0
+                # the NLL's data - N log(MC) combination cancels: f32 gets 1e-3 (normwise)
+                compare(f"{label} NLL vs CPU f64", got, ref, 1e-10 if precision == "f64" else 1e-3,
+                        normwise=precision == "f32")
+                n = args.repeats if policy == "resident" else max(3, args.repeats // 10)
+                t_v = timed(lambda lik=lik: lik.value(point), n, warmup=1)
+                t_g = timed(lambda lik=lik: lik.value_and_gradient(point), n, warmup=1)
+                log(f"  {label}: first evaluation (with preparation) {first:.2f} s; value "
+                    f"{t_v * 1e3:.2f} ms, value+gradient {t_g * 1e3:.2f} ms")
+                out[f"{precision}_{policy}"] = {"value_ms": t_v * 1e3, "value_gradient_ms": t_g * 1e3,
+                                                "first_s": first}
+            except Exception as err:  # noqa: BLE001 - one failure must not hide the rest
+                traceback.print_exc()
+                check(False, f"{label}: {type(err).__name__}: {err}")
+    results["runtime"] = out
 
 
 def build_parser() -> argparse.ArgumentParser:

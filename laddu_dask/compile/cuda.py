@@ -1078,8 +1078,8 @@ class CudaKernels:
         exec(compile(bp_source, "<laddu_dask backprop>", "exec"), namespace)  # noqa: S102
         self.backprop = namespace["backprop"]
         self._lock = threading.Lock()
-        self._module: Any = None
-        self._functions: dict[str, Any] = {}
+        self._modules: dict[int, Any] = {}
+        self._functions: dict[tuple[str, int], Any] = {}
         self._grids: dict[tuple[str, int], int] = {}
 
     @property
@@ -1093,22 +1093,24 @@ class CudaKernels:
 
     # -- compilation --------------------------------------------------------------------------
     def function(self, role: str) -> Any:
-        """The compiled kernel of a role (compiles the module on first use)."""
-        fn = self._functions.get(role)
+        """The compiled kernel of a role on the current device (compiles on first use)."""
+        cp = _cupy()
+        device = cp.cuda.Device().id
+        fn = self._functions.get((role, device))
         if fn is not None:
             return fn
-        cp = _cupy()
         with self._lock:
-            if self._module is None:
+            module = self._modules.get(device)
+            if module is None:  # one module per device: a loaded kernel belongs to one context
                 try:
                     module = cp.RawModule(code=self.source.text, options=self.options)
                     if hasattr(module, "compile"):  # compile now, so errors surface here
                         module.compile()
                 except cp.cuda.compiler.CompileException as err:
                     raise CudaCompileError(f"NVRTC rejected the generated kernels:\n{err}") from err
-                self._module = module
-            fn = self._module.get_function(self.source.kernels[role])
-            self._functions[role] = fn
+                self._modules[device] = module
+            fn = module.get_function(self.source.kernels[role])
+            self._functions[(role, device)] = fn
         return fn
 
     def _grid(self, role: str, n: int) -> int:
