@@ -80,6 +80,11 @@ class Execution:
         How accepted-MC sums are computed: from sufficient statistics (amplitude product
         matrices summed once) when the model allows it (``"auto"``), always by the event
         loop (``"general"``), or both, checking that they agree (``"verify"``).
+    scheduler : {"pool", "dask"}
+        How local evaluations run their partition tasks: on a persistent thread pool with
+        the merges in the calling thread (``"pool"``, the lowest latency), or as a Dask
+        graph on the threaded scheduler (``"dask"``).  Preparation, streaming and
+        clusters always use Dask.
     gpu : int
         Index of the GPU to use with ``device="gpu"`` (one Dask worker per GPU on a
         cluster: see the README).
@@ -106,6 +111,7 @@ class Execution:
         normalization: str = "auto",
         progress: bool = False,
         gpu: int = 0,
+        scheduler: str = "pool",
     ) -> None:
         if device not in DEVICES:
             raise ValueError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
@@ -122,6 +128,8 @@ class Execution:
             raise ValueError(
                 f"normalization must be 'auto', 'general' or 'verify', got {normalization!r}"
             )
+        if scheduler not in ("pool", "dask"):
+            raise ValueError(f"scheduler must be 'pool' or 'dask', got {scheduler!r}")
         if num_workers is not None and (not isinstance(num_workers, int) or num_workers < 1):
             raise ValueError(f"num_workers must be a positive integer, got {num_workers!r}")
         if isinstance(memory, MemoryPlan):
@@ -139,6 +147,8 @@ class Execution:
         self.normalization = normalization
         self.progress = bool(progress)
         self.gpu = int(gpu)
+        self.scheduler = scheduler
+        self._pool: Any = None
         self.num_workers = num_workers or os.cpu_count() or 1
         self._decisions: list[MemoryDecision] = []
         self._hubs: Any = None
@@ -184,6 +194,14 @@ class Execution:
             return self.num_workers
         info = self.client.scheduler_info()
         return max(1, sum(w.get("nthreads", 1) for w in info.get("workers", {}).values()))
+
+    def pool(self) -> Any:
+        """The persistent thread pool of local evaluations (created on first use)."""
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(self.num_workers, thread_name_prefix="laddu-dask")
+        return self._pool
 
     def hubs(self) -> Any:
         """The worker hubs of this execution on its cluster (see :mod:`laddu_dask.runtime.cluster`)."""

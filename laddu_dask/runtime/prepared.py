@@ -244,9 +244,31 @@ def _run(execution: Execution, requests: list[ReductionRequest], points: list[Pa
         graph.update(sub)
         roots.append(root)
     keys = [r for r in roots if r is not None]
-    results = iter(execution.get(graph, keys, num_workers=workers) if keys else [])
+    if execution.scheduler == "pool" and workers is None and keys:
+        merged = _run_on_pool(execution, graph, keys)
+    else:
+        merged = execution.get(graph, keys, num_workers=workers) if keys else []
+    results = iter(merged)
     return [next(results) if root is not None else req.model.reducer.empty(req.with_gradient)
             for root, req in zip(roots, requests)]
+
+
+def _run_on_pool(execution: Execution, graph: dict, keys: list) -> list:
+    """Run an evaluation graph on the execution's persistent thread pool.
+
+    The leaf tasks (groups of partitions) run in parallel; the merge tasks, cheap
+    additions of a few numbers, run in the calling thread in the graph's order.  Same
+    tasks and results as the Dask scheduler, at a fraction of its per-call cost.
+    """
+    is_merge = {k for k, task in graph.items() if task[0] is merge_list}
+    leaves = [k for k in graph if k not in is_merge]
+    pool = execution.pool()
+    futures = {k: pool.submit(graph[k][0], *graph[k][1:]) for k in leaves}
+    values = {k: f.result() for k, f in futures.items()}
+    for k in graph:  # tree_graph adds merges after their inputs
+        if k in is_merge:
+            values[k] = merge_list([values[c] for c in graph[k][1]])
+    return [values[k] for k in keys]
 
 
 #: How often an evaluation is repeated after workers were lost.
