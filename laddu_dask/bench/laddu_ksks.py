@@ -28,19 +28,8 @@ from typing import Any
 
 import numpy as np
 
-#: Truth values of the toy sample (the data of the shared generator's ``TRUTH``).
-TRUTH: dict[str, float] = {
-    "s_mass": 1.506,
-    "s_width": 0.112,
-    "d_mass": 1.517,
-    "d_width": 0.086,
-    "d0_re": 0.80,
-    "d0_im": 0.30,
-    "d1_re": -0.40,
-    "d1_im": 0.50,
-    "d2_re": 0.25,
-    "d2_im": -0.35,
-}
+# the sample's numbers (truth, bounds, the K_S mass) are data shared with the generator
+from laddu_dask.ksks import BOUNDS, M_KS, TRUTH  # noqa: E402
 
 #: Free-parameter order of the reference likelihood (all ten free).
 PARAMETER_NAMES: tuple[str, ...] = tuple(TRUTH)
@@ -49,17 +38,6 @@ LINESHAPE_NAMES: tuple[str, ...] = ("s_mass", "s_width", "d_mass", "d_width")
 #: Free-parameter order when the lineshapes are fixed.
 COEFFICIENT_NAMES: tuple[str, ...] = tuple(n for n in TRUTH if n not in LINESHAPE_NAMES)
 
-#: Bounds given to the lineshape parameters (the coefficients are unbounded). They keep
-#: laddu's default L-BFGS-B fit away from a vanishing mass, where the relativistic
-#: Breit-Wigner is NaN; they do not affect values or gradients.
-BOUNDS: dict[str, tuple[float, float]] = {
-    "s_mass": (1.0, 2.0),
-    "s_width": (0.01, 1.0),
-    "d_mass": (1.0, 2.0),
-    "d_width": (0.01, 1.0),
-}
-
-M_KS = 0.497611
 LINESHAPES = ("bw", "rbw")
 
 

@@ -36,11 +36,11 @@ from typing import Any
 
 import numpy as np
 
-from laddu_dask.compile.gradient import contributions
+from laddu_dask.compile.gradient import python_accumulate, reverse_sweep
 from laddu_dask.compile.graph import Split
 from laddu_dask.expr.arrayfuncs import make_complex, norm_sqr
 from laddu_dask.expr.node import Expr
-from laddu_dask.expr.ops import COMPLEX, OPS, REAL
+from laddu_dask.expr.ops import OPS, REAL
 
 
 @dataclass(frozen=True)
@@ -142,23 +142,8 @@ def generate(split: Split) -> Kernels:
         rev.append("    g_root = seed" + (".real" if split.root.kind == REAL else ""))
     order = list(split.mixed_nodes) + list(split.param_nodes)
     order.sort(key=lambda n: w.index[n.serial])
-    for node in reversed(order):
-        g = adjoint.get(node.serial)
-        if g is None:
-            continue
-        args = [w.name(a) for a in node.args]
-        for pos, src, kind in contributions(node, args, w.name(node), g):
-            arg = node.args[pos]
-            if arg.serial not in pdep:
-                continue
-            if arg.kind == REAL and kind == COMPLEX:
-                src = f"xp.real({src})"
-            target = f"g{w.index[arg.serial]}"
-            if arg.serial in adjoint:
-                rev.append(f"    {target} = {target} + {src}")
-            else:
-                adjoint[arg.serial] = target
-                rev.append(f"    {target} = {src}")
+    rev += reverse_sweep(order, adjoint, w.name, lambda n: f"g{w.index[n.serial]}",
+                         lambda n: n.serial in pdep, python_accumulate)
     grads = []
     for node in split.free:
         g = adjoint.get(node.serial)

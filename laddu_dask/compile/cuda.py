@@ -77,7 +77,7 @@ from typing import Any
 import numpy as np
 
 from laddu_dask.compile.fused import TRANSFORM_CODES, _backprop_source, _boundary
-from laddu_dask.compile.gradient import contributions
+from laddu_dask.compile.gradient import reverse_sweep
 from laddu_dask.compile.graph import Split
 from laddu_dask.errors import DataError, LadduDaskError, ModelError, ParameterError
 from laddu_dask.expr.node import Expr
@@ -651,23 +651,15 @@ def generate_cuda_source(split: Split, precision: str = "f64", prefix: str = "")
                        else "real_t g_root = seed;")]
     adjoint: dict[int, str] = {split.root.serial: "g_root"}
     bset = set(b_rows)
-    for node in reversed(split.mixed_nodes):
-        g = adjoint.get(node.serial)
-        if g is None:
-            continue
-        args = [placeholder(a) for a in node.args]
-        for pos, src, _kind in contributions(node, args, placeholder(node), g):
-            arg = node.args[pos]
-            if arg.serial not in mixed and arg.serial not in bset:
-                continue
-            wrap = "ld_to_c" if arg.kind == COMPLEX else "ld_re"
-            expr = f"{wrap}({translate(src, names, f32)})"
-            target = f"g{index[arg.serial]}"
-            if arg.serial in adjoint:
-                sweep.append(f"    {target} = {target} + {expr};")
-            else:
-                adjoint[arg.serial] = target
-                sweep.append(f"    {ctype(arg)} {target} = {expr};")
+
+    def accumulate(arg: Expr, target: str, src: str, _kind: str, first: bool) -> str:
+        wrap = "ld_to_c" if arg.kind == COMPLEX else "ld_re"
+        expr = f"{wrap}({translate(src, names, f32)})"
+        return f"    {ctype(arg)} {target} = {expr};" if first else f"    {target} = {target} + {expr};"
+
+    sweep += reverse_sweep(list(split.mixed_nodes), adjoint, placeholder,
+                           lambda n: f"g{index[n.serial]}",
+                           lambda n: n.serial in mixed or n.serial in bset, accumulate)
     outputs = []
     for b in boundary:
         g = adjoint.get(b.serial)

@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from laddu_dask.compile.gradient import contributions
+from laddu_dask.compile.gradient import python_accumulate, reverse_sweep
 from laddu_dask.compile.graph import Split
 from laddu_dask.expr.arrayfuncs import make_complex, norm_sqr
 from laddu_dask.expr.node import Expr
@@ -336,24 +336,12 @@ def generate_fused_source(split: Split, precision: str = "f64") -> tuple[str, di
     bset = set(b_rows)
     sweep: list[str] = [f"        g_root = {cast}(seed)"]
     adjoint: dict[int, str] = {split.root.serial: "g_root"}
-    for node in reversed(split.mixed_nodes):
-        g = adjoint.get(node.serial)
-        if g is None:
-            continue
-        args = [nm.name(a) for a in node.args]
-        for pos, src, kind in contributions(node, args, nm.name(node), g):
-            arg = node.args[pos]
-            if arg.serial not in mixed and arg.serial not in bset:
-                continue
-            src = _scalar_src(src)
-            if arg.kind == REAL and kind == COMPLEX:
-                src = f"_re({src})"
-            target = f"g{nm.index[arg.serial]}"
-            if arg.serial in adjoint:
-                sweep.append(f"        {target} = {target} + {src}")
-            else:
-                adjoint[arg.serial] = target
-                sweep.append(f"        {target} = {src}")
+    sweep += reverse_sweep(
+        list(split.mixed_nodes), adjoint, nm.name, lambda n: f"g{nm.index[n.serial]}",
+        lambda n: n.serial in mixed or n.serial in bset,
+        lambda arg, t, src, kind, first: python_accumulate(
+            arg, t, _scalar_src(src), kind, first, indent="        ", real="_re"),
+    )
 
     def rev(emit) -> list[str]:
         out = list(sweep)
@@ -483,23 +471,9 @@ def _backprop_source(split: Split, boundary: list[Expr]) -> tuple[str, dict]:
             lines.append(f"    {target} = totals[{row}]")
             row += 1
     pdep = {n.serial for n in split.param_nodes + split.free}
-    for node in reversed(split.param_nodes):
-        g = adjoint.get(node.serial)
-        if g is None:
-            continue
-        args = [nm.name(a) for a in node.args]
-        for pos, src, kind in contributions(node, args, nm.name(node), g):
-            arg = node.args[pos]
-            if arg.serial not in pdep:
-                continue
-            if arg.kind == REAL and kind == COMPLEX:
-                src = f"xp.real({src})"
-            target = f"g{nm.index[arg.serial]}"
-            if arg.serial in adjoint:
-                lines.append(f"    {target} = {target} + {src}")
-            else:
-                adjoint[arg.serial] = target
-                lines.append(f"    {target} = {src}")
+    lines += reverse_sweep(list(split.param_nodes), adjoint, nm.name,
+                           lambda n: f"g{nm.index[n.serial]}", lambda n: n.serial in pdep,
+                           python_accumulate)
     grads = [f"float(np.real({adjoint[n.serial]}))" if n.serial in adjoint else "0.0" for n in split.free]
     lines.append("    return np.array([" + ", ".join(grads) + "], dtype=np.float64)")
     return "\n".join(lines) + "\n", nm.consts

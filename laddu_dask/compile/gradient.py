@@ -19,6 +19,8 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from laddu_dask.errors import ModelError
 from laddu_dask.expr.node import Expr
 from laddu_dask.expr.ops import COMPLEX, REAL
@@ -114,3 +116,65 @@ def contributions(node: Expr, args: list[str], w: str, g: str) -> list[tuple[int
     if op == "to_complex":
         return [(0, f"xp.real({g})", REAL)]
     raise ModelError(f"no derivative rule for operation {op!r}")
+
+
+def reverse_sweep(
+    nodes: list[Expr],
+    adjoint: dict[int, str],
+    value_name: Callable[[Expr], str],
+    target_name: Callable[[Expr], str],
+    include: Callable[[Expr], bool],
+    emit: Callable[[Expr, str, str, str, bool], str],
+) -> list[str]:
+    """Source lines of one reverse sweep, shared by every kernel generator.
+
+    Parameters
+    ----------
+    nodes : list of Expr
+        The nodes to sweep, in topological order (the sweep runs from the last).
+    adjoint : dict
+        ``serial -> source name`` of the adjoints known so far (the root's seed); the
+        sweep adds every adjoint it creates.
+    value_name, target_name : callable
+        Source names of a node's value and of its adjoint.
+    include : callable
+        Whether an argument's adjoint is wanted.
+    emit : callable
+        ``emit(arg, target, src, kind, first) -> line``: a line that starts
+        (``first``) or adds to the adjoint ``target`` of ``arg`` with the contribution
+        ``src`` of kind ``kind`` (in the generator's own syntax).
+
+    Examples
+    --------
+    >>> import laddu_dask as ld
+    >>> x, a = ld.scalar("x"), ld.parameter("a")
+    >>> node = x * a
+    >>> names = {x.serial: "x", a.serial: "a", node.serial: "w"}
+    >>> reverse_sweep([node], {node.serial: "g"}, lambda n: names[n.serial],
+    ...               lambda n: "g_" + names[n.serial], lambda n: n is a,
+    ...               lambda arg, t, src, kind, first: f"{t} = {src}" if first else f"{t} += {src}")
+    ['g_a = (g * x)']
+    """
+    lines: list[str] = []
+    for node in reversed(nodes):
+        g = adjoint.get(node.serial)
+        if g is None:
+            continue
+        args = [value_name(a) for a in node.args]
+        for pos, src, kind in contributions(node, args, value_name(node), g):
+            arg = node.args[pos]
+            if not include(arg):
+                continue
+            first = arg.serial not in adjoint
+            if first:
+                adjoint[arg.serial] = target_name(arg)
+            lines.append(emit(arg, adjoint[arg.serial], src, kind, first))
+    return lines
+
+
+def python_accumulate(arg: Expr, target: str, src: str, kind: str, first: bool,
+                      indent: str = "    ", real: str = "xp.real") -> str:
+    """The :func:`reverse_sweep` line of the Python generators (NumPy code by default)."""
+    if arg.kind == REAL and kind == COMPLEX:
+        src = f"{real}({src})"
+    return f"{indent}{target} = {src}" if first else f"{indent}{target} = {target} + {src}"
