@@ -76,7 +76,7 @@ from typing import Any
 
 import numpy as np
 
-from laddu_dask.compile.fused import TRANSFORM_CODES, _backprop_source, _boundary
+from laddu_dask.compile.fused import TRANSFORM_CODES, _backprop_source, boundary_rows
 from laddu_dask.compile.gradient import reverse_sweep
 from laddu_dask.compile.graph import Split
 from laddu_dask.errors import DataError, LadduDaskError, ModelError, ParameterError
@@ -506,7 +506,7 @@ class CudaSource:
     kernels : dict
         Role (:data:`ROLES` and ``"merge"``) -> kernel name.
     boundary : tuple of Expr
-        Boundary nodes, in the order of :func:`laddu_dask.compile.fused._boundary`.
+        Boundary nodes, in the order of :func:`laddu_dask.compile.fused.boundary_rows`.
     boundary_rows : tuple of int
         First row of each boundary node's adjoint sum (complex nodes take two rows).
     rows : int
@@ -593,13 +593,7 @@ def generate_cuda_source(split: Split, precision: str = "f64", prefix: str = "")
     index = {n.serial: i for i, n in enumerate(split.nodes)}
     head_nodes = [*split.free, *split.param_nodes]
     in_head = {n.serial for n in head_nodes}
-    boundary = _boundary(split)
-    b_rows: dict[int, int] = {}
-    row = 1
-    for b in boundary:
-        b_rows[b.serial] = row
-        row += 2 if b.kind == COMPLEX else 1
-    rows = row
+    boundary, b_rows, rows = boundary_rows(split)
     P = prefix
 
     def ctype(node: Expr) -> str:

@@ -271,6 +271,21 @@ class _Names:
         return f"{indent}{self.name(node)} = " + template.format(*args, attr=node.attr)
 
 
+def boundary_rows(split: Split) -> tuple[list[Expr], dict[int, int], int]:
+    """The boundary nodes, the first accumulator row of each, and the number of rows.
+
+    Row 0 holds the value terms; a real boundary node takes one row of adjoint sums, a
+    complex one two (real and imaginary parts).  Every kernel generator uses this layout.
+    """
+    boundary = _boundary(split)
+    rows: dict[int, int] = {}
+    row = 1
+    for b in boundary:
+        rows[b.serial] = row
+        row += 2 if b.kind == COMPLEX else 1
+    return boundary, rows, row
+
+
 def _boundary(split: Split) -> list[Expr]:
     """Parameter-dependent, event-independent nodes read by per-event nodes."""
     pdep_scalar = {n.serial for n in split.param_nodes + split.free}
@@ -288,12 +303,7 @@ def generate_fused_source(split: Split, precision: str = "f64") -> tuple[str, di
     if split.root.serial not in {n.serial for n in split.mixed_nodes}:
         raise ValueError("fused kernels need a root that depends on events and parameters")
     nm = _Names(split, precision)
-    boundary = _boundary(split)
-    b_rows: dict[int, int] = {}
-    row = 1
-    for b in boundary:
-        b_rows[b.serial] = row
-        row += 2 if b.kind == COMPLEX else 1
+    boundary, b_rows, row = boundary_rows(split)
     cache_args = [f"c{j}" for j in range(len(split.cache))]
     cache_pos = {n.serial: j for j, n in enumerate(split.cache)}
     free_pos = {n.serial: j for j, n in enumerate(split.free)}
