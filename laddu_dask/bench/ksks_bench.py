@@ -13,7 +13,8 @@ Figures:
 * a whole MIGRAD fit from the displaced start of :func:`laddu_dask.ksks.displaced_start`
   against laddu's own ``fit`` (L-BFGS-B) and against laddu driven by iminuit's MIGRAD;
 * the second model, line shapes fixed (six free coefficients; laddu's ``normalization="auto"``);
-* the scheduling overhead of one evaluation graph with an empty kernel.
+* the scheduling overhead of one evaluation graph with an empty kernel;
+* TensorWaves (JAX backend) on the same events, when it is installed.
 
 Examples
 --------
@@ -251,10 +252,17 @@ def run(n_data: int = 100_000, n_mc: int = 1_000_000, repeats: int = 15, linesha
                                              / fits["laddu migrad"]["wall_s"])
             ratios["fit_fval_rel"] = abs(fits["laddu-dask migrad"]["fval"] / fits["laddu migrad"]["fval"] - 1)
         out["ratios"] = ratios
-    try:
-        import tensorwaves  # noqa: F401
-        out["tensorwaves"] = "installed, not yet wired into this benchmark"
-    except ImportError:
+    from laddu_dask.bench.tensorwaves_ksks import TensorWavesKsKs, tensorwaves_available
+
+    if tensorwaves_available():
+        t0 = time.perf_counter()
+        tw = TensorWavesKsKs(paths["data"], paths["accmc"])
+        tw.value(points[0])
+        tw_first = time.perf_counter() - t0
+        tw_times = _alternate(ours, tw, points)  # laddu-dask again, alternating with TensorWaves
+        out["tensorwaves"] = {"first_evaluation_s": tw_first, "steady_s": tw_times["laddu"],
+                              "laddu_dask_steady_s": tw_times["laddu-dask"]}
+    else:
         out["tensorwaves"] = "not installed"
     _report(out, say)
     if results:
@@ -303,7 +311,15 @@ def _report(out: dict[str, Any], say: Any) -> None:
     if "agreement" in out:
         a = out["agreement"]
         say(f"agreement with laddu: value {a['value_rel']:.1e}, gradient {a['gradient_rel']:.1e}")
-    say(f"TensorWaves: {out['tensorwaves']}")
+    tw = out["tensorwaves"]
+    if isinstance(tw, dict):
+        for m in ("value", "value+gradient"):
+            ours, theirs = tw["laddu_dask_steady_s"][m], tw["steady_s"][m]
+            say(f"{'TensorWaves (JAX) ' + m:32s} {ours * ms:9.2f} ms {theirs * ms:9.2f} ms "
+                f"{ours / theirs:7.2f}x")
+        say(f"{'TensorWaves first evaluation':32s} {tw['first_evaluation_s']:9.2f} s")
+    else:
+        say(f"TensorWaves: {tw}")
 
 
 def build_parser() -> argparse.ArgumentParser:
