@@ -50,7 +50,8 @@ def test_sample_four_times_the_budget_streams_within_it(big_sample):
     assert "more than the host budget" in streamed["reason"]
     added = streamed["peak"] - streamed["base"]
     # the budget bounds the prepared data; the allocators' caches add a little on top
-    assert added < 1.25 * BUDGET, f"peak RSS grew by {added / 2**20:.1f} MiB"
+    # (measured here: 66-73 MiB for the 64 MiB budget; resident storage needs 244 MiB)
+    assert added < 1.5 * BUDGET, f"peak RSS grew by {added / 2**20:.1f} MiB"
     resident = _probe(big_sample, 4 * 2**30, "fastest")
     assert resident["storage"][-1] == "resident"
     assert resident["peak"] - resident["base"] > 3 * BUDGET  # the resident path really holds it
