@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 
 from laddu_dask.compile.layout import ParameterValues, resolve_parameters
-from laddu_dask.errors import ParameterError
 from laddu_dask.expr.parameter import ParameterSpec, merge_parameters
 from laddu_dask.likelihood.terms import NLL, ExtendedNLL
 from laddu_dask.runtime.execution import Execution
@@ -142,11 +141,3 @@ class Likelihood:
         from laddu_dask.likelihood.fit import fit
 
         return fit(self, initial=initial, method=method, **options)
-
-    def _check_names(self, names: Sequence[str]) -> None:
-        unknown = [n for n in names if n not in self.parameters]
-        if unknown:
-            raise ParameterError(
-                f"unknown parameter(s) {', '.join(map(repr, unknown))}; "
-                f"the free parameters are: {', '.join(self.parameter_names)}"
-            )
