@@ -160,12 +160,22 @@ def _chain(err: BaseException) -> list[BaseException]:
     return out
 
 
+def _add_to_hub(hub_key: str, key: str, reducer: PartitionReducer, dataset: Dataset,
+                indices: list[int], storage: str, threads: int) -> dict[str, Any]:
+    """Task run on a hub's worker: prepare a store inside the worker's hub."""
+    from distributed import get_worker
+
+    hub = get_worker().state.actors[hub_key]
+    return hub.add(key, reducer, dataset, indices, storage, threads)
+
+
 class Hubs:
     """The :class:`WorkerHub` actor of each worker, created on demand (one set per execution)."""
 
     def __init__(self, client: Any) -> None:
         self.client = client
         self.hubs: dict[str, Any] = {}
+        self.keys: dict[str, str] = {}  # worker -> the hub actor's task key
 
     def workers(self) -> dict[str, int]:
         """Alive worker addresses and their threads."""
@@ -175,9 +185,11 @@ class Hubs:
     def hub(self, addr: str) -> Any:
         """The hub on worker ``addr``."""
         if addr not in self.hubs:
-            self.hubs[addr] = self.client.submit(
+            future = self.client.submit(
                 WorkerHub, actor=True, workers=[addr], allow_other_workers=False, pure=False
-            ).result()
+            )
+            self.hubs[addr] = future.result()
+            self.keys[addr] = future.key
         return self.hubs[addr]
 
     def forget_dead(self) -> set[str]:
@@ -186,6 +198,7 @@ class Hubs:
         for addr in list(self.hubs):
             if addr not in alive:
                 del self.hubs[addr]
+                self.keys.pop(addr, None)
         return alive
 
 
@@ -212,19 +225,29 @@ class ClusterStores:
         workers = self.hubs.workers()
         plan = assign_partitions(len(indices), sorted(workers))
         pending = []
+        client = self.hubs.client
         for addr, positions in plan.items():
             idx = [indices[k] for k in positions]
             key = f"store-{next(_KEYS)}"
             threads = workers[addr] if self.storage == "resident" else 1
-            fut = self.hubs.hub(addr).add(key, self.reducer, self.dataset, idx, self.storage, threads)
+            self.hubs.hub(addr)
+            # an ordinary task on the hub's worker fills the hub, so that preparation shows
+            # in the dashboard and in distributed's progress bar or widget
+            fut = client.submit(_add_to_hub, self.hubs.keys[addr], key, self.reducer, self.dataset,
+                                idx, self.storage, threads, workers=[addr],
+                                allow_other_workers=False, pure=False)
             pending.append(((addr, key), idx, fut))
-        for k, (where, idx, fut) in enumerate(pending, 1):
+        if self.progress and pending:
+            from distributed import progress
+
+            futures = [f for _, _, f in pending]
+            try:
+                progress(futures)  # a widget in a notebook, a text bar in a terminal
+            except ImportError:  # a notebook without ipywidgets
+                progress(futures, notebook=False)
+        for where, idx, fut in pending:
             self.infos[where] = fut.result()
             self.owned[where] = idx
-            if self.progress:
-                print(f"\rprepared {k}/{len(pending)} worker stores", end="", flush=True)
-        if self.progress and pending:
-            print()
 
     def rebuild_lost(self) -> None:
         """Replace the stores whose worker has gone (rebuilt from the sources)."""
