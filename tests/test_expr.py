@@ -12,22 +12,13 @@ import pickle
 
 import numpy as np
 import pytest
+from laddu_reference import HAVE_LADDU, laddu, needs_laddu  # noqa: F401
 from scipy.special import sph_harm_y
 
 import laddu_dask as ld
 from laddu_dask.compile.compiled import CompiledModel
 from laddu_dask.errors import ModelError, ParameterError
 from laddu_dask.expr.node import walk
-
-try:
-    import laddu
-
-    HAVE_LADDU = all(hasattr(laddu, n) for n in ("Dataset", "relativistic_breit_wigner", "Model"))
-except ImportError:  # pragma: no cover - laddu is a test dependency
-    laddu = None
-    HAVE_LADDU = False
-
-needs_laddu = pytest.mark.skipif(not HAVE_LADDU, reason="laddu is not installed")
 
 Q_R = 0.1973
 M_KS = 0.497611

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from laddu_reference import HAVE_LADDU, laddu, needs_laddu  # noqa: F401
 
 import laddu_dask as ld
 from laddu_dask import ksks
@@ -20,16 +21,6 @@ from laddu_dask.compile.compiled import CompiledModel
 from laddu_dask.data.batch import EventBatch
 from laddu_dask.runtime.execution import Execution
 from laddu_dask.runtime.prepared import PreparedModel
-
-try:
-    import laddu
-
-    HAVE_LADDU = all(hasattr(laddu, n) for n in ("Dataset", "relativistic_breit_wigner", "Model"))
-except ImportError:  # pragma: no cover - laddu is a test dependency
-    laddu = None
-    HAVE_LADDU = False
-
-needs_laddu = pytest.mark.skipif(not HAVE_LADDU, reason="laddu is not installed")
 
 # ---------------------------------------------------------------------------------------
 # events and finite differences

@@ -245,11 +245,11 @@ LD_FN cplx ld_tan(cplx a) {
     const real_t d = ld_real_cos(x2) + ld_cosh(y2);
     return ld_c(ld_real_sin(x2) / d, ld_sinh(y2) / d);
 }
-LD_FN real_t ld_powi(real_t x, int n) {
+template <class T> LD_FN T ld_powi_by_squaring(T x, int n, T one) {
     // repeated squaring: x**2 is x*x, x**-1 is 1/x (NumPy's small-integer powers)
     unsigned int m = n < 0 ? (unsigned int)(-n) : (unsigned int)n;
-    real_t r = (real_t)1;
-    real_t b = x;
+    T r = one;
+    T b = x;
     while (m) {
         if (m & 1u) r = r * b;
         m >>= 1;
@@ -257,17 +257,8 @@ LD_FN real_t ld_powi(real_t x, int n) {
     }
     return n < 0 ? (real_t)1 / r : r;
 }
-LD_FN cplx ld_powi(cplx x, int n) {
-    unsigned int m = n < 0 ? (unsigned int)(-n) : (unsigned int)n;
-    cplx r = ld_c((real_t)1, (real_t)0);
-    cplx b = x;
-    while (m) {
-        if (m & 1u) r = r * b;
-        m >>= 1;
-        if (m) b = b * b;
-    }
-    return n < 0 ? (real_t)1 / r : r;
-}
+LD_FN real_t ld_powi(real_t x, int n) { return ld_powi_by_squaring(x, n, (real_t)1); }
+LD_FN cplx ld_powi(cplx x, int n) { return ld_powi_by_squaring(x, n, ld_c((real_t)1, (real_t)0)); }
 LD_FN real_t ld_pow(real_t a, real_t b) { return ld_real_pow(a, b); }
 LD_FN cplx ld_pow(cplx a, cplx b) {
     // NumPy's complex power: small integer exponents by multiplication, 0**b for b > 0
