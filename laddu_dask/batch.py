@@ -184,7 +184,6 @@ import os
 import platform
 import re
 import sys
-import tempfile
 import time
 import tomllib
 import traceback
@@ -193,6 +192,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from laddu_dask.errors import LadduDaskError
+from laddu_dask.files import atomic_write
 
 __all__ = [
     "ClusterSettings",
@@ -979,19 +979,9 @@ def _finite(value: Any) -> Any:
 
 def write_json_atomic(path: str, payload: Mapping[str, Any]) -> None:
     """Write ``payload`` as JSON to a temporary file beside ``path``, then move it into place."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(_finite(dict(payload)), f, indent=2, allow_nan=False)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    with atomic_write(path) as f:
+        json.dump(_finite(dict(payload)), f, indent=2, allow_nan=False)
+        f.write("\n")
 
 
 def default_output(config_path: str) -> str:

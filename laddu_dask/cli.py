@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 import tempfile
 import time
@@ -125,10 +124,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "demo":
         summary = run_demo(args.data, args.mc, args.seed, args.lineshape, args.method, args.outdir)
         if args.json:
-            tmp = f"{args.json}.tmp-{os.getpid()}"
-            with open(tmp, "w") as f:
+            from laddu_dask.files import atomic_write
+
+            with atomic_write(args.json) as f:
                 json.dump(summary, f, indent=2)
-            os.replace(tmp, args.json)
         return 0 if summary["valid"] else 1
     return 2  # pragma: no cover - argparse rejects unknown commands
 

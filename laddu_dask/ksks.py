@@ -37,8 +37,6 @@ import functools
 import json
 import math
 import os
-import shutil
-import tempfile
 from collections.abc import Mapping
 
 import numpy as np
@@ -46,6 +44,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from laddu_dask.errors import ParameterError, SchemaError
+from laddu_dask.files import atomic_folder, atomic_path, atomic_write
 
 __all__ = [
     "E_BEAM",
@@ -394,37 +393,16 @@ def _table(p4: Mapping[str, np.ndarray]) -> pa.Table:
 
 def _write_atomic(table: pa.Table, path: str, parts: int) -> str:
     """Write one file (``parts == 1``) or a folder of ``parts`` files, replacing ``path``."""
-    parent = os.path.dirname(path) or "."
-    stem = os.path.basename(path)
     if parts == 1:
-        fd, tmp = tempfile.mkstemp(prefix=f".{stem}.", suffix=".tmp", dir=parent)
-        os.close(fd)
-        try:
+        with atomic_path(path) as tmp:
             pq.write_table(table, tmp, row_group_size=ROW_GROUP_ROWS)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
         return path
-    tmp_dir = tempfile.mkdtemp(prefix=f".{stem}.", suffix=".tmp", dir=parent)
-    try:
+    with atomic_folder(path) as tmp_dir:
         edges = np.linspace(0, table.num_rows, parts + 1).astype(int)
         for i in range(parts):
             part = table.slice(edges[i], edges[i + 1] - edges[i])
             pq.write_table(part, os.path.join(tmp_dir, f"part-{i:04d}.parquet"),
                            row_group_size=ROW_GROUP_ROWS)
-        if os.path.isdir(path):
-            old = tempfile.mkdtemp(prefix=f".{stem}.", suffix=".old", dir=parent)
-            os.replace(path, os.path.join(old, stem))
-            os.replace(tmp_dir, path)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            if os.path.exists(path):
-                os.unlink(path)
-            os.replace(tmp_dir, path)
-    except BaseException:
-        shutil.rmtree(tmp_dir, ignore_errors=True)
-        raise
     return path
 
 
@@ -464,10 +442,8 @@ def write_sample(
         "accmc": _write_atomic(_table(mc), os.path.join(outdir, "accmc" + suffix), int(parts)),
     }
     truth = os.path.join(outdir, "truth.json")
-    fd, tmp = tempfile.mkstemp(prefix=".truth.", suffix=".tmp", dir=outdir)
-    with os.fdopen(fd, "w") as f:
+    with atomic_write(truth) as f:
         json.dump(TRUTH, f, indent=2)
-    os.replace(tmp, truth)
     paths["truth"] = truth
     return paths
 

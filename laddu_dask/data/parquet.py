@@ -20,7 +20,6 @@ from __future__ import annotations
 import bisect
 import glob
 import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +43,7 @@ from laddu_dask.data.dataset import (
 )
 from laddu_dask.data.schema import P4_COMPONENTS, WEIGHT_COLUMN, Schema
 from laddu_dask.errors import DataError, SchemaError
+from laddu_dask.files import atomic_path
 
 PRECISIONS = {"f64": pa.float64(), "f32": pa.float32()}
 """Storage precisions accepted by :func:`write_parquet`."""
@@ -334,23 +334,14 @@ def write_parquet(dataset: Dataset, path: PathArg, precision: str = "f64") -> No
     names = dataset.schema.columns() + [WEIGHT_COLUMN]
     arrow_schema = pa.schema([pa.field(n, ptype, nullable=False) for n in names])
     dt = np.float32 if precision == "f32" else np.float64
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(target)}.",
-                               suffix=".tmp")
-    os.close(fd)
-    try:
-        with pq.ParquetWriter(tmp, arrow_schema) as writer:
-            for batch in dataset.iter_batches(None, np.float64):
-                arrays = [batch.columns[n] for n in names[:-1]] + [batch.weights]
-                stored = []
-                for n, a in zip(names, arrays, strict=True):
-                    with np.errstate(over="ignore"):
-                        b = a.astype(dt, copy=False)
-                    if b is not a:
-                        check_finite(b, n, batch.offset, batch.source, original=a)
-                    stored.append(pa.array(b, type=ptype))
-                writer.write_table(pa.Table.from_arrays(stored, schema=arrow_schema))
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    with atomic_path(target) as tmp, pq.ParquetWriter(tmp, arrow_schema) as writer:
+        for batch in dataset.iter_batches(None, np.float64):
+            arrays = [batch.columns[n] for n in names[:-1]] + [batch.weights]
+            stored = []
+            for n, a in zip(names, arrays, strict=True):
+                with np.errstate(over="ignore"):
+                    b = a.astype(dt, copy=False)
+                if b is not a:
+                    check_finite(b, n, batch.offset, batch.source, original=a)
+                stored.append(pa.array(b, type=ptype))
+            writer.write_table(pa.Table.from_arrays(stored, schema=arrow_schema))
