@@ -23,12 +23,18 @@ from laddu_dask.compile import CompiledModel, ReductionPlan
 from laddu_dask.data import Dataset, EventBatch, Schema, read_parquet
 from laddu_dask.errors import (
     BudgetError,
+    ClusterError,
+    ClusterTimeoutError,
+    DataChangedError,
     DataError,
+    KernelCacheError,
     LadduDaskError,
     ModelError,
+    NonFiniteError,
     NonPositiveIntensityError,
     NormalizationError,
     ParameterError,
+    SchedulerLostError,
     SchemaError,
 )
 from laddu_dask.expr import (
@@ -68,7 +74,10 @@ __version__ = "0.1.0"
 __all__ = [
     "NLL",
     "BudgetError",
+    "ClusterError",
+    "ClusterTimeoutError",
     "CompiledModel",
+    "DataChangedError",
     "DataError",
     "Dataset",
     "EventBatch",
@@ -77,6 +86,7 @@ __all__ = [
     "Expr",
     "ExtendedNLL",
     "FitResult",
+    "KernelCacheError",
     "LadduDaskError",
     "Likelihood",
     "MemoryBudget",
@@ -84,6 +94,7 @@ __all__ = [
     "MemoryPlan",
     "Model",
     "ModelError",
+    "NonFiniteError",
     "NonPositiveIntensityError",
     "NormalizationError",
     "ParameterError",
@@ -94,6 +105,7 @@ __all__ = [
     "ReductionEvaluation",
     "ReductionPlan",
     "Schema",
+    "SchedulerLostError",
     "SchemaError",
     "Vec3",
     "Vec4",

@@ -44,3 +44,27 @@ class NormalizationError(LadduDaskError, ValueError):
 
 class BudgetError(LadduDaskError, MemoryError):
     """A memory budget is malformed or too small for the requested work."""
+
+
+class NonFiniteError(LadduDaskError, ValueError):
+    """An intensity, a per-event term or a sum of a likelihood is infinite or NaN."""
+
+
+class DataChangedError(DataError):
+    """A file changed on disk (size, modification time or Parquet footer) after it was opened."""
+
+
+class ClusterError(LadduDaskError, RuntimeError):
+    """The Dask cluster could not do the work: its scheduler is gone, or its workers are."""
+
+
+class SchedulerLostError(ClusterError):
+    """The Dask scheduler cannot be reached any more."""
+
+
+class ClusterTimeoutError(ClusterError, TimeoutError):
+    """A wait on the cluster (for workers, a preparation, an evaluation) ran past its timeout."""
+
+
+class KernelCacheError(LadduDaskError, PermissionError):
+    """The kernel cache folder is unsafe (writable by others) or cannot be written."""
