@@ -25,7 +25,8 @@ except ImportError:  # pytest's default "prepend" import mode puts tests/ on sys
     import laddu_reference as lr
 
 REPO = Path(__file__).resolve().parents[1]
-_SHARED_CANDIDATES = (Path("/work/shared/bench/ksks.py"), REPO.parent / "shared/bench/ksks.py")
+#: The shared generator lives beside the repository (``../shared``) in the development tree.
+_SHARED_CANDIDATES = (REPO.parent / "shared/bench/ksks.py",)
 
 needs_laddu = pytest.mark.skipif(not lr.laddu_available(), reason="laddu is not installed")
 
