@@ -471,8 +471,11 @@ def test_complex_gradient_matches_laddu(ksks_events):
     ds = laddu.Dataset.from_arrays(p4s=p4s, scalars={})
     lv, lg = theirs.value_and_gradient(ds, parameters=COMPLEX_PARAMS)
     v, jac = ours.values_and_jacobian(ours.event_cache(cols), COMPLEX_PARAMS)
-    np.testing.assert_allclose(v, lv, rtol=1e-10, atol=1e-12 * np.max(np.abs(lv)))
-    np.testing.assert_allclose(jac, lg, rtol=1e-9, atol=1e-11 * np.max(np.abs(lg)))
+    # measured: per-event values within 4.3e-13 relative, each gradient column within 2.1e-13
+    # of its largest entry (laddu and we round differently along the boosts and angles)
+    np.testing.assert_allclose(v, lv, rtol=2e-12, atol=0)
+    scale = np.abs(lg).max(axis=0)
+    assert np.all(np.abs(jac - lg) <= 2e-12 * scale)
 
 
 # ---------------------------------------------------------------------------------------
