@@ -651,11 +651,28 @@ def test_conflicting_parameter_definitions():
         ({"bounds": (0.0, math.nan)}, r"'bp': upper bound is NaN"),
         ({"initial": math.nan}, r"'bp': initial value is NaN"),
         ({"fixed": "x"}, r"'bp': fixed value must be a number"),
+        ({"initial": math.inf}, r"'bp': initial value inf is not finite"),
+        ({"initial": -math.inf, "bounds": (None, 0.0)}, r"'bp': initial value -inf is not finite"),
+        ({"initial": np.float32("inf")}, r"'bp': initial value inf is not finite"),
+        ({"fixed": math.inf}, r"'bp': fixed value inf is not finite"),
+        ({"fixed": math.nan}, r"'bp': fixed value is NaN"),
+        ({"bounds": (math.nan, 1.0)}, r"'bp': lower bound is NaN"),
+        ({"bounds": (math.inf, None)}, r"'bp': lower bound inf leaves no allowed value"),
+        ({"bounds": (None, -math.inf)}, r"'bp': upper bound -inf leaves no allowed value"),
     ],
 )
 def test_bad_parameter_definitions(kwargs, message):
     with pytest.raises(ParameterError, match=message):
         ld.parameter("bp", **kwargs)
+
+
+def test_infinite_bounds_mean_unbounded_as_in_laddu():
+    spec = ld.parameter("ub", bounds=(-math.inf, np.float32("inf"))).attr
+    assert spec.bounds == (None, None) and spec.initial == 0.0
+    spec = ld.parameter("ub1", bounds=(np.float64(0.5), math.inf)).attr
+    assert spec.bounds == (0.5, None) and spec.initial == 0.5
+    with pytest.raises(ParameterError, match=r"'cinf imag': initial value inf is not finite"):
+        ld.cparameter("cinf", initial=complex(1.0, math.inf))
 
 
 def test_bad_parameter_names_and_values():

@@ -18,10 +18,9 @@ Examples
 from __future__ import annotations
 
 import bisect
-import glob
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -41,74 +40,43 @@ from laddu_dask.data.dataset import (
     resolve_columns,
     split_rows,
 )
+from laddu_dask.data.identity import FileIdentity
+from laddu_dask.data.paths import PathArg, expand_paths
 from laddu_dask.data.schema import P4_COMPONENTS, WEIGHT_COLUMN, Schema
-from laddu_dask.errors import DataError, SchemaError
+from laddu_dask.errors import DataChangedError, DataError, SchemaError
 from laddu_dask.files import atomic_path
 
 PRECISIONS = {"f64": pa.float64(), "f32": pa.float32()}
 """Storage precisions accepted by :func:`write_parquet`."""
 
-PathArg = str | os.PathLike[str]
-
-
-# ----------------------------------------------------------------------------- paths
-
-
-def expand_paths(path: PathArg | Sequence[PathArg]) -> list[str]:
-    """Resolve a file, folder (its ``*.parquet``, sorted), glob, or a list of these.
-
-    Raises
-    ------
-    FileNotFoundError
-        Naming the pattern, folder or file that matched nothing.
-
-    Examples
-    --------
-    >>> expand_paths("/no/such/*.parquet")
-    Traceback (most recent call last):
-    ...
-    FileNotFoundError: no files match '/no/such/*.parquet'
-    """
-    items = [path] if isinstance(path, str | os.PathLike) else list(path)
-    if not items:
-        raise FileNotFoundError("no Parquet paths given (empty list)")
-    files: list[str] = []
-    for item in items:
-        p = os.path.expanduser(os.fspath(item))
-        if glob.has_magic(p):
-            found = sorted(f for f in glob.glob(p, recursive=True) if os.path.isfile(f))
-            if not found:
-                raise FileNotFoundError(f"no files match {p!r}")
-            files.extend(found)
-        elif os.path.isdir(p):
-            found = sorted(
-                os.path.join(p, f) for f in os.listdir(p)
-                if f.endswith(".parquet") and os.path.isfile(os.path.join(p, f))
-            )
-            if not found:
-                raise FileNotFoundError(f"folder {p!r} holds no *.parquet files")
-            files.extend(found)
-        elif os.path.isfile(p):
-            files.append(p)
-        else:
-            raise FileNotFoundError(f"no such Parquet file or folder: {p!r}")
-    return files
-
 
 # ----------------------------------------------------------------------------- metadata
 
 
+_READ_ERRORS = (pa.ArrowException, OSError)
+"""What pyarrow raises for unreadable, truncated or corrupt files (bad pages, bad
+decompression, failed page checksums); each read turns them into a DataError naming the
+file and row groups."""
+
+
 def _is_numeric(t: pa.DataType) -> bool:
-    return pa.types.is_floating(t) or pa.types.is_integer(t) or pa.types.is_boolean(t)
+    """Numbers a model can use: floats, integers, booleans and decimals (read as float64)."""
+    return (pa.types.is_floating(t) or pa.types.is_integer(t) or pa.types.is_boolean(t)
+            or pa.types.is_decimal(t))
 
 
 def _schema_of(path: str, arrow_schema: pa.Schema) -> Schema:
-    """Schema of one file; non-numeric columns are ignored unless they look like data."""
+    """Schema of one file; other columns (strings, timestamps, ...) are kept as not numeric.
+
+    A non-numeric weight or four-vector component is an error now; any other non-numeric
+    column is an error only if a model needs it (see :meth:`Schema.require`).
+    """
     numeric = [f.name for f in arrow_schema if _is_numeric(f.type)]
     component_heads = {
         f.name.rpartition("_")[0] for f in arrow_schema
         if f.name.rpartition("_")[2] in P4_COMPONENTS and _is_numeric(f.type)
     }
+    other = []
     for f in arrow_schema:
         if _is_numeric(f.type):
             continue
@@ -117,7 +85,8 @@ def _schema_of(path: str, arrow_schema: pa.Schema) -> Schema:
             raise SchemaError(
                 f"column {f.name!r} in {path} has type {f.type}; expected a number"
             )
-    return Schema.from_column_names(numeric, path)
+        other.append((f.name, str(f.type), path))
+    return replace(Schema.from_column_names(numeric, path), non_numeric=tuple(other))
 
 
 @dataclass(frozen=True)
@@ -125,17 +94,38 @@ class _FileInfo:
     path: str
     n_rows: int
     row_group_rows: tuple[int, ...]
+    identity: FileIdentity
 
 
 def _inspect(path: str) -> tuple[_FileInfo, Schema]:
     try:
-        with pq.ParquetFile(path) as f:
-            md = f.metadata
-            arrow_schema = f.schema_arrow
-            rg = tuple(md.row_group(i).num_rows for i in range(md.num_row_groups))
-    except pa.ArrowException as exc:
+        with pa.OSFile(path) as handle:
+            identity = FileIdentity.read(handle, path)
+            with pq.ParquetFile(handle) as f:
+                md = f.metadata
+                arrow_schema = f.schema_arrow
+                rg = tuple(md.row_group(i).num_rows for i in range(md.num_row_groups))
+    except _READ_ERRORS as exc:
         raise DataError(f"{path} is not a readable Parquet file: {exc}") from None
-    return _FileInfo(path, int(md.num_rows), rg), _schema_of(path, arrow_schema)
+    return _FileInfo(path, int(md.num_rows), rg, identity), _schema_of(path, arrow_schema)
+
+
+def _numbers(chunked: pa.ChunkedArray) -> np.ndarray:
+    """A column's values as NumPy numbers; decimals as the nearest float64.
+
+    Arrow's decimal-to-float cast can be one unit in the last place off, so decimals
+    are converted here: exactly-representable unscaled integers divided by an exact power
+    of ten (one correctly rounded division), else Python's correctly rounded ``float``.
+    """
+    t = chunked.type
+    if not pa.types.is_decimal(t):
+        return chunked.to_numpy()
+    if t.bit_width == 128 and t.precision <= 15 and 0 <= t.scale <= 22:
+        # |unscaled| < 10**15 < 2**53 sits in the low 64 bits of each little-endian value
+        low = [np.frombuffer(c.buffers()[1], "<i8")[2 * c.offset:2 * (c.offset + len(c)):2]
+               for c in chunked.chunks]
+        return np.concatenate([*low, np.empty(0, "<i8")]).astype(np.float64) / 10.0 ** t.scale
+    return np.array([float(v) for v in chunked.to_pylist()], dtype=np.float64)
 
 
 def _describe_difference(a: Schema, b: Schema) -> str:
@@ -154,13 +144,19 @@ def _describe_difference(a: Schema, b: Schema) -> str:
 
 @dataclass(frozen=True)
 class ParquetPartition(Partition):
-    """Rows ``start:stop`` of one Parquet file, read through the row groups covering them."""
+    """Rows ``start:stop`` of one Parquet file, read through the row groups covering them.
+
+    Every load checks that the file is still the one that was opened (its size,
+    modification time and footer, see :class:`~laddu_dask.data.identity.FileIdentity`)
+    and verifies the page checksums the file carries.
+    """
 
     path: str
     start: int
     row_groups: tuple[int, ...]
     skip: int
     schema: Schema = field(repr=False)
+    identity: FileIdentity = field(repr=False)
     group_rows: int = 0
 
     @property
@@ -169,21 +165,28 @@ class ParquetPartition(Partition):
         return max(self.group_rows, self.n_events)
 
     def load(self, columns: Sequence[str] | None = None, dtype: Any = np.float64) -> EventBatch:
+        """Load the events (see :meth:`Partition.load`).
+
+        Raises
+        ------
+        DataChangedError
+            If the file changed on disk, or is gone, since it was opened (naming it).
+        DataError
+            If a row group cannot be read or decoded, or fails its page checksum (naming
+            the file and the row groups), or a value is missing or not finite.
+        """
         dt = check_dtype(dtype)
         cols = resolve_columns(self.schema, columns, self.path)
         read = cols + ([WEIGHT_COLUMN] if self.schema.has_weight else [])
         out = {c: np.empty(0, dtype=dt) for c in cols}
         weights = np.ones(self.n_events, dtype=dt)
-        if read and self.n_events:
-            try:
-                with pq.ParquetFile(self.path) as f:
-                    table = f.read_row_groups(list(self.row_groups), columns=read,
-                                              use_threads=False)
-            except pa.ArrowException as exc:
-                raise DataError(f"cannot read {self.source}: {exc}") from None
+        if not self.n_events:
+            return EventBatch(out, weights, offset=self.offset, source=self.source)
+        table = self._read(read)
+        if table is not None:
             table = table.slice(self.skip, self.n_events)
             if table.num_rows != self.n_events:
-                raise DataError(
+                raise DataChangedError(
                     f"{self.path} changed since it was opened: expected {self.n_events} rows "
                     f"at {self.source}, found {table.num_rows}"
                 )
@@ -199,6 +202,25 @@ class ParquetPartition(Partition):
             pa.default_memory_pool().release_unused()
         return EventBatch(out, weights, offset=self.offset, source=self.source)
 
+    def _read(self, columns: list[str]) -> pa.Table | None:
+        """Check the file's identity, then read ``columns`` of the row groups (None for none)."""
+        try:
+            with pa.OSFile(self.path) as handle:
+                self.identity.check(FileIdentity.read(handle, self.path), self.path)
+                if not columns:
+                    return None
+                with pq.ParquetFile(handle, page_checksum_verification=True) as f:
+                    return f.read_row_groups(list(self.row_groups), columns=columns,
+                                             use_threads=False)
+        except FileNotFoundError:
+            raise DataChangedError(
+                f"{self.path} was deleted or moved since it was opened ({self.source})"
+            ) from None
+        except _READ_ERRORS as exc:
+            groups = ", ".join(str(g) for g in self.row_groups)
+            word = "row group" if len(self.row_groups) == 1 else "row groups"
+            raise DataError(f"cannot read {word} {groups} of {self.source}: {exc}") from None
+
     def _convert(self, chunked: pa.ChunkedArray, name: str, dt: np.dtype) -> np.ndarray:
         if chunked.null_count:
             i = pc.index(pc.is_null(chunked), True).as_py()
@@ -206,7 +228,7 @@ class ParquetPartition(Partition):
                 f"column {name!r} has a missing (null) value at event {self.offset + i} "
                 f"({self.source})"
             )
-        raw = chunked.to_numpy()
+        raw = _numbers(chunked)
         with np.errstate(over="ignore"):
             arr = np.array(raw, dtype=dt, copy=True, order="C")
         check_finite(arr, name, self.offset, self.source,
@@ -222,11 +244,9 @@ class ParquetOrigin:
         self.schema = schema
         self.sources = tuple(f.path for f in self.files)
         self.n_events = sum(f.n_rows for f in self.files)
-        stats = []
-        for f in self.files:
-            st = os.stat(f.path)
-            stats.append((os.path.abspath(f.path), st.st_size, st.st_mtime_ns, f.n_rows))
-        self.token = "parquet-" + tokenize(stats)
+        self.token = "parquet-" + tokenize(
+            [(os.path.abspath(f.path), f.identity, f.n_rows) for f in self.files]
+        )
 
     def make_partitions(self, chunk_size: int) -> tuple[Partition, ...]:
         parts: list[Partition] = []
@@ -241,7 +261,7 @@ class ParquetOrigin:
                 parts.append(ParquetPartition(
                     n_events=b - a, offset=offset + a, source=f"{f.path} [rows {a}:{b}]",
                     path=f.path, start=a, row_groups=tuple(range(first, last + 1)),
-                    skip=a - starts[first], schema=self.schema,
+                    skip=a - starts[first], schema=self.schema, identity=f.identity,
                     group_rows=starts[last + 1] - starts[first],
                 ))
             offset += f.n_rows
@@ -249,7 +269,7 @@ class ParquetOrigin:
             f = self.files[0]
             parts.append(ParquetPartition(
                 n_events=0, offset=0, source=f"{f.path} [rows 0:0]", path=f.path, start=0,
-                row_groups=(), skip=0, schema=self.schema,
+                row_groups=(), skip=0, schema=self.schema, identity=f.identity,
             ))
         return tuple(parts)
 
@@ -261,11 +281,21 @@ def read_parquet(path: PathArg | Sequence[PathArg], chunk_size: int | None = Non
                  memory_policy: str = "fastest") -> Dataset:
     """Open Parquet event files lazily as a :class:`Dataset`.
 
+    Only the files' metadata are read now. Each file's identity (size, modification
+    time, footer) is recorded, and every later read of its events checks it: a file
+    rewritten on disk raises :class:`~laddu_dask.errors.DataChangedError` rather than
+    changing a likelihood silently.
+
+    Columns of floating, integer, boolean or decimal type are numbers (decimals are read
+    as the nearest float64); other columns (strings, timestamps, dates) are kept in the
+    schema as not numeric, and a model that needs one is told its type.
+
     Parameters
     ----------
     path : path-like or sequence of path-like
         A file, a folder (every ``*.parquet`` in it, sorted), a glob pattern such
-        as ``"accmc/*.parquet"``, or a list of these.
+        as ``"accmc/*.parquet"``, or a list of these. A path that exists is never a
+        pattern (``"run[1].parquet"`` is that file). Each file may be named only once.
     chunk_size : int, optional
         Maximum events per partition (default ``DEFAULT_CHUNK_SIZE``); partitions
         never span two files.
@@ -277,7 +307,9 @@ def read_parquet(path: PathArg | Sequence[PathArg], chunk_size: int | None = Non
     FileNotFoundError
         A path or pattern matched no file.
     DataError
-        A file is not Parquet (naming it).
+        A file is not Parquet or cannot be read (naming it), or one file is named twice,
+        through a pattern and its name, a link or another spelling (naming the file and
+        both spellings).
     SchemaError
         Files disagree on their columns (naming both), or a four-vector is incomplete.
     ValueError
@@ -312,8 +344,9 @@ def read_parquet(path: PathArg | Sequence[PathArg], chunk_size: int | None = Non
 def write_parquet(dataset: Dataset, path: PathArg, precision: str = "f64") -> None:
     """Write ``dataset`` (all columns and weights) to one Parquet file, atomically.
 
-    Each partition becomes one row group. The file is first written to a hidden
-    temporary file in the same folder and then renamed over ``path``.
+    Each partition becomes one row group, and every page carries a CRC checksum that
+    :func:`read_parquet` verifies. The file is first written to a hidden temporary file
+    in the same folder and then renamed over ``path``.
 
     Raises
     ------
@@ -334,7 +367,8 @@ def write_parquet(dataset: Dataset, path: PathArg, precision: str = "f64") -> No
     names = dataset.schema.columns() + [WEIGHT_COLUMN]
     arrow_schema = pa.schema([pa.field(n, ptype, nullable=False) for n in names])
     dt = np.float32 if precision == "f32" else np.float64
-    with atomic_path(target) as tmp, pq.ParquetWriter(tmp, arrow_schema) as writer:
+    with atomic_path(target) as tmp, pq.ParquetWriter(tmp, arrow_schema,
+                                                   write_page_checksum=True) as writer:
         for batch in dataset.iter_batches(None, np.float64):
             arrays = [batch.columns[n] for n in names[:-1]] + [batch.weights]
             stored = []

@@ -17,7 +17,7 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from laddu_dask.errors import SchemaError
 
@@ -63,6 +63,10 @@ class Schema:
         Scalar column names, in file column order.
     has_weight : bool
         Whether a ``weight`` column is stored (otherwise every weight is 1).
+    non_numeric : tuple of (column, type, file)
+        Columns that exist but hold no numbers (strings, timestamps, dates), with
+        their Arrow type and the file they were found in; a model cannot use them,
+        and :meth:`require` says so. They play no part in comparing schemas.
 
     Examples
     --------
@@ -74,10 +78,12 @@ class Schema:
     p4s: tuple[str, ...]
     scalars: tuple[str, ...]
     has_weight: bool
+    non_numeric: tuple[tuple[str, str, str], ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "p4s", tuple(self.p4s))
         object.__setattr__(self, "scalars", tuple(self.scalars))
+        object.__setattr__(self, "non_numeric", tuple(tuple(c) for c in self.non_numeric))
         cols = self.columns()
         dup = sorted({c for c in cols if cols.count(c) > 1})
         if dup:
@@ -155,7 +161,7 @@ class Schema:
         return cls(p4s=tuple(p4s), scalars=scalars, has_weight=WEIGHT_COLUMN in seen)
 
     def require(self, columns: Iterable[str], source: str, *, needed_by: str = "model") -> None:
-        """Check that every column in ``columns`` exists.
+        """Check that every column in ``columns`` exists and holds numbers.
 
         ``weight`` always counts as present (it defaults to 1).
 
@@ -171,31 +177,46 @@ class Schema:
         Raises
         ------
         SchemaError
-            Naming every missing column and ``source``.
+            Naming every missing column and ``source``, and every needed column that
+            exists but is not numeric with its type and file.
 
         Examples
         --------
-        >>> s = Schema(("beam",), (), False)
+        >>> s = Schema(("beam",), (), False, non_numeric=(("run", "string", "data.parquet"),))
         >>> s.require(["beam_e", "weight"], "data.parquet")
         >>> s.require(["kshort1_px"], "data.parquet")
         Traceback (most recent call last):
         ...
         laddu_dask.errors.SchemaError: model needs column 'kshort1_px' which data.parquet lacks ...
+        >>> s.require(["run"], "data.parquet")
+        Traceback (most recent call last):
+        ...
+        laddu_dask.errors.SchemaError: model needs column 'run', which in data.parquet has type string: ...
         """
         have = set(self.columns())
         have.add(WEIGHT_COLUMN)
+        typed = {name: (kind, path) for name, kind, path in self.non_numeric}
         missing: list[str] = []
         for c in columns:
             if c not in have and c not in missing:
                 missing.append(c)
         if not missing:
             return
-        word = "column" if len(missing) == 1 else "columns"
-        avail = _quoted(self.columns()) or "none"
-        raise SchemaError(
-            f"{needed_by} needs {word} {_quoted(missing)} which {source} lacks "
-            f"(available columns: {avail})"
-        )
+        problems = []
+        absent = [c for c in missing if c not in typed]
+        if absent:
+            word = "column" if len(absent) == 1 else "columns"
+            avail = _quoted(self.columns()) or "none"
+            problems.append(f"{needed_by} needs {word} {_quoted(absent)} which {source} lacks "
+                            f"(available columns: {avail})")
+        for c in missing:
+            if c in typed:
+                kind, path = typed[c]
+                problems.append(
+                    f"{needed_by} needs column {c!r}, which in {path} has type {kind}: not a "
+                    "number (a column must hold floats, integers, booleans or decimals)"
+                )
+        raise SchemaError("; ".join(problems))
 
     def __contains__(self, column: object) -> bool:
         return column in self.columns()

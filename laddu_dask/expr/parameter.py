@@ -60,13 +60,27 @@ class ParameterSpec:
         return f"{self.name} = {self.initial} [{lo}, {hi}]"
 
 
-def _check_number(name: str, what: str, value: object) -> float:
+def _check_number(name: str, what: str, value: object, *, finite: bool = True) -> float:
     try:
         out = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         raise ParameterError(f"parameter {name!r}: {what} must be a number, got {value!r}") from None
     if math.isnan(out):
         raise ParameterError(f"parameter {name!r}: {what} is NaN")
+    if finite and math.isinf(out):
+        raise ParameterError(f"parameter {name!r}: {what} {out} is not finite")
+    return out
+
+
+def _bound(name: str, what: str, value: object, unbounded: float) -> float | None:
+    """A bound as a float, or None for no bound (``None`` or the infinity ``unbounded``)."""
+    if value is None:
+        return None
+    out = _check_number(name, what, value, finite=False)
+    if out == unbounded:
+        return None
+    if math.isinf(out):
+        raise ParameterError(f"parameter {name!r}: {what} {out} leaves no allowed value")
     return out
 
 
@@ -84,12 +98,13 @@ def parameter(
     name : str
         Unique name.
     initial : float, optional
-        Starting value.  Defaults to the middle of finite bounds, the finite bound
-        when only one is given, else 0.
+        Starting value (finite).  Defaults to the middle of finite bounds, the
+        finite bound when only one is given, else 0.
     bounds : (float or None, float or None), optional
-        Inclusive limits honoured by the fits.
+        Inclusive limits honoured by the fits; ``None``, ``-inf`` (lower) or
+        ``inf`` (upper) means unbounded on that side, as in laddu.
     fixed : float, optional
-        Hold the parameter at this value: it is folded into the model as a
+        Hold the parameter at this finite value: it is folded into the model as a
         constant and is not among the free parameters.
 
     Returns
@@ -100,7 +115,9 @@ def parameter(
     Raises
     ------
     ParameterError
-        For an empty name, inverted bounds or an initial value outside them.
+        For an empty name, an initial or fixed value that is not a finite number, a
+        NaN bound, a bound that allows no value (a lower bound of ``inf``), inverted
+        bounds or an initial value outside them, naming the parameter.
 
     Examples
     --------
@@ -111,12 +128,8 @@ def parameter(
     if not isinstance(name, str) or not name.strip():
         raise ParameterError(f"a parameter name must be a non-empty string, got {name!r}")
     lo, hi = (None, None) if bounds is None else tuple(bounds)  # type: ignore[misc]
-    lo = None if lo is None or (isinstance(lo, float) and lo == -math.inf) else _check_number(
-        name, "lower bound", lo
-    )
-    hi = None if hi is None or (isinstance(hi, float) and hi == math.inf) else _check_number(
-        name, "upper bound", hi
-    )
+    lo = _bound(name, "lower bound", lo, -math.inf)
+    hi = _bound(name, "upper bound", hi, math.inf)
     if lo is not None and hi is not None and not lo < hi:
         raise ParameterError(f"parameter {name!r}: lower bound {lo} is not below upper bound {hi}")
     if fixed is not None:

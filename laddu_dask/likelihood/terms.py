@@ -30,7 +30,7 @@ import numpy as np
 from laddu_dask.compile.compiled import CompiledModel
 from laddu_dask.compile.plan import ReductionPlan
 from laddu_dask.data.dataset import Dataset
-from laddu_dask.errors import NormalizationError
+from laddu_dask.errors import DataError, NormalizationError
 from laddu_dask.expr.model import Model
 from laddu_dask.expr.node import Expr
 from laddu_dask.runtime.execution import Execution
@@ -88,6 +88,12 @@ class _Term:
         self.model = _as_model(model)
         self.data = _as_dataset(data, "data", name)
         self.accepted_mc = _as_dataset(accepted_mc, "accepted_mc", name)
+        for role, ds in (("data", self.data), ("accepted Monte Carlo (accepted_mc)", self.accepted_mc)):
+            if ds.n_events == 0:
+                raise DataError(
+                    f"term {name!r}: its {role} has no events ({', '.join(ds.sources)}); a "
+                    "likelihood needs at least one event in its data and its accepted Monte Carlo"
+                )
         self.compiled = CompiledModel.from_expr(self.model)
         # a missing column is reported now, naming the file, not at the first evaluation
         for ds in (self.data, self.accepted_mc):
@@ -180,6 +186,13 @@ class NLL(_Term):
         Accepted Monte Carlo events normalising the intensity.
     name : str
         Unique term name.
+
+    Raises
+    ------
+    DataError
+        If the data or the accepted Monte Carlo has no events (naming the term and files).
+    SchemaError
+        If a dataset lacks a column the model needs, or holds it as non-numbers.
 
     Examples
     --------
