@@ -395,14 +395,14 @@ def _write_atomic(table: pa.Table, path: str, parts: int) -> str:
     """Write one file (``parts == 1``) or a folder of ``parts`` files, replacing ``path``."""
     if parts == 1:
         with atomic_path(path) as tmp:
-            pq.write_table(table, tmp, row_group_size=ROW_GROUP_ROWS)
+            pq.write_table(table, tmp, row_group_size=ROW_GROUP_ROWS, write_page_checksum=True)
         return path
     with atomic_folder(path) as tmp_dir:
         edges = np.linspace(0, table.num_rows, parts + 1).astype(int)
         for i in range(parts):
             part = table.slice(edges[i], edges[i + 1] - edges[i])
             pq.write_table(part, os.path.join(tmp_dir, f"part-{i:04d}.parquet"),
-                           row_group_size=ROW_GROUP_ROWS)
+                           row_group_size=ROW_GROUP_ROWS, write_page_checksum=True)
     return path
 
 
