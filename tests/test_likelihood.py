@@ -303,6 +303,81 @@ def test_fit_starts_from_the_given_point_and_checks_it():
         lik.fit(method="newton")
 
 
+def _plain(message: str) -> None:
+    """iminuit's message as words, not its box-drawing table."""
+    assert message and "\n" not in message
+    assert not any(ch in message for ch in "\u2500\u2502\u250c\u2510\u2514\u2518\u251c\u2524")
+
+
+@pytest.mark.parametrize("method", ["migrad", "lbfgsb"])
+def test_good_fit_is_valid_with_edm_and_correlation(method):
+    data, mc = _fit_sample()
+    lik = Likelihood([NLL(_fit_model(), data=data, accepted_mc=mc)])
+    r = lik.fit(method=method)
+    assert r.valid, r.message
+    fmin = r.minuit.fmin
+    assert fmin.has_accurate_covar and not fmin.has_made_posdef_covar
+    _plain(r.message)
+    assert r.message.startswith(f"valid minimum; EDM {fmin.edm:.2g} < goal {fmin.edm_goal:.2g}")
+    assert r.edm == fmin.edm and 0.0 <= r.edm < fmin.edm_goal
+    # correlation = cov / (sigma sigma^T), computed here from the covariance
+    sigma = np.sqrt(np.diag(r.covariance))
+    np.testing.assert_allclose(r.correlation, r.covariance / np.outer(sigma, sigma), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(np.diag(r.correlation), 1.0, rtol=1e-14)
+    assert -1.0 < r.correlation[0, 1] < 0.0  # the linear and quadratic slopes trade off
+    assert r.correlation[0, 1] == r.correlation[1, 0]
+    d = r.to_dict()
+    assert d["edm"] == r.edm and d["correlation"] == r.correlation.tolist() and d["valid"] is True
+    assert d["message"] == r.message
+    assert "edm = " in repr(r) and "correlation:" in repr(r) and "[-0.5, 5]" in repr(r)
+
+
+def _saddle_model():
+    """A minimum in p1 that is a saddle in (c, d).
+
+    The data's curvature (x^2) is missing from ``1 + p1 x``, so the sample has too few
+    events in the middle of [0, 1] and adding q x (1 - x) raises -2 ln L: its slope
+    s = d(-2 ln L)/dq is positive.  With q = c^2 + d^2 + 4 c d the Hessian in (c, d) at
+    c = d = 0 is s [[2, 4], [4, 2]], indefinite.  The gradient in c and d is exactly 0
+    there, so neither minimiser leaves c = d = 0: MIGRAD calls it a valid minimum and
+    HESSE has to force the covariance positive-definite.  (HESSE's steps are positive in
+    c and d together, where q > 0, so every intensity it evaluates is positive.)
+    """
+    x = scalar("x")
+    a = parameter("p1", initial=0.3)
+    c = parameter("c", initial=0.0)
+    d = parameter("d", initial=0.0)
+    return Model(1.0 + a * x + (c * c + d * d + 4.0 * c * d) * (x * (1.0 - x)))
+
+
+@pytest.mark.parametrize("method", ["migrad", "lbfgsb"])
+def test_fit_whose_covariance_was_forced_positive_definite_is_invalid(method):
+    data, mc = _fit_sample()
+    r = Likelihood([NLL(_saddle_model(), data=data, accepted_mc=mc)]).fit(method=method)
+    fmin = r.minuit.fmin
+    assert fmin.has_made_posdef_covar and not r.minuit.accurate  # the case really happens
+    if method == "migrad":
+        assert fmin.is_valid  # MIGRAD itself calls the minimum valid: valid used to be True
+    assert r.valid is False and r.to_dict()["valid"] is False
+    _plain(r.message)
+    assert r.message.startswith("invalid minimum: covariance forced positive-definite; EDM ")
+    assert r.edm == fmin.edm
+    assert r.values["c"] == r.values["d"] == 0.0  # it stayed on the saddle
+
+
+@pytest.mark.parametrize("method", ["migrad", "lbfgsb"])
+def test_fit_that_reaches_its_call_limit_is_invalid(method):
+    data, mc = _fit_sample()
+    r = Likelihood([NLL(_fit_model(), data=data, accepted_mc=mc)]).fit(method=method, max_calls=5)
+    assert r.valid is False
+    _plain(r.message)
+    assert r.message.startswith("invalid minimum: call limit reached")
+    if method == "migrad":
+        assert "HESSE not run" in r.message and r.minuit.fmin.has_reached_call_limit
+    else:
+        assert "; L-BFGS-B: " in r.message  # and SciPy's own words
+
+
 # ---------------------------------------------------------------------------
 # bad input: every case by error type and message
 # ---------------------------------------------------------------------------

@@ -35,6 +35,7 @@ import numpy as np
 from laddu_dask.data.batch import EventBatch
 from laddu_dask.data.schema import WEIGHT_COLUMN, Schema, p4_columns
 from laddu_dask.errors import DataError, SchemaError
+from laddu_dask.views import Raw, bytes_text, key_values
 
 DEFAULT_CHUNK_SIZE = 262_144
 """Events per partition when ``chunk_size`` is None."""
@@ -592,12 +593,8 @@ class Dataset:
             ("Four-vectors", ", ".join(s.p4s) or "none"),
             ("Scalars", ", ".join(s.scalars) or "none"),
             ("Weights", "stored" if s.has_weight else "none (all 1)"),
+            ("Size loaded (f64)", bytes_text(self.estimate_nbytes())),
             ("Memory policy", self.memory_policy),
-            ("Sources", "<br>".join(html.escape(x) for x in shown)),
+            ("Sources", Raw("<br>".join(html.escape(x) for x in shown))),
         ]
-        body = "".join(
-            f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
-            f"<td style='text-align:left'>{v if k == 'Sources' else html.escape(v)}</td></tr>"
-            for k, v in rows
-        )
-        return f"<table><caption>laddu_dask Dataset</caption>{body}</table>"
+        return key_values(rows, caption="laddu_dask Dataset")

@@ -14,9 +14,12 @@ Examples
 
 from __future__ import annotations
 
+import html
+
 from laddu_dask.errors import ModelError
 from laddu_dask.expr.node import Expr, as_expr, walk
 from laddu_dask.expr.parameter import ParameterSpec, merge_parameters
+from laddu_dask.views import format_bounds, table
 
 
 class Model:
@@ -78,14 +81,14 @@ class Model:
         )
 
     def _repr_html_(self) -> str:
-        rows = "".join(
-            f"<tr><td>{name}</td><td>{spec.initial:g}</td><td>{spec.bounds[0]}</td>"
-            f"<td>{spec.bounds[1]}</td><td>{'fixed' if spec.is_fixed else 'free'}</td></tr>"
+        rows = [
+            [name, f"{spec.initial:g}", "\u2014" if spec.is_fixed else format_bounds(*spec.bounds),
+             "fixed" if spec.is_fixed else "free"]
             for name, spec in self.parameters.items()
-        )
+        ]
+        columns = ", ".join(self.columns) or "none"
         return (
             "<b>laddu_dask.Model</b>"
-            f"<p>columns: {', '.join(self.columns)}</p>"
-            "<table><tr><th>parameter</th><th>value</th><th>lower</th><th>upper</th>"
-            f"<th></th></tr>{rows}</table>"
+            f"<p>columns: {html.escape(columns)}</p>"
+            + table(["parameter", "value", "bounds", "status"], rows)
         )

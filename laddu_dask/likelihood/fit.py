@@ -19,6 +19,9 @@ True
 
 from __future__ import annotations
 
+import html
+import math
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from laddu_dask.compile.layout import ParameterValues
+from laddu_dask.views import format_bounds, table
 
 METHODS = ("migrad", "lbfgsb")
 
@@ -41,7 +45,10 @@ class FitResult:
     fval : float
         Minimum of the likelihood (``-2 ln L``).
     valid : bool
-        Whether the minimiser reports convergence (and an accurate covariance).
+        Whether the minimiser reports convergence and HESSE an accurate covariance:
+        MIGRAD's minimum is valid (L-BFGS-B reports success), and HESSE ran, did not
+        fail and did not have to force the covariance positive-definite.
+        :attr:`message` says what failed.
     n_calls : int
         Likelihood evaluations used.
     method : str
@@ -49,13 +56,21 @@ class FitResult:
     covariance : numpy.ndarray or None
         Covariance matrix in :attr:`parameter_names` order.
     parameter_names : list of str
-        Order of :attr:`covariance`.
+        Order of :attr:`covariance` and :attr:`correlation`.
     minuit : iminuit.Minuit or None
         The minimiser (MIGRAD), or the one that computed HESSE errors.
     message : str
-        The minimiser's own words.
+        One plain sentence: ``"valid minimum; EDM 1.2e-05 < goal 0.0002"``, or
+        ``"invalid minimum: "`` and what failed (``"call limit reached"``,
+        ``"covariance forced positive-definite"``, ...).
     wall_time : float
         Seconds spent.
+    edm : float
+        Estimated distance to the minimum (iminuit's, after HESSE).
+    correlation : numpy.ndarray or None
+        Correlation matrix (``covariance / (sigma sigma^T)``), :attr:`parameter_names` order.
+    bounds : dict[str, tuple]
+        Each parameter's limits (``None``: none on that side).
     """
 
     values: dict[str, float]
@@ -69,25 +84,43 @@ class FitResult:
     minuit: Any = field(default=None, repr=False)
     message: str = ""
     wall_time: float = 0.0
+    edm: float = math.nan
+    correlation: np.ndarray | None = None
+    bounds: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
+
+    def _bounds_text(self, name: str) -> str:
+        return format_bounds(*self.bounds.get(name, (None, None)))
+
+    def _headline(self) -> str:
+        return (
+            f"{self.method}: {'valid' if self.valid else 'INVALID'}, fval = {self.fval:.10g}, "
+            f"edm = {self.edm:.3g}, {self.n_calls} calls, {self.wall_time:.2f} s"
+        )
 
     def __repr__(self) -> str:
-        lines = [
-            f"FitResult({self.method}: {'valid' if self.valid else 'INVALID'}, fval = {self.fval:.10g}, "
-            f"{self.n_calls} calls, {self.wall_time:.2f} s)"
-        ]
+        lines = [f"FitResult({self._headline()})", f"  {self.message}"]
         for name in self.parameter_names:
-            lines.append(f"  {name:>14s} = {self.values[name]: .6g} +- {self.errors[name]:.3g}")
+            lines.append(f"  {name:>14s} = {self.values[name]: .6g} +- {self.errors[name]:.3g}"
+                         f"  {self._bounds_text(name)}")
+        if self.correlation is not None:
+            lines.append("  correlation:")
+            for name, row in zip(self.parameter_names, self.correlation):
+                lines.append(f"  {name:>14s} " + " ".join(f"{c:+.2f}" for c in row))
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        rows = "".join(
-            f"<tr><td>{n}</td><td>{self.values[n]:.6g}</td><td>{self.errors[n]:.3g}</td></tr>"
-            for n in self.parameter_names
+        names = self.parameter_names
+        params = table(
+            ["parameter", "value", "error", "bounds"],
+            [[n, f"{self.values[n]:.6g}", f"{self.errors[n]:.3g}", self._bounds_text(n)] for n in names],
         )
+        corr = ""
+        if self.correlation is not None:
+            corr = table(["correlation", *names],
+                         [[n, *(f"{c:+.2f}" for c in row)] for n, row in zip(names, self.correlation)])
         return (
-            f"<b>FitResult</b> ({self.method}, {'valid' if self.valid else 'INVALID'}, "
-            f"fval = {self.fval:.10g}, {self.n_calls} calls, {self.wall_time:.2f} s)"
-            f"<table><tr><th>parameter</th><th>value</th><th>error</th></tr>{rows}</table>"
+            f"<b>FitResult</b> ({html.escape(self._headline())})"
+            f"<p>{html.escape(self.message)}</p>{params}{corr}"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -96,11 +129,13 @@ class FitResult:
             "method": self.method,
             "valid": self.valid,
             "fval": self.fval,
+            "edm": self.edm,
             "n_calls": self.n_calls,
             "parameter_names": list(self.parameter_names),
             "values": dict(self.values),
             "errors": dict(self.errors),
             "covariance": None if self.covariance is None else self.covariance.tolist(),
+            "correlation": None if self.correlation is None else self.correlation.tolist(),
             "message": self.message,
             "wall_time": self.wall_time,
         }
@@ -146,14 +181,59 @@ def _limits(bounds: list) -> list[tuple[float, float]]:
     return [(-np.inf if lo is None else lo, np.inf if hi is None else hi) for lo, hi in bounds]
 
 
-def _hesse(objective: _Objective, names: list[str], x: np.ndarray, bounds: list) -> Any:
+def _hesse(objective: _Objective, names: list[str], x: np.ndarray, bounds: list, tolerance: float) -> Any:
     from iminuit import Minuit
 
     m = Minuit(objective.value, x, grad=objective.grad, name=names)
     m.errordef = Minuit.LEAST_SQUARES
     m.limits = _limits(bounds)
+    m.tol = tolerance  # the EDM goal it reports
     m.hesse()
     return m
+
+
+def _migrad_problems(fmin: Any) -> list[str]:
+    """What kept MIGRAD's minimum from being valid, in plain words."""
+    problems = []
+    if fmin.has_reached_call_limit:
+        problems.append("call limit reached")
+    if fmin.is_above_max_edm:
+        problems.append("above EDM goal")
+    if not fmin.is_valid and not problems:
+        problems.append("MIGRAD did not converge")
+    return problems
+
+
+def _covariance_problems(fmin: Any) -> list[str]:
+    """What is wrong with HESSE's covariance, in plain words."""
+    if fmin is None:
+        return ["HESSE did not run"]
+    if fmin.hesse_failed:
+        return ["HESSE failed"]
+    if fmin.has_made_posdef_covar:
+        return ["covariance forced positive-definite"]
+    if not fmin.has_covariance:
+        return ["no covariance"]
+    if not fmin.has_accurate_covar:
+        return ["covariance not accurate"]
+    return []
+
+
+def _message(problems: list[str], fmin: Any, note: str = "") -> str:
+    """``"valid minimum; EDM 1.2e-05 < goal 0.0002"`` or ``"invalid minimum: " + problems``."""
+    parts = ["valid minimum" if not problems else "invalid minimum: " + ", ".join(problems)]
+    if fmin is not None:
+        edm, goal = float(fmin.edm), float(fmin.edm_goal)
+        if edm < goal:
+            parts.append(f"EDM {edm:.2g} < goal {goal:.2g}")
+        else:  # MIGRAD accepts up to 10 times the goal
+            where = "above" if fmin.is_above_max_edm else "within"
+            parts.append(f"EDM {edm:.2g} {where} 10 x goal {goal:.2g}")
+        if fmin.has_parameters_at_limit:
+            parts.append("some parameters at a limit")
+    if note:
+        parts.append(note)
+    return "; ".join(parts)
 
 
 def fit(
@@ -181,13 +261,15 @@ def fit(
         MIGRAD's strategy and EDM tolerance (L-BFGS-B stops when -2 ln L changes by less
         than ``0.002 * tolerance``).
     max_calls : int, optional
-        Limit on likelihood evaluations.
+        Limit on likelihood evaluations (a fit that reaches it is not valid).
     progress : bool or callable
-        ``True`` prints an evaluation counter; a callable gets ``(calls, value)``.
+        ``True`` shows an evaluation counter (one updating line in a terminal, one
+        updating display in a notebook); a callable gets ``(calls, value)``.
 
     Returns
     -------
     FitResult
+        ``valid`` only when the minimum converged and HESSE gave an accurate covariance.
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
@@ -198,70 +280,147 @@ def fit(
         if (lo is not None and v < lo) or (hi is not None and v > hi):
             from laddu_dask.errors import ParameterError
 
-            raise ParameterError(f"start value {v} of {name!r} lies outside its bounds [{lo}, {hi}]")
-    callback = _Printer() if progress is True else (progress or None)
-    objective = _Objective(likelihood, callback)
+            raise ParameterError(
+                f"start value {v} of {name!r} lies outside its bounds {format_bounds(lo, hi)}")
+    printer = _Printer() if progress is True else None
+    objective = _Objective(likelihood, printer or progress or None)
     start = time.perf_counter()
-    if method == "migrad":
-        from iminuit import Minuit
-
-        m = Minuit(objective.value, x0, grad=objective.grad, name=names)
-        m.errordef = Minuit.LEAST_SQUARES
-        m.limits = _limits(bounds)
-        m.strategy = strategy
-        m.tol = tolerance
-        m.migrad(ncall=max_calls)
-        if m.valid:
-            m.hesse()
-        values = np.array(m.values, dtype=np.float64)
-        fval = float(m.fval)
-        valid = bool(m.valid)
-        message = str(m.fmin)
-        minuit = m
-    else:
-        from scipy.optimize import minimize
-
-        # stop when -2 ln L changes by less than MIGRAD's EDM goal (0.002 tolerance), relative
-        f0 = abs(objective.value(x0))
-        res = minimize(
-            objective.both, x0, jac=True, method="L-BFGS-B", bounds=_limits(bounds),
-            options={"maxfun": max_calls or 15000, "ftol": 0.002 * tolerance / max(f0, 1.0),
-                     "gtol": 1e-8, "maxcor": 20},
-        )
-        values = np.asarray(res.x, dtype=np.float64)
-        fval, _ = objective.both(values)
-        minuit = _hesse(objective, names, values, bounds)
-        valid = bool(res.success) and bool(minuit.accurate)
-        message = str(res.message)
-    if progress is True:
-        print()
+    try:
+        if method == "migrad":
+            run = _run_migrad(objective, names, x0, bounds, tolerance, max_calls, strategy)
+        else:
+            run = _run_lbfgsb(objective, names, x0, bounds, tolerance, max_calls)
+    except BaseException:
+        if printer is not None:
+            printer.finish(None)
+        raise
+    minuit, values, fval, problems, note = run
+    if printer is not None:
+        printer.finish(fval)
     errors = np.array(minuit.errors, dtype=np.float64)
-    cov = None
+    cov = corr = None
     if minuit.covariance is not None:
         cov = np.array(minuit.covariance, dtype=np.float64)
+        corr = np.array(minuit.covariance.correlation(), dtype=np.float64)
+    fmin = minuit.fmin
     return FitResult(
         values=dict(zip(names, map(float, values))),
         errors=dict(zip(names, map(float, errors))),
         fval=float(fval),
-        valid=valid,
+        valid=not problems,
         n_calls=objective.calls,
         method=method,
         covariance=cov,
         parameter_names=names,
         minuit=minuit,
-        message=message,
+        message=_message(problems, fmin, note),
         wall_time=time.perf_counter() - start,
+        edm=math.nan if fmin is None else float(fmin.edm),
+        correlation=corr,
+        bounds=dict(zip(names, bounds)),
     )
 
 
-class _Printer:
-    """A fit-iteration counter on one terminal line, refreshed at most every 0.25 s."""
+_Run = tuple[Any, np.ndarray, float, list[str], str]  # minuit, values, fval, problems, note
 
-    def __init__(self) -> None:
-        self.last = 0.0
+
+def _run_migrad(objective: _Objective, names: list[str], x0: np.ndarray, bounds: list, tolerance: float,
+                max_calls: int | None, strategy: int) -> _Run:
+    from iminuit import Minuit
+
+    m = Minuit(objective.value, x0, grad=objective.grad, name=names)
+    m.errordef = Minuit.LEAST_SQUARES
+    m.limits = _limits(bounds)
+    m.strategy = strategy
+    m.tol = tolerance
+    m.migrad(ncall=max_calls)
+    problems = _migrad_problems(m.fmin)
+    if problems:
+        problems.append("HESSE not run")
+    else:
+        m.hesse()
+        problems = _covariance_problems(m.fmin)
+        if not problems and not m.fmin.is_valid:
+            problems = ["minimum not valid after HESSE"]
+    return m, np.array(m.values, dtype=np.float64), float(m.fval), problems, ""
+
+
+def _run_lbfgsb(objective: _Objective, names: list[str], x0: np.ndarray, bounds: list, tolerance: float,
+                max_calls: int | None) -> _Run:
+    from scipy.optimize import minimize
+
+    # stop when -2 ln L changes by less than MIGRAD's EDM goal (0.002 tolerance), relative
+    f0 = abs(objective.value(x0))
+    res = minimize(
+        objective.both, x0, jac=True, method="L-BFGS-B", bounds=_limits(bounds),
+        options={"maxfun": max_calls or 15000, "ftol": 0.002 * tolerance / max(f0, 1.0),
+                 "gtol": 1e-8, "maxcor": 20},
+    )
+    values = np.asarray(res.x, dtype=np.float64)
+    fval, _ = objective.both(values)
+    minuit = _hesse(objective, names, values, bounds, tolerance)
+    problems = []
+    if not res.success:
+        problems.append("call limit reached" if res.status == 1 else "L-BFGS-B did not converge")
+    problems += _covariance_problems(minuit.fmin)
+    return minuit, values, float(fval), problems, f"L-BFGS-B: {' '.join(str(res.message).split())}"
+
+
+def _in_notebook() -> bool:
+    """Whether this process is a Jupyter (IPython) kernel; never imports IPython itself."""
+    ipython = sys.modules.get("IPython")  # a kernel has imported it; if not, this is no notebook
+    if ipython is None:
+        return False
+    shell = ipython.get_ipython()
+    if shell is None:
+        return False
+    return getattr(shell, "kernel", None) is not None or "IPKernelApp" in getattr(shell, "config", {})
+
+
+def _notebook_display(text: str) -> Any:
+    """Show ``text`` as a new display in the notebook and return its handle."""
+    from IPython.display import display
+
+    return display({"text/plain": text}, raw=True, display_id=True)
+
+
+class _Printer:
+    """A fit-evaluation counter refreshed at most every ``interval`` seconds.
+
+    In a terminal it rewrites one line (``\\r``); in a notebook it updates one display.
+    :meth:`finish` shows the final count and value.
+    """
+
+    interval = 0.25
+
+    def __init__(self, notebook: bool | None = None) -> None:
+        self.notebook = _in_notebook() if notebook is None else notebook
+        self.last = -math.inf
+        self.calls = 0
+        self._handle: Any = None
+        self._width = 0
 
     def __call__(self, calls: int, value: float) -> None:
+        self.calls = calls
         now = time.perf_counter()
-        if now - self.last >= 0.25:
+        if now - self.last >= self.interval:
             self.last = now
-            print(f"\rfit: {calls} evaluations, -2 ln L = {value:.10g}   ", end="", flush=True)
+            self._show(f"fit: {calls} evaluations, -2 ln L = {value:.10g}")
+
+    def _show(self, text: str, final: bool = False) -> None:
+        if self.notebook:
+            if self._handle is None:
+                self._handle = _notebook_display(text)
+            else:
+                self._handle.update({"text/plain": text}, raw=True)
+            return
+        pad = " " * max(0, self._width - len(text))  # blank what a longer line left behind
+        self._width = len(text)
+        print(f"\r{text}{pad}", end="\n" if final else "", flush=True)
+
+    def finish(self, fval: float | None) -> None:
+        """Show the final line: evaluations and the minimum (``None``: the fit stopped)."""
+        if fval is None:
+            self._show(f"fit: stopped after {self.calls} evaluations", final=True)
+        else:
+            self._show(f"fit: done, {self.calls} evaluations, -2 ln L = {fval:.10g}", final=True)

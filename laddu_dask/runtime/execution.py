@@ -25,7 +25,8 @@ import dask
 import dask.threaded
 
 from laddu_dask.compile.compiled import real_dtype
-from laddu_dask.runtime.memory import MemoryBudget, MemoryDecision, MemoryPlan
+from laddu_dask.runtime.memory import MemoryBudget, MemoryDecision, MemoryPlan, decisions_html
+from laddu_dask.views import bytes_text, key_values, link
 
 DEVICES = ("cpu", "gpu", "auto")
 
@@ -54,6 +55,35 @@ def _gpu_available() -> bool:
         return cupy.cuda.runtime.getDeviceCount() > 0
     except Exception:  # noqa: BLE001 - any import or driver failure means no GPU
         return False
+
+
+def _budget_text(budget: MemoryBudget, resolve: Any = None) -> str:
+    """A budget as a size (``'2.00 GiB'``), a share (``'70% (44.80 GiB)'``) or ``'unlimited'``."""
+    if budget.unlimited:
+        return "unlimited"
+    if not budget.needs_machine:
+        return bytes_text(budget.resolve(0, 0))
+    try:
+        return f"{budget.spec} ({bytes_text(resolve())})" if resolve is not None else str(budget.spec)
+    except Exception:  # noqa: BLE001 - a view shows what it can
+        return str(budget.spec)
+
+
+def _dashboard_link(client: Any, info: Mapping[str, Any]) -> str | None:
+    """``client.dashboard_link`` without asking the scheduler (from its cluster or cached identity)."""
+    try:
+        cluster = getattr(client, "cluster", None)
+        if cluster is not None:
+            return cluster.dashboard_link
+        port = info.get("services", {}).get("dashboard")
+        protocol, _, rest = str(info.get("address", "")).rpartition("://")
+        if port is None or not rest:
+            return None
+        from distributed.utils import format_dashboard_link
+
+        return format_dashboard_link("localhost" if protocol == "inproc" else rest.rsplit(":", 1)[0], port)
+    except Exception:  # noqa: BLE001 - a view shows what it can
+        return None
 
 
 class Execution:
@@ -156,22 +186,43 @@ class Execution:
     def __repr__(self) -> str:
         where = "local threaded scheduler" if self.client is None else f"client {self.client!r}"
         return (
-            f"Execution(device={self.device!r}, precision={self.precision!r}, "
-            f"memory={self.memory!r}, {where}, split_every={self.split_every})"
+            f"Execution(device={self.device!r}, precision={self.precision!r}, kernel={self.kernel!r}, "
+            f"normalization={self.normalization!r}, memory={self.memory!r}, {where}, "
+            f"split_every={self.split_every})"
         )
 
+    def _scheduler_rows(self) -> list[tuple[str, Any]]:
+        if self.client is None:
+            how = "persistent thread pool" if self.scheduler == "pool" else "Dask threaded scheduler"
+            return [("Scheduler", f"local: {how}, {self.num_workers} threads")]
+        # the client's cached identity: a view does no I/O (and cannot hang on a lost scheduler)
+        info = getattr(self.client, "_scheduler_identity", None) or {}
+        address = info.get("address") or getattr(getattr(self.client, "scheduler", None), "address", None)
+        rows: list[tuple[str, Any]] = [("Scheduler", f"distributed: {address or 'not connected'}")]
+        if "n_workers" in info:
+            rows.append(("Workers", f"{info['n_workers']} ({info.get('total_threads', 0)} threads, "
+                                    f"{bytes_text(info.get('total_memory', 0))} memory)"))
+        dashboard = _dashboard_link(self.client, info)
+        if dashboard:
+            rows.append(("Dashboard", link(dashboard)))
+        return rows
+
     def _repr_html_(self) -> str:
-        rows = "".join(
-            f"<tr><td>{d.dataset}</td><td>{d.strategy}</td><td>{d.chunk_size}</td>"
-            f"<td>{d.estimated_bytes}</td><td>{d.reason}</td></tr>"
-            for d in self._decisions
-        )
-        return (
-            f"<b>laddu_dask.Execution</b> device {self.device}, precision {self.precision}, "
-            f"{'local scheduler' if self.client is None else 'distributed client'}"
-            "<table><tr><th>dataset</th><th>storage</th><th>chunk</th><th>bytes</th>"
-            f"<th>why</th></tr>{rows}</table>"
-        )
+        device = self.device if self.device == "cpu" else f"{self.device} {self.gpu}"
+        rows: list[tuple[str, Any]] = [
+            ("Device", device),
+            ("Precision", self.precision),
+            ("Kernel", self.kernel),
+            ("Normalization", self.normalization),
+            ("Host memory budget", _budget_text(self.memory.host, self.memory.host_bytes)),
+            ("Device memory budget", _budget_text(self.memory.device)),
+            *self._scheduler_rows(),
+            ("Reduction fan-in", self.split_every),
+        ]
+        out = key_values(rows, caption="laddu_dask.Execution")
+        if self._decisions:
+            out += decisions_html(self._decisions, caption="memory decisions")
+        return out
 
     # -- memory -------------------------------------------------------------------
     def host_budget_bytes(self) -> int | None:

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 from laddu_dask.errors import BudgetError
+from laddu_dask.views import bytes_text, table
 
 __all__ = [
     "POLICIES",
@@ -39,6 +40,7 @@ __all__ = [
     "MemoryDecision",
     "MemoryPlan",
     "decide_storage",
+    "decisions_html",
     "format_bytes",
     "parse_bytes",
 ]
@@ -338,6 +340,30 @@ class MemoryDecision:
 
     def __str__(self) -> str:
         return f"{self.dataset}: {self.reason}"
+
+    def _repr_html_(self) -> str:
+        return decisions_html([self])
+
+
+_DECISION_HEADERS = ("dataset", "resource", "storage", "policy", "chunk size", "partitions",
+                     "estimated", "peak", "budget", "why")
+
+
+def decisions_html(decisions: list[MemoryDecision], caption: str | None = None) -> str:
+    """An HTML table of memory decisions, byte counts as ``'1.53 MiB'``.
+
+    Examples
+    --------
+    >>> d = decide_storage("mc", "fastest", 2**21, 10, 5, 20, budget_bytes=None)
+    >>> "<td>2.00 MiB</td>" in decisions_html([d])
+    True
+    """
+    rows = [
+        [d.dataset, d.resource, d.strategy, d.requested_policy, f"{d.chunk_size:,}", d.partitions,
+         bytes_text(d.estimated_bytes), bytes_text(d.peak_bytes), bytes_text(d.budget_bytes), d.reason]
+        for d in decisions
+    ]
+    return table(_DECISION_HEADERS, rows, caption=caption)
 
 
 def _check_count(name: str, value: int, minimum: int = 0) -> int:
