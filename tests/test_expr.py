@@ -626,7 +626,8 @@ def test_conflicting_parameter_definitions():
     x = ld.scalar("x")
     a1 = ld.parameter("conflict_a", initial=1.0)
     a2 = ld.parameter("conflict_a", initial=2.0)
-    with pytest.raises(ParameterError, match="two parameters are named 'conflict_a' but differ"):
+    with pytest.raises(ParameterError, match=r"two parameters are named 'conflict_a' but differ: "
+                       r"conflict_a = 1.0 unbounded vs conflict_a = 2.0 unbounded"):
         ld.Model(a1 * x + a2)
     b1 = ld.parameter("conflict_b", bounds=(0.0, 1.0))
     b2 = ld.parameter("conflict_b", bounds=(0.0, 2.0), initial=0.5)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from laddu_dask.errors import ParameterError
 from laddu_dask.expr.node import Expr
 from laddu_dask.expr.ops import REAL
+from laddu_dask.views import format_bounds
 
 
 @dataclass(frozen=True)
@@ -53,11 +54,10 @@ class ParameterSpec:
         return self.fixed is not None
 
     def describe(self) -> str:
-        """One line: ``name = value [lo, hi]`` or ``(fixed)``."""
+        """One line: ``name = value [lo, hi]`` (``unbounded``, ``[0, +inf)``) or ``(fixed)``."""
         if self.is_fixed:
             return f"{self.name} = {self.fixed} (fixed)"
-        lo, hi = self.bounds
-        return f"{self.name} = {self.initial} [{lo}, {hi}]"
+        return f"{self.name} = {self.initial} {format_bounds(*self.bounds)}"
 
 
 def _check_number(name: str, what: str, value: object, *, finite: bool = True) -> float:
