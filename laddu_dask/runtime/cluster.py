@@ -10,8 +10,12 @@ numbers travel back.  Nothing of the data ever reaches the client.
 When a worker is lost, its partitions are rebuilt from their sources (files or
 the arrays the dataset was built from) in new stores on the surviving workers,
 and the evaluation is repeated; the numbers do not change, since every merge is
-exact.  An error raised inside a store (a bad file, a non-positive intensity) fails
-the evaluation with that error on the client.
+exact.  A worker lost while it prepares its partitions is noticed the same way
+(its pinned task would never finish) and its partitions go to the others.  When
+all workers are gone, the rebuild waits for new ones (``worker-timeout``).  An
+error raised inside a store (a bad file, a non-positive intensity) fails the
+evaluation with that error on the client.  Every wait here has a timeout and a
+typed error (see :mod:`laddu_dask.runtime.cluster_waits`).
 
 Examples
 --------
@@ -31,7 +35,17 @@ import numpy as np
 
 from laddu_dask.compile.plan import ReductionPlan
 from laddu_dask.data.dataset import Dataset
+from laddu_dask.errors import ClusterError
 from laddu_dask.runtime.accumulate import ExactPartials
+from laddu_dask.runtime.cluster_waits import (
+    POLL,
+    Deadline,
+    check_scheduler,
+    running_workers,
+    scheduler_workers,
+    wait_for_futures,
+    wait_for_workers,
+)
 from laddu_dask.runtime.reducer import CertifiedPartials, Params, PartitionReducer
 
 #: Errors that mean "the worker (or its connection) is gone", not "the work failed".
@@ -145,8 +159,16 @@ class WorkerHub:
         return [self.stores[key].reduce(p, plan, wg, ex) for key, p, plan, wg, ex in jobs]
 
 
+class WorkerLostError(ClusterError):
+    """A worker holding stores went away; the evaluation rebuilds them and is repeated."""
+
+
 def is_lost_worker_error(err: BaseException) -> bool:
     """Whether ``err`` means a worker or its connection went away."""
+    if isinstance(err, WorkerLostError):
+        return True
+    if isinstance(err, ClusterError):  # a lost scheduler, a timeout: final
+        return False
     names = {type(e).__name__ for e in _chain(err)}
     text = str(err).lower()
     return bool(names & set(_LOST)) or "worker" in text and ("lost" in text or "died" in text)
@@ -165,8 +187,31 @@ def _add_to_hub(hub_key: str, key: str, reducer: PartitionReducer, dataset: Data
     """Task run on a hub's worker: prepare a store inside the worker's hub."""
     from distributed import get_worker
 
-    hub = get_worker().state.actors[hub_key]
-    return hub.add(key, reducer, dataset, indices, storage, threads)
+    worker = get_worker()
+    if hub_key not in worker.state.actors:  # a worker restarted at the same address
+        raise WorkerLostError(f"worker {worker.address} no longer holds its hub {hub_key}")
+    return worker.state.actors[hub_key].add(key, reducer, dataset, indices, storage, threads)
+
+
+def _show_progress(futures: list[Any]) -> None:
+    """distributed's progress of ``futures``: a widget in a notebook, else a text bar.
+
+    The text bar blocks until its tasks end, so it runs in a thread of its own: the
+    caller's wait (with its timeout) decides when preparation is over.
+    """
+    import threading
+
+    from distributed import progress
+    from distributed.utils import is_kernel
+
+    if is_kernel():
+        try:
+            progress(futures)
+            return
+        except ImportError:  # a notebook without ipywidgets
+            pass
+    threading.Thread(target=progress, args=(futures,), kwargs={"notebook": False},
+                     name="laddu-dask-progress", daemon=True).start()
 
 
 class Hubs:
@@ -174,91 +219,143 @@ class Hubs:
 
     def __init__(self, client: Any) -> None:
         self.client = client
-        self.hubs: dict[str, Any] = {}
+        self.hubs: dict[str, Any] = {}  # worker -> its hub actor
         self.keys: dict[str, str] = {}  # worker -> the hub actor's task key
+        self.futures: dict[str, Any] = {}  # worker -> the hub actor's future
 
     def workers(self) -> dict[str, int]:
-        """Alive worker addresses and their threads."""
-        info = self.client.scheduler_info()["workers"]
-        return {addr: int(w.get("nthreads", 1)) for addr, w in info.items()}
+        """Running worker addresses and their threads."""
+        return running_workers(self.client)
 
-    def hub(self, addr: str) -> Any:
-        """The hub on worker ``addr``."""
-        if addr not in self.hubs:
-            future = self.client.submit(
-                WorkerHub, actor=True, workers=[addr], allow_other_workers=False, pure=False
-            )
-            self.hubs[addr] = future.result()
-            self.keys[addr] = future.key
-        return self.hubs[addr]
+    def wait_for_workers(self, what: str) -> dict[str, int]:
+        """Running workers, waiting up to ``worker-timeout`` while there is none."""
+        return wait_for_workers(self.client, what)
+
+    def start(self, addrs: Sequence[str], deadline: Deadline, what: str) -> list[str]:
+        """Start a hub on each of ``addrs`` that has none; returns those whose hub is ready."""
+        pending = {}
+        for addr in addrs:
+            if addr not in self.hubs:
+                pending[addr] = (addr, self.client.submit(WorkerHub, actor=True, workers=[addr],
+                                                          allow_other_workers=False, pure=False))
+        started, _ = wait_for_futures(self.client, pending, deadline, what, is_lost_worker_error)
+        for addr, actor in started.items():
+            self.hubs[addr] = actor
+            self.keys[addr] = pending[addr][1].key
+            self.futures[addr] = pending[addr][1]
+        return [addr for addr in addrs if addr in self.hubs]
 
     def forget_dead(self) -> set[str]:
-        """Drop hubs whose worker is gone; returns the alive addresses."""
-        alive = set(self.workers())
-        for addr in list(self.hubs):
-            if addr not in alive:
-                del self.hubs[addr]
-                self.keys.pop(addr, None)
-        return alive
+        """Drop hubs whose worker is gone; returns the addresses whose hub lives."""
+        alive = scheduler_workers(self.client)
+        for addr in [a for a in self.hubs if a not in alive]:
+            del self.hubs[addr]
+            self.keys.pop(addr, None)
+            # its task waits for a worker that never returns; a call still waiting on it ends
+            self.futures.pop(addr).cancel()
+        return set(self.hubs)
+
+    def result(self, future: Any, addr: str, deadline: Deadline, what: str) -> Any:
+        """The result of a call to the hub on ``addr``, within ``deadline``.
+
+        Raises
+        ------
+        WorkerLostError
+            When the worker went away (its call would never return).
+        SchedulerLostError, ClusterTimeoutError
+            When the scheduler is gone, or the deadline passed.
+        """
+        while True:
+            try:
+                return future.result(timeout=min(POLL, deadline.remaining()))
+            except TimeoutError:
+                if future.done():  # the worker's own TimeoutError
+                    raise
+            if addr not in scheduler_workers(self.client):
+                raise WorkerLostError(f"worker {addr} went away during {what}")
+            if deadline.expired():
+                raise deadline.error(what, f"worker {addr}")
 
 
 _KEYS = iter(range(1, 1 << 62))
 
 
 class ClusterStores:
-    """The stores of one prepared dataset (one per worker), and how to rebuild them."""
+    """The stores of one prepared dataset (one per worker), and how to rebuild them.
+
+    Partitions whose store was lost with its worker wait in :attr:`missing` until
+    they are built again; an evaluation never runs while some are missing.
+    """
 
     def __init__(self, hubs: Hubs, reducer: PartitionReducer, dataset: Dataset, storage: str,
-                 progress: bool = False) -> None:
+                 progress: bool = False, name: str = "dataset") -> None:
         self.progress = progress
         self.hubs = hubs
         self.reducer = reducer
         self.dataset = dataset
         self.storage = storage
+        self.name = name
         self.owned: dict[tuple[str, str], list[int]] = {}  # (worker, store key) -> partitions
         self.infos: dict[tuple[str, str], dict[str, Any]] = {}
+        self.missing: list[int] = list(range(dataset.n_partitions))
         self.rebuilt = 0
-        self.build(list(range(dataset.n_partitions)))
+        self.build()
 
-    def build(self, indices: list[int]) -> None:
-        """Create stores for ``indices`` on the current workers (prepared in parallel)."""
-        workers = self.hubs.workers()
-        plan = assign_partitions(len(indices), sorted(workers))
-        pending = []
+    def build(self, what: str = "the preparation") -> None:
+        """Create stores for the :attr:`missing` partitions on the running workers.
+
+        The partitions of a worker lost meanwhile are built again on the others.
+        ``what`` names the wait in errors.
+
+        Raises
+        ------
+        ClusterTimeoutError
+            When the cluster has had no worker for ``worker-timeout``, or the preparation
+            took longer than ``preparation-timeout``.
+        """
+        what = f"{what} of dataset {self.name!r} on the cluster"
+        deadline = Deadline("preparation-timeout")
         client = self.hubs.client
-        for addr, positions in plan.items():
-            idx = [indices[k] for k in positions]
-            key = f"store-{next(_KEYS)}"
-            threads = workers[addr] if self.storage == "resident" else 1
-            self.hubs.hub(addr)
-            # an ordinary task on the hub's worker fills the hub, so that preparation shows
-            # in the dashboard and in distributed's progress bar or widget
-            fut = client.submit(_add_to_hub, self.hubs.keys[addr], key, self.reducer, self.dataset,
-                                idx, self.storage, threads, workers=[addr],
-                                allow_other_workers=False, pure=False)
-            pending.append(((addr, key), idx, fut))
-        if self.progress and pending:
-            from distributed import progress
-
-            futures = [f for _, _, f in pending]
-            try:
-                progress(futures)  # a widget in a notebook, a text bar in a terminal
-            except ImportError:  # a notebook without ipywidgets
-                progress(futures, notebook=False)
-        for where, idx, fut in pending:
-            self.infos[where] = fut.result()
-            self.owned[where] = idx
+        while self.missing:
+            if deadline.expired():
+                raise deadline.error(what, f"{len(self.missing)} of its {self.dataset.n_partitions} "
+                                     "partitions, whose workers were lost")
+            workers = self.hubs.wait_for_workers(what)
+            ready = self.hubs.start(sorted(workers), deadline, what)
+            if not ready:
+                continue
+            todo = sorted(self.missing)
+            pending: dict[tuple[str, str], tuple[str, Any]] = {}
+            parts: dict[tuple[str, str], list[int]] = {}
+            for addr, positions in assign_partitions(len(todo), ready).items():
+                where = (addr, f"store-{next(_KEYS)}")
+                parts[where] = [todo[k] for k in positions]
+                threads = workers[addr] if self.storage == "resident" else 1
+                # an ordinary task on the hub's worker fills the hub, so that preparation shows
+                # in the dashboard and in distributed's progress bar or widget
+                pending[where] = (addr, client.submit(
+                    _add_to_hub, self.hubs.keys[addr], where[1], self.reducer, self.dataset,
+                    parts[where], self.storage, threads, workers=[addr], allow_other_workers=False,
+                    pure=False))
+            if self.progress:
+                _show_progress([f for _, f in pending.values()])
+            done, lost = wait_for_futures(client, pending, deadline, what, is_lost_worker_error)
+            for where, info in done.items():
+                self.infos[where] = info
+                self.owned[where] = parts[where]
+            self.missing = sorted(i for where in lost for i in parts[where])
+            self.rebuilt += len(self.missing)
 
     def rebuild_lost(self) -> None:
         """Replace the stores whose worker has gone (rebuilt from the sources)."""
         alive = self.hubs.forget_dead()
-        indices: list[int] = []
         for where in [w for w in self.owned if w[0] not in alive]:
-            indices.extend(self.owned.pop(where))
+            lost = self.owned.pop(where)
             self.infos.pop(where, None)
-        if indices:
-            self.rebuilt += len(indices)
-            self.build(sorted(indices))
+            self.missing.extend(lost)
+            self.rebuilt += len(lost)
+        if self.missing:
+            self.build("the rebuild (after lost workers)")
 
     def info(self) -> dict[str, Any]:
         """Totals over the stores: events, resident bytes, exact weight sum."""
@@ -277,15 +374,28 @@ class ClusterStores:
 
 def reduce_on_cluster(hubs: Hubs, jobs: list[tuple[ClusterStores, Params, ReductionPlan, bool, bool]]
                       ) -> list[list[CertifiedPartials]]:
-    """One hub call per worker for all ``jobs``; returns each job's per-store partials."""
+    """One hub call per worker for all ``jobs``; returns each job's per-store partials.
+
+    Raises
+    ------
+    WorkerLostError
+        When a worker holding stores went away (rebuild them and call again).
+    SchedulerLostError, ClusterTimeoutError
+        When the scheduler is gone, or a worker did not answer within ``evaluation-timeout``.
+    """
+    check_scheduler(hubs.client)
     per_worker: dict[str, list[tuple[int, tuple]]] = {}
     for j, (stores, p, plan, wg, ex) in enumerate(jobs):
         for (addr, key) in stores.owned:
             per_worker.setdefault(addr, []).append((j, (key, p, plan, wg, ex)))
-    futures = {addr: hubs.hub(addr).reduce([job for _, job in items])
-               for addr, items in per_worker.items()}
+    futures = {}
+    for addr, items in per_worker.items():
+        if addr not in hubs.hubs:
+            raise WorkerLostError(f"worker {addr} is gone")
+        futures[addr] = hubs.hubs[addr].reduce([job for _, job in items])
+    deadline = Deadline("evaluation-timeout")
     out: list[list[CertifiedPartials]] = [[] for _ in jobs]
     for addr, fut in futures.items():
-        for (j, _), partial in zip(per_worker[addr], fut.result()):
+        for (j, _), partial in zip(per_worker[addr], hubs.result(fut, addr, deadline, "an evaluation")):
             out[j].append(partial)
     return out

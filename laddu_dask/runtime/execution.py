@@ -98,7 +98,18 @@ class Execution:
     memory : MemoryPlan, MemoryBudget, int or str, optional
         Host (and device) budgets; a single budget applies to the host.
     client : distributed.Client, optional
-        Run on this cluster; ``None`` uses the local threaded scheduler.
+        Run on this cluster; ``None`` uses the local threaded scheduler.  Every wait on
+        the cluster is bounded by a Dask config key, read when the wait starts:
+        ``laddu-dask.cluster.worker-timeout`` (default ``"60s"``: for a worker to join
+        a cluster that has none, at its start or after all workers died; and for the
+        scheduler to answer), ``laddu-dask.cluster.preparation-timeout`` (``"1 hour"``:
+        preparing one dataset) and ``laddu-dask.cluster.evaluation-timeout``
+        (``"10 minutes"``: one evaluation).  Set them with
+        ``dask.config.set({"laddu-dask.cluster.worker-timeout": "5 minutes"})``.  Past
+        one, :class:`~laddu_dask.errors.ClusterTimeoutError` says what was waited for;
+        a scheduler that went away raises :class:`~laddu_dask.errors.SchedulerLostError`
+        at once.  Workers lost during a preparation or an evaluation cost only a rebuild
+        of their partitions on the others (or on workers that replace them).
     split_every : int
         Fan-in of the tree reduction that merges partition sums.
     num_workers : int, optional
@@ -243,8 +254,7 @@ class Execution:
         """How many tasks run at once (local threads, or cluster worker threads)."""
         if self.client is None:
             return self.num_workers
-        info = self.client.scheduler_info()
-        return max(1, sum(w.get("nthreads", 1) for w in info.get("workers", {}).values()))
+        return max(1, sum(self.hubs().workers().values()))
 
     def pool(self) -> Any:
         """The persistent thread pool of local evaluations (created on first use)."""
@@ -269,9 +279,16 @@ class Execution:
         """Run a hand-built task graph and return the values of ``keys``.
 
         ``progress`` (a label) shows Dask's progress bar when the execution asks for it.
+        On a cluster the wait is bounded by ``laddu-dask.cluster.preparation-timeout``.
         """
         if self.client is not None:
-            return self.client.get(dict(graph), keys, sync=True)
+            from dask.utils import key_split
+
+            from laddu_dask.runtime.cluster_waits import gather
+
+            first = keys[0] if isinstance(keys, list) and keys else keys
+            futures = self.client.get(dict(graph), keys, sync=False)
+            return gather(self.client, futures, f"the tasks {key_split(first)!r} on the cluster")
         workers = num_workers or self.num_workers
         if progress and self.progress:
             from dask.diagnostics import ProgressBar

@@ -38,6 +38,7 @@ from laddu_dask.compile.layout import ParameterValues
 from laddu_dask.compile.plan import ReductionPlan
 from laddu_dask.data.batch import EventBatch
 from laddu_dask.data.dataset import Dataset
+from laddu_dask.errors import ClusterError
 from laddu_dask.runtime.accumulate import ExactPartials
 from laddu_dask.runtime.execution import Execution
 from laddu_dask.runtime.memory import MemoryDecision, decide_storage
@@ -277,18 +278,28 @@ MAX_RETRIES = 3
 
 def _run_on_cluster(requests: list[ReductionRequest], points: list[Params],
                     exact: list[bool]) -> list[CertifiedPartials]:
-    """One call per worker serves every request; rebuild lost stores and retry."""
+    """One call per worker serves every request; rebuild lost stores and retry.
+
+    Stores lost with their workers (during this evaluation or an earlier one that
+    failed) are rebuilt first, waiting for workers to join when none is left.
+    """
     from laddu_dask.runtime.cluster import is_lost_worker_error, reduce_on_cluster
 
     hubs = requests[0].prepared.stores.hubs
     for attempt in range(MAX_RETRIES + 1):
+        for req in requests:
+            if req.prepared.stores.missing:
+                req.prepared.stores.rebuild_lost()
         jobs = [(req.prepared.stores, p, req.plan, req.with_gradient, ex)
                 for req, p, ex in zip(requests, points, exact)]
         try:
             partials = reduce_on_cluster(hubs, jobs)
         except Exception as err:
-            if attempt == MAX_RETRIES or not is_lost_worker_error(err):
+            if not is_lost_worker_error(err):
                 raise
+            if attempt == MAX_RETRIES:
+                raise ClusterError(f"an evaluation lost workers {MAX_RETRIES + 1} times in a row "
+                                   f"(last: {err})") from err
             for req in requests:
                 req.prepared.stores.rebuild_lost()
             continue
@@ -428,7 +439,7 @@ class PreparedModel:
         resident_bytes = resident_bpe * dataset.n_events
         if execution.client is not None:
             # on a cluster the budget is per worker: each holds about 1/n of the partitions
-            n_workers = max(1, len(execution.client.scheduler_info()["workers"]))
+            n_workers = len(execution.hubs().wait_for_workers(f"the preparation of dataset {name!r}"))
             resident_bytes = resident_bpe * chunk * -(-dataset.n_partitions // n_workers)
             workers = max(1, workers // n_workers)
         # streaming runs as many partitions at once as the budget holds (at least one)
@@ -493,7 +504,7 @@ class PreparedModel:
         from laddu_dask.runtime.cluster import ClusterStores
 
         stores = ClusterStores(execution.hubs(), self.reducer, dataset, decision.strategy,
-                               progress=execution.progress)
+                               progress=execution.progress, name=name)
         # (streaming stores reduce their partitions one at a time: the budget holds one)
         info = stores.info()
         stats = PreparedStats(

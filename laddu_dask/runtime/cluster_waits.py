@@ -1,0 +1,226 @@
+"""Waits on a ``distributed`` cluster: each has a timeout and a typed error.
+
+Three timeouts bound every wait on the cluster.  They are Dask config keys (set them
+with ``dask.config.set``, a Dask YAML file, or ``DASK_LADDU_DASK__CLUSTER__...``
+environment variables), read when a wait starts:
+
+``laddu-dask.cluster.worker-timeout`` (default ``60s``)
+    how long to wait for a worker when the cluster has none (at its start, or after
+    all its workers died and before their nannies or the cluster restarted them), and
+    for the scheduler to answer a question.
+``laddu-dask.cluster.preparation-timeout`` (default ``1 hour``)
+    how long the preparation of one dataset (or another graph of tasks) may take.
+``laddu-dask.cluster.evaluation-timeout`` (default ``10 minutes``)
+    how long one evaluation may wait for a worker's partial sums.
+
+A wait that runs past its timeout raises :class:`~laddu_dask.errors.ClusterTimeoutError`
+saying what it waited for; a scheduler that is gone raises
+:class:`~laddu_dask.errors.SchedulerLostError` at once.  A long wait looks every
+half second whether the scheduler and the workers it waits on are still there, so
+a lost worker is noticed while its task would never finish; a short one (an
+evaluation of a few milliseconds) costs no extra round trip to the scheduler.
+
+Examples
+--------
+>>> import dask
+>>> from laddu_dask.runtime.cluster_waits import cluster_timeout
+>>> cluster_timeout("worker-timeout")
+60.0
+>>> with dask.config.set({"laddu-dask.cluster.worker-timeout": "5 minutes"}):
+...     cluster_timeout("worker-timeout")
+300.0
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Hashable
+from typing import Any
+
+import dask
+from dask.utils import format_time, parse_timedelta
+
+from laddu_dask.errors import ClusterTimeoutError, SchedulerLostError
+
+#: The cluster timeouts and their defaults (Dask config ``laddu-dask.cluster.<name>``).
+TIMEOUTS = {
+    "worker-timeout": "60s",
+    "preparation-timeout": "1 hour",
+    "evaluation-timeout": "10 minutes",
+}
+
+#: Seconds a wait runs before it looks again at the scheduler and the workers.
+POLL = 0.5
+
+
+def cluster_timeout(name: str) -> float:
+    """Seconds of the cluster timeout ``name`` (see :data:`TIMEOUTS`), from the Dask config."""
+    key = f"laddu-dask.cluster.{name}"
+    value = dask.config.get(key, TIMEOUTS[name])
+    try:
+        seconds = parse_timedelta(value, default="s")
+    except (ValueError, TypeError, KeyError):
+        seconds = None
+    if seconds is None or not seconds > 0:
+        raise ValueError(f"the Dask config {key} must be a positive duration such as '90s', "
+                         f"got {value!r}")
+    return float(seconds)
+
+
+class Deadline:
+    """The end of a wait bounded by the cluster timeout ``name``."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.seconds = cluster_timeout(name)
+        self.end = time.monotonic() + self.seconds
+
+    def remaining(self) -> float:
+        """Seconds left (never below a millisecond, so that it can be waited on)."""
+        return max(self.end - time.monotonic(), 1e-3)
+
+    def expired(self) -> bool:
+        """Whether the timeout has passed."""
+        return time.monotonic() >= self.end
+
+    def error(self, what: str, waiting_for: str) -> ClusterTimeoutError:
+        """The error of a wait for ``waiting_for`` that ran past this deadline."""
+        return ClusterTimeoutError(
+            f"{what} did not finish within {format_time(self.seconds)} (Dask config "
+            f"laddu-dask.cluster.{self.name}): still waiting for {waiting_for}"
+        )
+
+
+def scheduler_address(client: Any) -> str:
+    """The address of ``client``'s scheduler, for messages."""
+    return getattr(getattr(client, "scheduler", None), "address", None) or "(unknown address)"
+
+
+def check_scheduler(client: Any) -> None:
+    """Raise :class:`SchedulerLostError` unless ``client`` is connected (no round trip)."""
+    if client.status != "running":
+        raise SchedulerLostError(
+            f"the Dask scheduler at {scheduler_address(client)} is gone (the client is "
+            f"{client.status}); what was prepared on its workers is lost: connect a new client "
+            "and prepare again under a new Execution"
+        )
+
+
+def scheduler_workers(client: Any) -> dict[str, dict[str, Any]]:
+    """The workers the scheduler knows (address -> its identity), asked with a timeout."""
+    check_scheduler(client)
+    seconds = cluster_timeout("worker-timeout")
+    try:
+        info = client.sync(client.scheduler.identity, n_workers=-1, callback_timeout=seconds)
+    except (OSError, TimeoutError) as err:
+        check_scheduler(client)
+        raise SchedulerLostError(
+            f"the Dask scheduler at {scheduler_address(client)} did not answer within "
+            f"{format_time(seconds)} (Dask config laddu-dask.cluster.worker-timeout): {err}"
+        ) from err
+    return dict(info.get("workers", {}))
+
+
+def running_workers(client: Any) -> dict[str, int]:
+    """Addresses of the running workers and their threads."""
+    return {addr: int(w.get("nthreads", 1)) for addr, w in scheduler_workers(client).items()
+            if w.get("status", "running") == "running"}
+
+
+def wait_for_workers(client: Any, what: str) -> dict[str, int]:
+    """The running workers; waits up to ``worker-timeout`` while there is none.
+
+    Raises
+    ------
+    ClusterTimeoutError
+        When no worker joined within the timeout (the message says for how long).
+    """
+    deadline: Deadline | None = None
+    delay = 0.05
+    while True:
+        workers = running_workers(client)
+        if workers:
+            return workers
+        deadline = deadline or Deadline("worker-timeout")
+        if deadline.expired():
+            raise ClusterTimeoutError(
+                f"{what}: the cluster at {scheduler_address(client)} had no running worker for "
+                f"{format_time(deadline.seconds)} (Dask config laddu-dask.cluster.worker-timeout); "
+                "waited for at least 1 worker"
+            )
+        time.sleep(min(delay, deadline.remaining()))
+        delay = min(2 * delay, POLL)
+
+
+def wait_for_futures(client: Any, pending: dict[Hashable, tuple[str | None, Any]], deadline: Deadline,
+                     what: str, is_lost: Callable[[BaseException], bool]
+                     ) -> tuple[dict[Hashable, Any], list[Hashable]]:
+    """Results of ``{key: (worker or None, future)}``, and the keys whose worker was lost.
+
+    A future pinned to a worker (``allow_other_workers=False``) never finishes once
+    that worker is gone: it is cancelled and its key returned among the lost ones.  A
+    task that fails with an error ``is_lost`` accepts is lost too; any other error is
+    raised.  While the cluster has no worker at all (unpinned tasks wait for one),
+    ``worker-timeout`` applies.
+    """
+    from distributed import wait
+
+    results: dict[Hashable, Any] = {}
+    lost: list[Hashable] = []
+    left = dict(pending)
+    no_workers: Deadline | None = None
+    while left:
+        try:
+            wait([f for _, f in left.values()], timeout=min(POLL, deadline.remaining()),
+                 return_when="FIRST_COMPLETED")
+            quiet = False
+        except TimeoutError:
+            quiet = True
+        for key, (addr, fut) in list(left.items()):
+            if fut.status == "finished":
+                try:
+                    results[key] = fut.result(timeout=POLL)
+                except TimeoutError:  # its worker went away: found below, or fetched next time
+                    continue
+            elif fut.status == "error":
+                if not is_lost(fut.exception(timeout=POLL)):
+                    fut.result()  # raises the task's own error, with its traceback
+                lost.append(key)
+            elif fut.status in ("cancelled", "lost") and addr is not None:
+                lost.append(key)
+            elif fut.status == "cancelled":
+                check_scheduler(client)
+                fut.result()  # raises distributed's FutureCancelledError, naming the task
+            else:  # pending, or lost and being recomputed
+                continue
+            del left[key]
+        if not left or not quiet:
+            continue
+        check_scheduler(client)
+        workers = scheduler_workers(client)
+        for key, (addr, fut) in list(left.items()):
+            if addr is not None and addr not in workers:
+                fut.cancel()
+                lost.append(key)
+                del left[key]
+        if not workers:
+            no_workers = no_workers or Deadline("worker-timeout")
+            if no_workers.expired():
+                raise no_workers.error(what, "a worker to join the cluster, which has none")
+        else:
+            no_workers = None
+        if left and deadline.expired():
+            addrs = sorted({addr or "any worker" for addr, _ in left.values()})
+            raise deadline.error(what, f"{len(left)} task(s) on {', '.join(addrs)}")
+    return results, lost
+
+
+def gather(client: Any, futures: Any, what: str) -> Any:
+    """The results of ``futures`` (one or a list), within ``preparation-timeout``."""
+    single = not isinstance(futures, list)
+    flat = [futures] if single else list(futures)
+    pending = {k: (None, f) for k, f in enumerate(flat)}
+    results, _ = wait_for_futures(client, pending, Deadline("preparation-timeout"), what,
+                                  lambda err: False)
+    out = [results[k] for k in range(len(flat))]
+    return out[0] if single else out

@@ -1,0 +1,243 @@
+"""Faults on a distributed cluster: lost workers, no workers, a lost scheduler.
+
+Each test runs on a fresh LocalCluster of two worker processes (a SubprocessCluster
+for the lost scheduler), kills processes with SIGKILL at a controlled moment, and
+runs the library's calls in a thread with a deadline, so that a hang fails the test
+instead of stalling the suite.  Numbers after a rebuild equal the local scheduler's
+to the last bit (every merge is exact).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import dask
+import numpy as np
+import pytest
+
+import laddu_dask as ld
+from laddu_dask import ksks
+
+distributed = pytest.importorskip("distributed")
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parent.parent
+POINT = np.array([ksks.TRUTH[n] for n in ksks.TRUTH]) * 1.01
+
+
+def _in_thread(fn, *args) -> tuple[threading.Thread, dict]:
+    """Start ``fn(*args)`` in a thread; the dict receives its value or its error."""
+    out: dict = {}
+
+    def body():
+        try:
+            out["value"] = fn(*args)
+        except BaseException as err:  # noqa: BLE001 - handed to the test
+            out["error"] = err
+
+    thread = threading.Thread(target=body, daemon=True)
+    thread.start()
+    return thread, out
+
+
+def _joined(thread: threading.Thread, out: dict, seconds: float, what: str):
+    """The value (or error) of a :func:`_in_thread` call; a failure if it runs past ``seconds``."""
+    thread.join(seconds)
+    if thread.is_alive():
+        pytest.fail(f"{what} still ran after {seconds} s: it hangs")
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
+
+
+def _within(seconds: float, fn, *args):
+    """``fn(*args)`` in a thread with a deadline, so that a hang fails the test."""
+    return _joined(*_in_thread(fn, *args), seconds, getattr(fn, "__name__", repr(fn)))
+
+
+def _wait_until(condition, seconds: float, what: str) -> None:
+    end = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > end:
+            pytest.fail(f"waited {seconds} s for {what}")
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def cluster():
+    lc = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=":0", silence_logs=50)
+    client = distributed.Client(lc)
+    yield lc, client
+    client.close(timeout=10)
+    lc.close(timeout=20)
+
+
+def _likelihood(sample, execution):
+    data = ld.read_parquet(sample["data"], chunk_size=750, memory_policy="resident")
+    mc = ld.read_parquet(sample["accmc"], chunk_size=1000, memory_policy="resident")
+    return ld.Likelihood([ld.NLL(ksks.model(), data=data, accepted_mc=mc, name="ksks")],
+                         execution=execution)
+
+
+def _kill_all(client) -> set[str]:
+    """SIGKILL every worker process; returns their addresses."""
+    pids = client.run(os.getpid)
+    for pid in pids.values():
+        os.kill(pid, signal.SIGKILL)
+    return set(pids)
+
+
+def _hold(marker: str, release: str) -> None:
+    """Touch ``marker``, then wait (at most a minute) for ``release`` to exist."""
+    Path(marker).touch()
+    end = time.monotonic() + 60
+    while not os.path.exists(release) and time.monotonic() < end:
+        time.sleep(0.02)
+
+
+def _block_preparation(marker: str, release: str) -> None:
+    """On a worker: partition preparation waits in :func:`_hold`."""
+    import laddu_dask.runtime.prepared as prepared
+
+    original = prepared.prepare_partition
+
+    def blocked(*args, **kwargs):
+        _hold(marker, release)
+        return original(*args, **kwargs)
+
+    prepared.prepare_partition = blocked
+
+
+def _block_reduction(marker: str, release: str) -> None:
+    """On a worker: its hub's reductions wait in :func:`_hold`."""
+    from laddu_dask.runtime.cluster import WorkerHub
+
+    original = WorkerHub.reduce
+
+    def blocked(self, jobs):
+        _hold(marker, release)
+        return original(self, jobs)
+
+    WorkerHub.reduce = blocked
+
+
+def _blocked_worker(client, tmp_path, hook=_block_preparation) -> tuple[str, int, Path, Path]:
+    pids = client.run(os.getpid)
+    addr = sorted(pids)[0]
+    marker, release = tmp_path / "started", tmp_path / "release"
+    client.run(hook, str(marker), str(release), workers=[addr])
+    return addr, pids[addr], marker, release
+
+
+@pytest.mark.parametrize("moment", ["preparation", "evaluation"])
+def test_worker_killed_while_it_works_is_replaced(cluster, ksks_sample, tmp_path, moment):
+    _, client = cluster
+    reference = _likelihood(ksks_sample, ld.Execution()).value_and_gradient(POINT)
+    lik = _likelihood(ksks_sample, ld.Execution(client=client))
+    if moment == "evaluation":
+        lik.value(POINT * 1.01)  # prepared: the next evaluation blocks on one worker
+    hook = _block_preparation if moment == "preparation" else _block_reduction
+    addr, pid, marker, release = _blocked_worker(client, tmp_path, hook)
+    thread, result = _in_thread(lik.value_and_gradient, POINT)
+    try:
+        _wait_until(marker.exists, 30, f"the worker to start its {moment}")
+        os.kill(pid, signal.SIGKILL)  # while it prepares, or reduces, its partitions
+        value, gradient = _joined(thread, result, 30, f"the {moment} with a killed worker")
+    finally:
+        release.touch()
+    assert value == reference[0] and np.array_equal(gradient, reference[1])
+    stores = lik.terms[0].prepare(lik.execution).data.stores
+    assert stores.rebuilt >= 2  # the killed worker's two partitions, built elsewhere
+    assert addr not in {where for where, _ in stores.owned}
+    assert sorted(i for idx in stores.owned.values() for i in idx) == [0, 1, 2, 3]
+
+
+def test_preparation_past_its_timeout_names_the_dataset(cluster, ksks_sample, tmp_path):
+    _, client = cluster
+    addr, _, marker, release = _blocked_worker(client, tmp_path)
+    lik = _likelihood(ksks_sample, ld.Execution(client=client))
+    try:
+        with dask.config.set({"laddu-dask.cluster.preparation-timeout": "2s"}):
+            with pytest.raises(ld.ClusterTimeoutError,
+                               match=rf"preparation of dataset 'ksks/data' .*within 2\.00 s .*"
+                                     rf"laddu-dask\.cluster\.preparation-timeout.*1 task\(s\) on {addr}"):
+                _within(25, lik.value, POINT)
+    finally:
+        release.touch()
+
+
+def test_fit_survives_losing_all_workers(cluster, ksks_sample):
+    _, client = cluster
+    reference = _likelihood(ksks_sample, ld.Execution()).fit(initial=ksks.displaced_start(),
+                                                             method="migrad")
+    lik = _likelihood(ksks_sample, ld.Execution(client=client))
+    killed: list[set[str]] = []
+
+    def kill_all_once(calls, value):
+        if calls == 5 and not killed:
+            killed.append(_kill_all(client))  # the nannies restart them, at new addresses
+
+    result = _within(30, lambda: lik.fit(initial=ksks.displaced_start(), method="migrad",
+                                         progress=kill_all_once))
+    assert killed, "the workers were not killed"
+    stores = lik.terms[0].prepare(lik.execution).data.stores
+    assert stores.rebuilt == 4 and not {where for where, _ in stores.owned} & killed[0]
+    assert result.valid
+    assert result.fval == reference.fval
+    assert result.values == reference.values
+
+
+def test_no_worker_within_the_timeout(cluster, ksks_sample):
+    lc, client = cluster
+    reference = _likelihood(ksks_sample, ld.Execution()).value(POINT)
+    lik = _likelihood(ksks_sample, ld.Execution(client=client))
+    lik.value(POINT)
+    for nanny in lc.workers.values():
+        nanny.close_gracefully()  # no restart
+    _kill_all(client)
+    _wait_until(lambda: not client.scheduler_info()["workers"], 30, "the workers to leave")
+    with dask.config.set({"laddu-dask.cluster.worker-timeout": "1s"}):
+        t0 = time.monotonic()
+        with pytest.raises(ld.ClusterTimeoutError,
+                           match=r"dataset 'ksks/data'.*no running worker for 1\.00 s .*"
+                                 r"laddu-dask\.cluster\.worker-timeout.*at least 1 worker"):
+            _within(20, lik.value, POINT)
+        assert time.monotonic() - t0 < 10
+    lc.scale(4)  # two new workers: the same likelihood goes on, with the same numbers
+    assert _within(30, lik.value, POINT) == reference
+
+
+def test_lost_scheduler_raises_at_once(ksks_sample, monkeypatch):
+    from distributed.deploy.subprocess import SubprocessCluster
+
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the workers import this laddu_dask
+    sc = SubprocessCluster(n_workers=1, threads_per_worker=1, dashboard_address=":0",
+                           silence_logs=50)
+    client = distributed.Client(sc)
+    try:
+        client.wait_for_workers(1, timeout=30)
+        address = sc.scheduler_address
+        lik = _likelihood(ksks_sample, ld.Execution(client=client))
+        lik.value(POINT)
+        os.kill(sc.scheduler.process.pid, signal.SIGKILL)
+        _wait_until(lambda: client.status != "running", 10, "the client to see the loss")
+        for _ in range(2):  # every evaluation, not only the first
+            t0 = time.monotonic()
+            with pytest.raises(ld.SchedulerLostError, match=f"scheduler at {address} is gone"):
+                _within(20, lik.value, POINT)
+            assert time.monotonic() - t0 < 2
+    finally:
+        for worker in sc.workers.values():
+            if worker.process is not None and worker.process.returncode is None:
+                os.kill(worker.process.pid, signal.SIGKILL)
+        client.close(timeout=5)
+        try:
+            sc.close(timeout=5)
+        except Exception:  # noqa: BLE001 - its scheduler is gone on purpose
+            pass
