@@ -78,9 +78,9 @@ def cluster():
     lc.close(timeout=20)
 
 
-def _likelihood(sample, execution):
-    data = ld.read_parquet(sample["data"], chunk_size=750, memory_policy="resident")
-    mc = ld.read_parquet(sample["accmc"], chunk_size=1000, memory_policy="resident")
+def _likelihood(sample, execution, policy="resident"):
+    data = ld.read_parquet(sample["data"], chunk_size=750, memory_policy=policy)
+    mc = ld.read_parquet(sample["accmc"], chunk_size=1000, memory_policy=policy)
     return ld.Likelihood([ld.NLL(ksks.model(), data=data, accepted_mc=mc, name="ksks")],
                          execution=execution)
 
@@ -135,11 +135,12 @@ def _blocked_worker(client, tmp_path, hook=_block_preparation) -> tuple[str, int
     return addr, pids[addr], marker, release
 
 
-@pytest.mark.parametrize("moment", ["preparation", "evaluation"])
-def test_worker_killed_while_it_works_is_replaced(cluster, ksks_sample, tmp_path, moment):
+@pytest.mark.parametrize("moment, policy", [("preparation", "resident"), ("evaluation", "resident"),
+                                            ("evaluation", "streaming")])
+def test_worker_killed_while_it_works_is_replaced(cluster, ksks_sample, tmp_path, moment, policy):
     _, client = cluster
-    reference = _likelihood(ksks_sample, ld.Execution()).value_and_gradient(POINT)
-    lik = _likelihood(ksks_sample, ld.Execution(client=client))
+    reference = _likelihood(ksks_sample, ld.Execution(), policy).value_and_gradient(POINT)
+    lik = _likelihood(ksks_sample, ld.Execution(client=client), policy)
     if moment == "evaluation":
         lik.value(POINT * 1.01)  # prepared: the next evaluation blocks on one worker
     hook = _block_preparation if moment == "preparation" else _block_reduction
