@@ -1,8 +1,8 @@
 """Fused CPU kernels: one compiled pass over a partition per evaluation.
 
 From the split graph of a model this module generates Numba source for two
-functions, compiled once and cached on disk (a second process loads the machine
-code instead of recompiling):
+functions, compiled once and cached on disk by :mod:`laddu_dask.compile.kernel_cache`
+(a second process loads the machine code instead of recompiling):
 
 ``value_sum``
     for every event: the parameter-dependent part, the reduction transform
@@ -34,11 +34,6 @@ Examples
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
-import os
-import sys
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +42,7 @@ import numpy as np
 
 from laddu_dask.compile.gradient import python_accumulate, reverse_sweep
 from laddu_dask.compile.graph import Split
+from laddu_dask.compile.kernel_cache import load_module
 from laddu_dask.expr.arrayfuncs import make_complex, norm_sqr
 from laddu_dask.expr.node import Expr
 from laddu_dask.expr.ops import COMPLEX, OPS, REAL
@@ -489,53 +485,10 @@ def _backprop_source(split: Split, boundary: list[Expr]) -> tuple[str, dict]:
     return "\n".join(lines) + "\n", nm.consts
 
 
-# ---------------------------------------------------------------------------
-# compilation with an on-disk cache
-# ---------------------------------------------------------------------------
-_LOCK = threading.Lock()
-_LOADED: dict[str, Any] = {}
-
-
-def cache_dir() -> str:
-    """Where generated kernel modules (and Numba's machine code) are kept.
-
-    ``$LADDU_DASK_CACHE`` if set, else ``~/.cache/laddu_dask/kernels``.
-    """
-    base = os.environ.get("LADDU_DASK_CACHE") or os.path.join(
-        os.path.expanduser("~"), ".cache", "laddu_dask", "kernels"
-    )
-    return base
-
-
-def _load_module(source: str) -> Any:
-    import numba
-
-    digest = hashlib.sha256((source + numba.__version__ + sys.version).encode()).hexdigest()[:24]
-    name = f"laddu_dask_kernel_{digest}"
-    with _LOCK:
-        mod = _LOADED.get(name)
-        if mod is not None:
-            return mod
-        folder = cache_dir()
-        os.makedirs(folder, exist_ok=True)
-        path = os.path.join(folder, name + ".py")
-        if not os.path.exists(path):
-            tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-            with open(tmp, "w") as f:
-                f.write(source)
-            os.replace(tmp, path)
-        spec = importlib.util.spec_from_file_location(name, path)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-        _LOADED[name] = mod
-        return mod
-
-
 def fused_kernels(split: Split, precision: str = "f64") -> FusedKernels:
     """Generate, compile (or load from the disk cache) the fused kernels of ``split``."""
     source, _, boundary = generate_fused_source(split, precision)
-    mod = _load_module(source)
+    mod = load_module(source)
     bp_source, bp_consts = _backprop_source(split, boundary)
     namespace: dict[str, Any] = {"np": np, "xp": np, "_complex": make_complex, "_norm_sqr": norm_sqr}
     namespace.update(bp_consts)
