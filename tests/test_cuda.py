@@ -39,7 +39,7 @@ from laddu_dask.compile.cuda import (
 )
 from laddu_dask.compile.fused import _boundary
 from laddu_dask.compile.plan import ReductionPlan
-from laddu_dask.errors import DataError, ModelError, ParameterError
+from laddu_dask.errors import DataError, ModelError, NonFiniteError, ParameterError
 from laddu_dask.expr.ops import OPS
 from laddu_dask.runtime.accumulate import ExactPartials
 from laddu_dask.runtime.reducer import CertifiedPartials, Params, PartitionReducer, PreparedPartition
@@ -344,6 +344,29 @@ def test_host_emulation_reports_the_first_rejected_event(tmp_path):
         emu.terms(cache, w, [2.0], "log", True)
 
 
+@needs_gxx
+@pytest.mark.parametrize("precision", ["f64", "f32"])
+def test_host_emulation_rejects_a_non_finite_value_under_every_transform(precision, tmp_path):
+    """(a x)^2 overflows at event 4 (1e200 in f64; 1e20, whose square overflows float32 inside
+    the kernel, in f32), sqrt(-1) is nan at event 6: the first is reported even by the real
+    transform, which accepts any sign; the reference is where the test put the values."""
+    x, a = ld.scalar("x"), ld.parameter("a")
+    cm = CompiledModel.from_expr((a * x) * (a * x) + (x + 1.0).sqrt())
+    big = 1e20 if precision == "f32" else 1e200
+    xs = np.array([1.0, 2.0, 3.0, 0.5, big, 5.0, -2.0, 7.0])
+    cache = cm.event_cache({"x": xs}, precision)
+    emu = _emulation(cm, precision, tmp_path)
+    w = np.ones(len(xs))
+    for transform in ("real", "positive_real", "log_positive_real"):
+        for with_gradient in (False, True):
+            assert emu.terms(cache, w, [1.0], transform, with_gradient)[1] == 4
+            assert emu.sums(cache, w, [1.0], transform, with_gradient, threads=4)[1] == 4
+            # nan alone
+            assert emu.terms(cache, w[:4].tolist() + [1.0] * 4, [0.0], transform,
+                             with_gradient)[1] == 6
+    assert emu.terms([c[:4] for c in cache], w[:4], [1.0], "real", True)[1] == -1
+
+
 # ---------------------------------------------------------------------------------------
 # the launcher's host side, against a stand-in for CuPy that runs the host emulation
 # ---------------------------------------------------------------------------------------
@@ -491,6 +514,21 @@ def test_launcher_marshalling_with_a_cupy_stand_in(precision, tmp_path, monkeypa
     out = small.reduce([xs], cp.ones(4, real), [2.0], "log_positive_real", True)
     assert (out.bad_index, out.bad_value) == (2, -6.0)
     assert small.terms([xs], cp.ones(4, real), [2.0], "positive_real", False)[1] == 2
+    # a value that overflows (at event 1) comes back the same way, and the reducer makes it a
+    # NonFiniteError naming the event and its source, on the fast and on the exact path
+    huge = cp.asarray(np.array([1.0, 3e38, 2.0], dtype=real))
+    out = small.reduce([huge], cp.ones(3, real), [1e300 if precision == "f64" else 10.0], "real",
+                       True)
+    assert (out.bad_index, out.bad_value) == (1, math.inf)
+    reducer = PartitionReducer(CompiledModel.from_expr(a * x), precision, device="gpu")
+    assert reducer.kernel == "cuda"
+    reducer.cuda = small
+    part = PreparedPartition([huge], cp.ones(3, real), 3, 40, "run7.parquet [rows 40:43]")
+    point = Params((real(1e300 if precision == "f64" else 10.0),))
+    for exact in (False, True):
+        with pytest.raises(NonFiniteError, match=r"non-finite intensity inf at event 41 "
+                                                 r"\(run7.parquet \[rows 40:43\]\); a real reduction"):
+            reducer._cuda(part, point, ReductionPlan.weighted_real(), True, exact)
     assert small.reduce([xs[:0]], cp.ones(0, real), [2.0], "real", True).terms.shape == (2, 2)
     with pytest.raises(DataError, match="cached column 0 is not a CuPy array"):
         small.reduce([np.ones(4, real)], cp.ones(4, real), [2.0], "real", False)

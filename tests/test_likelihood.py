@@ -520,13 +520,32 @@ def test_non_positive_intensity_names_the_event(tmp_path, with_gradient):
     with pytest.raises(NonPositiveIntensityError, match=rf"non-positive intensity -2\.0 at event 31 "
                        rf"\({path} \[rows 24:32\]\)"):
         call([1.0])
-    # a zero intensity is not positive either
+    # a zero data intensity is not positive either
     x[31] = 0.0
-    lik = Likelihood([ExtendedNLL(Model(A * X), data=_ones(), accepted_mc=Dataset.from_arrays(
-        scalars={"x": x}, chunk_size=8))])
+    lik = Likelihood([NLL(Model(A * X), data=Dataset.from_arrays(scalars={"x": x}, chunk_size=8),
+                          accepted_mc=_ones())])
     call = lik.value_and_gradient if with_gradient else lik.value
     with pytest.raises(NonPositiveIntensityError, match=r"non-positive intensity 0\.0 at event 31"):
         call([1.0])
+
+
+def test_zero_intensity_at_an_accepted_mc_event_is_accepted():
+    """It only adds zero to sum_accmc w I (laddu's convention; sufficient statistics could not
+    see it either); only the total must be positive.  Reference: the closed form."""
+    x = np.linspace(0.5, 1.5, 40)
+    x[31] = 0.0
+    data = _ones()
+    lik = Likelihood([ExtendedNLL(Model(A * X), data=data, accepted_mc=Dataset.from_arrays(
+        scalars={"x": x}, chunk_size=8))])
+    xd = np.linspace(0.1, 1.0, 5)
+    expected = 2.0 * (math.fsum((2.0 * x).tolist()) - math.fsum(np.log(2.0 * xd).tolist()))
+    value, grad = lik.value_and_gradient([2.0])
+    assert value == pytest.approx(expected, rel=1e-14)
+    assert grad[0] == pytest.approx(2.0 * (math.fsum(x.tolist()) - 5 / 2.0), rel=1e-14)
+    negative = Dataset.from_arrays(scalars={"x": -x})
+    lik = Likelihood([ExtendedNLL(Model(A * X), data=data, accepted_mc=negative)])
+    with pytest.raises(NormalizationError, match=r"sum_accmc w I is -.*; it must be positive"):
+        lik.value([2.0])
 
 
 def test_zero_total_weight_in_normalization():

@@ -19,7 +19,7 @@ from laddu_dask import ksks
 from laddu_dask.compile.compiled import CompiledModel
 from laddu_dask.compile.normalization import decompose
 from laddu_dask.data.dataset import Dataset
-from laddu_dask.errors import NormalizationError
+from laddu_dask.errors import NonFiniteError, NormalizationError
 from laddu_dask.expr.model import Model
 from laddu_dask.likelihood import terms as terms_module
 from laddu_dask.likelihood.likelihood import Likelihood
@@ -330,3 +330,69 @@ def test_zero_total_accepted_mc_weight(normalization, kind, weights):
         assert "statistics" not in strategies
     else:  # the statistics were summed (and their weight found to be zero)
         assert "statistics" in strategies
+
+
+# ---------------------------------------------------------------------------------------
+# what each accepted-MC event must satisfy: the same under "auto", "general" and "verify"
+# ---------------------------------------------------------------------------------------
+COHERENT = Model((C(0) * X + C(2) * Y).norm_sqr())  # zero wherever x = y = 0
+
+
+def _coherent_sample(n: int, seed: int, zero_at: int | None = None) -> tuple[dict, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    cols = {"x": rng.uniform(-1.5, 1.5, n), "y": rng.uniform(0.2, 2.0, n), "z": np.zeros(n)}
+    if zero_at is not None:
+        cols["x"][zero_at] = cols["y"][zero_at] = 0.0
+    return cols, rng.uniform(0.2, 2.5, n)
+
+
+@pytest.mark.parametrize("kind", [NLL, ExtendedNLL], ids=["nll", "extended"])
+@pytest.mark.parametrize("kernel", ["fused", "numpy"])
+def test_zero_intensity_accepted_mc_event_is_accepted_by_every_normalization(kind, kernel):
+    """An accepted-MC event where the model vanishes only adds zero to sum_accmc w I (laddu's
+    convention); the event loop used to reject it (positive_real) while the statistics
+    accepted it.  Reference: the closed form with NumPy intensities and math.fsum."""
+    (dcols, dw), (mcols, mw) = _coherent_sample(60, 11), _coherent_sample(90, 12, zero_at=37)
+    data = Dataset.from_arrays(scalars=dcols, weights=dw, chunk_size=32)
+    mc = Dataset.from_arrays(scalars=mcols, weights=mw, chunk_size=32)
+    point = [0.7, -0.3, 1.1, 0.45]
+    c0, c2 = complex(point[0], point[1]), complex(point[2], point[3])
+
+    def intensity(cols: dict) -> np.ndarray:
+        return np.abs(c0 * cols["x"] + c2 * cols["y"]) ** 2
+
+    assert intensity(mcols)[37] == 0.0
+    s_data = math.fsum((dw * np.log(intensity(dcols))).tolist())
+    s_mc = math.fsum((mw * intensity(mcols)).tolist())
+    expected = (-2.0 * (s_data - math.fsum(dw.tolist()) * math.log(s_mc)) if kind is NLL
+                else 2.0 * (s_mc - s_data))
+    results = {}
+    for normalization in ("auto", "general", "verify"):
+        ex = Execution(normalization=normalization, kernel=kernel)
+        lik = Likelihood([_term(kind, COHERENT, data, mc)], execution=ex)
+        results[normalization] = lik.value_and_gradient(point)
+        assert results[normalization][0] == pytest.approx(expected, rel=1e-12)
+        assert lik.value(point) == pytest.approx(expected, rel=1e-12)
+        uses_statistics = "statistics" in [d.strategy for d in ex.memory_decisions()]
+        assert uses_statistics == (normalization != "general")
+    _assert_agree([results["auto"]], [results["general"]])
+    _assert_agree([results["verify"]], [results["general"]])
+
+
+@pytest.mark.parametrize("normalization", ["auto", "general", "verify"])
+def test_infinite_accepted_mc_intensity_names_the_event_in_every_normalization(tmp_path,
+                                                                               normalization):
+    """exp(x) = inf at accepted-MC event 41: the statistics (an infinite amplitude factor)
+    and the event loop (an infinite intensity) name the same event and file."""
+    model = Model((C(0) * X.exp() + C(2) * Y).norm_sqr())
+    assert CompiledModel.from_expr(model).decomposition is not None
+    rng = np.random.default_rng(13)
+    cols = {"x": rng.uniform(-1.5, 1.5, 90), "y": rng.uniform(0.2, 2.0, 90), "z": np.zeros(90)}
+    cols["x"][41] = 800.0
+    path = tmp_path / "accmc.parquet"
+    Dataset.from_arrays(scalars=cols).write_parquet(path)
+    mc = ld.read_parquet(path, chunk_size=32)
+    lik = Likelihood([_term(NLL, model, _toy(60, 11, 32, "positive"), mc)],
+                     execution=Execution(normalization=normalization))
+    with pytest.raises(NonFiniteError, match=rf"non-finite .* at event 41 \({path} \[rows 32:64\]\)"):
+        lik.value_and_gradient([0.7, -0.3, 1.1, 0.45])

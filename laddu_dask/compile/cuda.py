@@ -18,7 +18,7 @@ Kernels (``PREFIX`` is empty unless several models share one translation unit):
 ``laddu_merge_blocks``
     merges the block triples of every row the same way and returns ``3 K + 1``
     doubles: per row the (sum, compensation) pair and an error bound, then the first
-    event a positive transform rejected (or ``-1``);
+    event whose value is not finite or a positive transform rejected (or ``-1``);
 ``PREFIXvalue_terms`` / ``PREFIXgradient_terms``
     the same per-event terms written out (``K x n`` doubles), the exact fallback;
 ``PREFIXvalues``
@@ -661,10 +661,12 @@ def generate_cuda_source(split: Split, precision: str = "f64", prefix: str = "")
     def event_fn(name: str, with_gradient: bool) -> list[str]:
         k = rows if with_gradient else 1
         what = "t[0] = w t(Re v)" + (", t[1..] boundary adjoints" if with_gradient else "")
-        out = [f"// terms of event i: {what}; false when a positive transform rejects the event",
+        out = [f"// terms of event i: {what}; false when the value is not finite, or not "
+               "positive under a positive transform",
                f"LD_FN bool {P}ld_{name}({ev_params}, double (&t)[{k}]) {{", *loads, *forward,
                f"    const real_t r = ld_re({root});",
-               "    if (transform != 0 && !(r > (real_t)0)) return false;",
+               "    const real_t lo = transform != 0 ? (real_t)0 : -ld_inf();",
+               "    if (!(r > lo && r < ld_inf())) return false;",
                "    const real_t wi = w[i];",
                "    t[0] = transform == 2 ? (double)wi * log((double)r) : (double)wi * (double)r;"]
         if with_gradient:
@@ -982,7 +984,8 @@ class GpuPartials:
     bound : numpy.ndarray
         ``(K,)`` error bounds (``inf`` when a sum is not finite).
     bad_index : int
-        First event (within the partition) a positive transform rejected, or ``-1``.
+        First event (within the partition) whose value is not finite or a positive
+        transform rejected, or ``-1``.
     bad_value : float or None
         The real part of that event's value.
     """

@@ -1,8 +1,8 @@
 """Fused CPU kernels: one compiled pass over a partition per evaluation.
 
 From the split graph of a model this module generates Numba source for two
-functions, compiled once and cached on disk (a second process loads the machine
-code instead of recompiling):
+functions, compiled once and cached on disk by :mod:`laddu_dask.compile.kernel_cache`
+(a second process loads the machine code instead of recompiling):
 
 ``value_sum``
     for every event: the parameter-dependent part, the reduction transform
@@ -34,11 +34,6 @@ Examples
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
-import os
-import sys
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +42,7 @@ import numpy as np
 
 from laddu_dask.compile.gradient import python_accumulate, reverse_sweep
 from laddu_dask.compile.graph import Split
+from laddu_dask.compile.kernel_cache import load_module
 from laddu_dask.expr.arrayfuncs import make_complex, norm_sqr
 from laddu_dask.expr.node import Expr
 from laddu_dask.expr.ops import COMPLEX, OPS, REAL
@@ -220,8 +216,9 @@ class FusedKernels:
         ``acc`` is a ``(K, 5)`` float64 array receiving two (sum, compensation) pairs
         whose exact total is the row's sum up to the error bound in the last
         column: row 0 the terms ``w t(Re v)``, rows 1.. the
-        boundary adjoints (gradient only).  ``bad_index`` is ``-1``, or the first event whose value a
-        positive transform rejects (its value is put in ``bad[0]``).
+        boundary adjoints (gradient only).  ``bad_index`` is ``-1``, or the first event whose
+        value is not finite or is not positive under a positive transform (its value is put
+        in ``bad[0]``).
     value_terms, gradient_terms : callable
         The same per-event terms written to ``out`` (``(K, n)``) instead of summed,
         for the exact path.
@@ -325,11 +322,15 @@ def generate_fused_source(split: Split, precision: str = "f64") -> tuple[str, di
     # arithmetic in the blocked sums, the exact-path terms and ``values``, so which path
     # runs never changes a result.
     value = f"np.float64({cast}({rv}))"
+    # every transform needs a finite value, the positive ones a positive value: one test per
+    # event, ``lo < r < inf`` (branch-free over a block in the blocked sums, which look for
+    # the first bad event only in a block that fails)
+    lowest = "    lo = -np.inf if transform == 0 else 0.0"
 
     def term(emit) -> list[str]:
         return [
             f"        r = {value}",
-            "        if transform != 0 and not (r > 0):",
+            "        if not (r > lo and r < np.inf):",
             "            bad[0] = r",
             "            return i",
             "        wi = np.float64(w[i])",
@@ -372,7 +373,7 @@ def generate_fused_source(split: Split, precision: str = "f64") -> tuple[str, di
 
     def function(name: str, body: list[str]) -> str:
         sig = ", ".join(cache_args + ["w", "p", "transform", "out", "bad"])
-        lines = [f"@_nb\ndef {name}({sig}):", *head, "    for i in range(w.shape[0]):",
+        lines = [f"@_nb\ndef {name}({sig}):", *head, lowest, "    for i in range(w.shape[0]):",
                  *loads, *forward, *body, "    return -1"]
         return "\n".join(lines)
 
@@ -382,11 +383,12 @@ def generate_fused_source(split: Split, precision: str = "f64") -> tuple[str, di
         are checked, transformed and accumulated."""
         rows = row if with_gradient else 1
         sig = ", ".join(cache_args + ["w", "p", "transform", "acc", "bad"])
-        lines = [f"@_nb\ndef {name}({sig}):", *head,
+        lines = [f"@_nb\ndef {name}({sig}):", *head, lowest,
                  "    n = w.shape[0]",
                  f"    buf = np.empty(({rows}, BLOCK))",
                  f"    lanes = np.zeros(({rows}, 6))",
                  "    qbuf = np.empty(BLOCK)",
+                 "    tbuf = np.empty(BLOCK)",
                  "    rbuf = np.empty(BLOCK)",
                  "    blocks = 0",
                  *[f"    row{j} = buf[{j}]" for j in range(rows)],
@@ -410,14 +412,26 @@ def generate_fused_source(split: Split, precision: str = "f64") -> tuple[str, di
                 inner += ["    " + x for x in rev(lambda j, x: f"        row{j}[k] = {x}")]
             lines += [(indent[8:] + x) if indent != "        " else x for x in inner]
         lines += [
-            "        for k in range(bw_.shape[0]):",
-            "            r = row0[k]",
-            "            if transform != 0 and not (r > 0):",
-            "                bad[0] = np.float64(r)",
-            "                return start + k",
-            "            row0[k] = np.float64(bw_[k]) * (np.log(r) if transform == 2 else r)",
-            f"        for j in range({rows}):",
-            "            _accumulate(buf[j], stop - start, lanes, j, qbuf, rbuf)",
+            "        m = bw_.shape[0]",
+            "        ok = True",
+            "        if transform == 2:",
+            "            for k in range(m):",
+            "                r = row0[k]",
+            "                ok &= (r > lo) & (r < np.inf)",
+            "                tbuf[k] = np.float64(bw_[k]) * np.log(r)",
+            "        else:",
+            "            for k in range(m):",
+            "                r = row0[k]",
+            "                ok &= (r > lo) & (r < np.inf)",
+            "                tbuf[k] = np.float64(bw_[k]) * r",
+            "        if not ok:",
+            "            for k in range(m):",
+            "                if not (row0[k] > lo and row0[k] < np.inf):",
+            "                    bad[0] = np.float64(row0[k])",
+            "                    return start + k",
+            "        _accumulate(tbuf, m, lanes, 0, qbuf, rbuf)",
+            f"        for j in range(1, {rows}):",
+            "            _accumulate(buf[j], m, lanes, j, qbuf, rbuf)",
             "        blocks += 1",
             "    # TwoSum cascades over 2 * blocks values: error <= 2 (2 blocks u)^2 sum|values|",
             "    cascade = 2.0 * (2.0 * blocks) ** 2 * _U2 * 1.01",
@@ -489,53 +503,10 @@ def _backprop_source(split: Split, boundary: list[Expr]) -> tuple[str, dict]:
     return "\n".join(lines) + "\n", nm.consts
 
 
-# ---------------------------------------------------------------------------
-# compilation with an on-disk cache
-# ---------------------------------------------------------------------------
-_LOCK = threading.Lock()
-_LOADED: dict[str, Any] = {}
-
-
-def cache_dir() -> str:
-    """Where generated kernel modules (and Numba's machine code) are kept.
-
-    ``$LADDU_DASK_CACHE`` if set, else ``~/.cache/laddu_dask/kernels``.
-    """
-    base = os.environ.get("LADDU_DASK_CACHE") or os.path.join(
-        os.path.expanduser("~"), ".cache", "laddu_dask", "kernels"
-    )
-    return base
-
-
-def _load_module(source: str) -> Any:
-    import numba
-
-    digest = hashlib.sha256((source + numba.__version__ + sys.version).encode()).hexdigest()[:24]
-    name = f"laddu_dask_kernel_{digest}"
-    with _LOCK:
-        mod = _LOADED.get(name)
-        if mod is not None:
-            return mod
-        folder = cache_dir()
-        os.makedirs(folder, exist_ok=True)
-        path = os.path.join(folder, name + ".py")
-        if not os.path.exists(path):
-            tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-            with open(tmp, "w") as f:
-                f.write(source)
-            os.replace(tmp, path)
-        spec = importlib.util.spec_from_file_location(name, path)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-        _LOADED[name] = mod
-        return mod
-
-
 def fused_kernels(split: Split, precision: str = "f64") -> FusedKernels:
     """Generate, compile (or load from the disk cache) the fused kernels of ``split``."""
     source, _, boundary = generate_fused_source(split, precision)
-    mod = _load_module(source)
+    mod = load_module(source)
     bp_source, bp_consts = _backprop_source(split, boundary)
     namespace: dict[str, Any] = {"np": np, "xp": np, "_complex": make_complex, "_norm_sqr": norm_sqr}
     namespace.update(bp_consts)

@@ -2,9 +2,13 @@
 
 Each event contributes ``weight * transform(Re value)``.  The transforms are
 ``real`` (the value itself), ``positive_real`` (the value, which must be positive)
-and ``log_positive_real`` (its logarithm, which needs a positive value).  The plan
-also gives the derivative of an event's term with respect to the value, the seed
-of the reverse-mode gradient.
+and ``log_positive_real`` (its logarithm, which needs a positive value).  Every
+transform needs a finite value: an infinite or NaN one is a
+:class:`~laddu_dask.errors.NonFiniteError`, a finite one that a positive transform
+rejects a :class:`~laddu_dask.errors.NonPositiveIntensityError`, both naming the event
+(:func:`rejected_value_error`; every kernel reports the same).  The plan also gives the
+derivative of an event's term with respect to the value, the seed of the reverse-mode
+gradient.
 
 Examples
 --------
@@ -17,12 +21,45 @@ array([0., 1.])
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
-from laddu_dask.errors import NonPositiveIntensityError
+from laddu_dask.errors import LadduDaskError, NonFiniteError, NonPositiveIntensityError
 
 TRANSFORMS = ("real", "positive_real", "log_positive_real")
+
+
+def rejected_value_error(value: float, event: int, source: str, transform: str) -> LadduDaskError:
+    """The error for an event whose value a reduction rejects.
+
+    Parameters
+    ----------
+    value : float
+        The event's (real) value.
+    event : int
+        Its global index.
+    source : str
+        Where it comes from (file and rows).
+    transform : str
+        The reduction transform.
+
+    Examples
+    --------
+    >>> rejected_value_error(float("inf"), 7, "data.parquet", "real")
+    NonFiniteError('non-finite intensity inf at event 7 (data.parquet); a real reduction needs finite values')
+    >>> type(rejected_value_error(-1.0, 7, "data.parquet", "positive_real")).__name__
+    'NonPositiveIntensityError'
+    """
+    if math.isfinite(value):
+        return NonPositiveIntensityError(
+            f"non-positive intensity {value!r} at event {event} ({source}); a {transform} "
+            "reduction needs positive values"
+        )
+    return NonFiniteError(
+        f"non-finite intensity {value!r} at event {event} ({source}); a {transform} reduction "
+        "needs finite values"
+    )
 
 
 @dataclass(frozen=True)
@@ -45,17 +82,17 @@ class ReductionPlan:
 
     @classmethod
     def weighted_real(cls) -> ReductionPlan:
-        """``sum w Re(v)``."""
+        """``sum w Re(v)`` (any finite value)."""
         return cls("real")
 
     @classmethod
     def weighted_positive_real(cls) -> ReductionPlan:
-        """``sum w Re(v)``, rejecting a non-positive value."""
+        """``sum w Re(v)``, rejecting a non-positive (or non-finite) value."""
         return cls("positive_real")
 
     @classmethod
     def weighted_log_positive_real(cls) -> ReductionPlan:
-        """``sum w log(Re v)``, rejecting a non-positive value."""
+        """``sum w log(Re v)``, rejecting a non-positive (or non-finite) value."""
         return cls("log_positive_real")
 
     @property
@@ -64,23 +101,24 @@ class ReductionPlan:
         return self.transform != "real"
 
     def check(self, real_value: Any, *, offset: int = 0, source: str = "events") -> None:
-        """Raise if a value that must be positive is not.
+        """Raise if a value is not finite, or not positive where it must be.
 
         Raises
         ------
+        NonFiniteError
+            An infinite or NaN value, naming the first offending event's global index and
+            its source.
         NonPositiveIntensityError
-            Naming the first offending event's global index and its source.
+            The same for a finite value ``<= 0`` under a positive transform.
         """
-        if not self.needs_positive:
-            return
         xp = _xp(real_value)
-        bad = ~(real_value > 0)
+        if self.needs_positive:
+            bad = ~((real_value > 0) & (real_value < math.inf))
+        else:
+            bad = ~xp.isfinite(real_value)
         if bool(xp.any(bad)):
             i = int(xp.argmax(bad))
-            raise NonPositiveIntensityError(
-                f"non-positive intensity {float(real_value[i])!r} at event {offset + i} "
-                f"({source}); a {self.transform} reduction needs positive values"
-            )
+            raise rejected_value_error(float(real_value[i]), offset + i, source, self.transform)
 
     def terms(self, real_value: Any, weights: Any, *, offset: int = 0, source: str = "events") -> Any:
         """Per-event terms ``w t(v)`` after :meth:`check`."""

@@ -7,6 +7,17 @@
 A term knows its model and datasets; it is prepared for an execution once, and then
 evaluates its value and exact gradient with the runtime's reductions.
 
+What each event must satisfy: a data event's intensity enters a logarithm, so it must be
+positive and finite (:class:`~laddu_dask.errors.NonPositiveIntensityError`,
+:class:`~laddu_dask.errors.NonFiniteError`, naming the event and its file).  An
+accepted-MC event's intensity only enters the sum ``sum_accmc w I`` (as in laddu), so it
+must be finite but may be zero (an event where the model vanishes) or of either sign;
+the total must be positive (:class:`~laddu_dask.errors.NormalizationError`).  The
+sufficient statistics of ``normalization="auto"`` never see one event's intensity, so
+this is the one rule under which ``"auto"``, ``"general"`` and ``"verify"`` give the
+same outcome on every sample.  A sum that overflows the float range (a weight sum, a
+sum of terms, the likelihood or a gradient component) is a ``NonFiniteError``.
+
 Examples
 --------
 >>> import numpy as np
@@ -30,7 +41,7 @@ import numpy as np
 from laddu_dask.compile.compiled import CompiledModel
 from laddu_dask.compile.plan import ReductionPlan
 from laddu_dask.data.dataset import Dataset
-from laddu_dask.errors import DataError, NormalizationError
+from laddu_dask.errors import DataError, NonFiniteError, NormalizationError
 from laddu_dask.expr.model import Model
 from laddu_dask.expr.node import Expr
 from laddu_dask.runtime.execution import Execution
@@ -43,7 +54,8 @@ from laddu_dask.runtime.prepared import (
 )
 
 LOG = ReductionPlan.weighted_log_positive_real()
-POSITIVE = ReductionPlan.weighted_positive_real()
+#: The accepted-MC sum: any finite intensity (see the module docstring).
+ACCEPTED = ReductionPlan.weighted_real()
 
 
 def _as_model(model: Model | Expr) -> Model:
@@ -139,9 +151,14 @@ class _Term:
 
     def _sums(self, prep: _Prepared, execution: Execution, params: Any, with_gradient: bool):
         """``(sum_data w ln I, its gradient, sum_accmc w I, its gradient)`` in one graph."""
+        if not math.isfinite(prep.data_weight):
+            raise NonFiniteError(
+                f"term {self.name!r}: the data weights ({', '.join(self.data.sources)}) sum to "
+                f"{prep.data_weight!r}, beyond the float range"
+            )
         requests = [ReductionRequest(prep.model, params, prep.data, LOG, with_gradient)]
         if prep.mc is not None:
-            requests.append(ReductionRequest(prep.model, params, prep.mc, POSITIVE, with_gradient))
+            requests.append(ReductionRequest(prep.model, params, prep.mc, ACCEPTED, with_gradient))
         results = reduce_many(execution, requests)
         s_data, g_data = results[0]
         if prep.stats is not None:
@@ -156,6 +173,19 @@ class _Term:
                 "it must be positive and finite"
             )
         return s_data, g_data, s_mc, g_mc
+
+    def _finite(self, value: float, grad: np.ndarray | None) -> tuple[float, np.ndarray | None]:
+        """``(value, grad)``, or a :class:`NonFiniteError` when either overflowed."""
+        if not math.isfinite(value):
+            raise NonFiniteError(f"term {self.name!r}: the {self.kind} is {value!r}, beyond the "
+                                 "float range")
+        if grad is not None and not np.all(np.isfinite(grad)):
+            j = int(np.argmin(np.isfinite(grad)))
+            raise NonFiniteError(
+                f"term {self.name!r}: the gradient of the {self.kind} is {grad[j]!r} in parameter "
+                f"{self.parameter_names[j]!r}, beyond the float range"
+            )
+        return value, grad
 
     def _verify(self, general: tuple, statistics: tuple) -> None:
         """``normalization="verify"``: the event loop and the statistics must agree."""
@@ -217,8 +247,9 @@ class NLL(_Term):
         n_w = prep.data_weight
         value = -2.0 * (s_data - n_w * math.log(s_mc))
         if not with_gradient:
-            return value, None
-        return value, -2.0 * (g_data - n_w * g_mc / s_mc)
+            return self._finite(value, None)
+        with np.errstate(all="ignore"):
+            return self._finite(value, -2.0 * (g_data - n_w * g_mc / s_mc))
 
 
 class ExtendedNLL(_Term):
@@ -248,5 +279,6 @@ class ExtendedNLL(_Term):
         s_data, g_data, s_mc, g_mc = self._sums(prep, execution, params, with_gradient)
         value = 2.0 * (s_mc - s_data)
         if not with_gradient:
-            return value, None
-        return value, 2.0 * (g_mc - g_data)
+            return self._finite(value, None)
+        with np.errstate(all="ignore"):
+            return self._finite(value, 2.0 * (g_mc - g_data))

@@ -28,6 +28,7 @@ import numpy as np
 
 from laddu_dask.compile.normalization import Decomposition
 from laddu_dask.data.dataset import Dataset
+from laddu_dask.errors import NonFiniteError
 from laddu_dask.runtime.accumulate import ExactPartials
 from laddu_dask.runtime.execution import Execution
 from laddu_dask.runtime.memory import MemoryDecision
@@ -59,15 +60,43 @@ class NormalizationStatistics:
         return int(sum(m.nbytes for m in self.matrices))
 
     def value_and_gradient(self, params: Any, with_gradient: bool) -> tuple[float, Any]:
-        """``sum w I`` (and its gradient) at ``params`` (model order)."""
-        return self.decomposition.value_and_gradient(params, self.matrices, with_gradient)
+        """``sum w I`` (and its gradient) at ``params`` (model order).
+
+        Raises
+        ------
+        NonFiniteError
+            The sum or a gradient component overflows the float range.
+        """
+        with np.errstate(all="ignore"):
+            value, grad = self.decomposition.value_and_gradient(params, self.matrices, with_gradient)
+        if not np.isfinite(value):
+            raise NonFiniteError(
+                f"the accepted-MC sum of w I from sufficient statistics is {value!r}: it overflows "
+                "the float range"
+            )
+        if grad is not None and not np.all(np.isfinite(grad)):
+            raise NonFiniteError(
+                "the gradient of the accepted-MC sum of w I from sufficient statistics is not "
+                f"finite ({grad.tolist()})"
+            )
+        return value, grad
 
 
 def _partition_terms(decomposition: Decomposition, dataset: Dataset, index: int) -> ExactPartials:
     batch = dataset.load_partition(index, columns=decomposition.columns)
     cols = {c: batch.columns[c] for c in decomposition.columns}
     w = np.asarray(batch.weights, dtype=np.float64)
-    terms = decomposition.matrix_terms(cols, w)
+    with np.errstate(all="ignore"):
+        terms = decomposition.matrix_terms(cols, w)
+    finite = np.isfinite(terms).all(axis=0)
+    if not finite.all():
+        # an amplitude factor (or a product of two) is infinite or NaN: so is the intensity
+        # at every parameter point, as the event loop would report
+        i = int(np.argmin(finite))
+        raise NonFiniteError(
+            f"non-finite amplitude product at event {batch.offset + i} ({batch.source}): the "
+            "intensity there is infinite or NaN; a likelihood needs finite values"
+        )
     return ExactPartials.from_terms(np.vstack([terms, w[None, :]]))
 
 
@@ -80,6 +109,11 @@ def prepare_statistics(execution: Execution, decomposition: Decomposition, datas
               for i in range(dataset.n_partitions)}
     graph, root = tree_graph(leaves, execution.split_every, merge_list, f"{token}-merge")
     totals = execution.get(graph, root).to_floats()
+    if not np.all(np.isfinite(totals)):
+        what = "weights" if np.all(np.isfinite(totals[:-1])) else "amplitude products w E_k conj(E_l)"
+        raise NonFiniteError(
+            f"{name}: the {what} of {', '.join(dataset.sources)} sum beyond the float range"
+        )
     matrices = decomposition.matrices(totals[:-1])
     size = sum(m.nbytes for m in matrices)
     execution.record(MemoryDecision(

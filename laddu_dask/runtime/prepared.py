@@ -200,16 +200,18 @@ def reduce_many(execution: Execution, requests: list[ReductionRequest]) -> list[
     merged = _run(execution, requests, points, [False] * len(requests))
     out: list[Any] = [None] * len(requests)
     redo = []
+    labels = [f"{req.prepared.name} ({', '.join(req.prepared.dataset.sources)})" for req in requests]
     for k, (req, p, m) in enumerate(zip(requests, points, merged)):
         try:
-            out[k] = req.model.reducer.finish(m, p, req.with_gradient)
+            out[k] = req.model.reducer.finish(m, p, req.with_gradient, labels[k])
         except Uncertified:
             redo.append(k)
     if redo:
         again = _run(execution, [requests[k] for k in redo], [points[k] for k in redo],
                      [True] * len(redo))
         for k, m in zip(redo, again):
-            out[k] = requests[k].model.reducer.finish(m, points[k], requests[k].with_gradient)
+            out[k] = requests[k].model.reducer.finish(m, points[k], requests[k].with_gradient,
+                                                      labels[k])
     return out
 
 

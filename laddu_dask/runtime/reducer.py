@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 
 from laddu_dask.compile.compiled import CompiledModel, real_dtype
-from laddu_dask.compile.plan import ReductionPlan
-from laddu_dask.errors import NonPositiveIntensityError
+from laddu_dask.compile.plan import ReductionPlan, rejected_value_error
+from laddu_dask.errors import NonFiniteError
 from laddu_dask.expr.arrayfuncs import array_module
 from laddu_dask.runtime.accumulate import ExactPartials, fsum_rows
 
@@ -118,12 +118,16 @@ class CertifiedPartials:
         return CertifiedPartials(terms, bound)
 
     def certified_floats(self) -> np.ndarray:
-        """The correctly rounded sums, or :class:`Uncertified`."""
+        """The correctly rounded sums, or :class:`Uncertified`.
+
+        Fast sums that are not finite are not certified either: the exact per-event
+        terms then say which event, or that the exact sum overflows.
+        """
         values = fsum_rows(self.terms)
         if not np.any(self.bound):
             return values
-        if not np.all(np.isfinite(self.bound)):
-            raise Uncertified("a magnitude sum overflowed")
+        if not (np.all(np.isfinite(self.bound)) and np.all(np.isfinite(values))):
+            raise Uncertified("a sum or a magnitude sum is not finite")
         lower = fsum_rows(np.hstack([self.terms, -self.bound[:, None]]))
         upper = fsum_rows(np.hstack([self.terms, self.bound[:, None]]))
         if not np.array_equal(lower, upper):
@@ -216,12 +220,9 @@ class PartitionReducer:
             gp = ck.reduce(part.cache, part.weights, params.array, plan.transform, with_gradient)
             index, value = gp.bad_index, gp.bad_value
         if index >= 0:
-            raise NonPositiveIntensityError(
-                f"non-positive intensity {value!r} at event {part.offset + index} "
-                f"({part.source}); a {plan.transform} reduction needs positive values"
-            )
+            raise rejected_value_error(value, part.offset + index, part.source, plan.transform)
         if exact:
-            return CertifiedPartials.exact(ExactPartials.from_terms(out.get()))
+            return CertifiedPartials.exact(finite_terms(out.get(), part))
         return CertifiedPartials(gp.terms, gp.bound)
 
     def rows(self, with_gradient: bool) -> int:
@@ -251,12 +252,10 @@ class PartitionReducer:
             fn = fk.gradient_sum if with_gradient else fk.value_sum
             index = fn(*part.cache, part.weights, params.array, code, acc, bad)
         if index >= 0:
-            raise NonPositiveIntensityError(
-                f"non-positive intensity {float(bad[0])!r} at event {part.offset + index} "
-                f"({part.source}); a {plan.transform} reduction needs positive values"
-            )
+            raise rejected_value_error(float(bad[0]), part.offset + index, part.source,
+                                       plan.transform)
         if exact:
-            return CertifiedPartials.exact(ExactPartials.from_terms(out))
+            return CertifiedPartials.exact(finite_terms(out, part))
         return CertifiedPartials(acc[:, :4].copy(), acc[:, 4].copy())
 
     def _numpy(self, part: PreparedPartition, params: Params, plan: ReductionPlan,
@@ -265,9 +264,9 @@ class PartitionReducer:
         if not with_gradient:
             value = compiled.values(part.cache, p, part.n)
             real = array_module(value).real(value)
-            return ExactPartials.from_terms(
-                plan.terms(real, part.weights, offset=part.offset, source=part.source)
-            )
+            with np.errstate(all="ignore"):
+                terms = plan.terms(real, part.weights, offset=part.offset, source=part.source)
+            return finite_terms(terms, part)
 
         def seed(value: Any) -> Any:
             real = array_module(value).real(value)
@@ -280,7 +279,7 @@ class PartitionReducer:
         with np.errstate(all="ignore"):
             terms = plan.terms(real, part.weights, offset=part.offset, source=part.source)
         rows = xp.stack([terms, *grads]) if grads else terms[None, :]
-        return ExactPartials.from_terms(rows)
+        return finite_terms(rows, part)
 
     def empty(self, with_gradient: bool) -> CertifiedPartials:
         """Partials of an empty reduction."""
@@ -302,18 +301,63 @@ class PartitionReducer:
             return self.compiled.values(part.cache, params.values, part.n)
 
     # -- aggregate -------------------------------------------------------------------------
-    def finish(self, merged: CertifiedPartials, params: Params,
-               with_gradient: bool) -> tuple[float, np.ndarray | None]:
-        """Value (and gradient) from the merged partial sums (raises :class:`Uncertified`)."""
+    def finish(self, merged: CertifiedPartials, params: Params, with_gradient: bool,
+               label: str = "the events") -> tuple[float, np.ndarray | None]:
+        """Value (and gradient) from the merged partial sums (raises :class:`Uncertified`).
+
+        Raises
+        ------
+        NonFiniteError
+            The sum (of finite terms) or a gradient component overflows the float range;
+            ``label`` names the dataset in the message.
+        """
         totals = merged.certified_floats()
         value = float(totals[0])
+        if not np.isfinite(value):
+            raise NonFiniteError(
+                f"the sum of the per-event terms over {label} is {value!r}: it overflows the "
+                "float range"
+            )
         if not with_gradient:
             return value, None
         kernels = self.fused if self.fused is not None else self.cuda
         if kernels is not None:
             p64 = np.asarray(params.values, dtype=np.float64)
-            return value, np.asarray(kernels.backprop(p64, totals[1:]), dtype=np.float64)
-        return value, np.array(totals[1:], dtype=np.float64)
+            with np.errstate(all="ignore"):
+                grad = np.asarray(kernels.backprop(p64, totals[1:]), dtype=np.float64)
+        else:
+            grad = np.array(totals[1:], dtype=np.float64)
+        if not np.all(np.isfinite(grad)):
+            j = int(np.argmin(np.isfinite(grad)))
+            raise NonFiniteError(
+                f"the gradient of the sum over {label} is {grad[j]!r} in parameter "
+                f"{self.compiled.parameter_names[j]!r}: it overflows the float range"
+            )
+        return value, grad
+
+
+def finite_terms(rows: Any, part: PreparedPartition) -> ExactPartials:
+    """Exact sums of per-event terms (row 0: ``w t(I)``, further rows: derivatives), which
+    must be finite.
+
+    Raises
+    ------
+    NonFiniteError
+        Naming the first event with an infinite or NaN term and its source.
+    """
+    partials = ExactPartials.from_terms(rows)
+    if all(s == 0.0 for s in partials.special):  # the plain sum of any non-finite terms
+        return partials
+    host = rows.get() if hasattr(rows, "get") else np.asarray(rows)
+    host = host.reshape(-1, host.shape[-1])
+    bad = ~np.isfinite(host)
+    i = int(np.argmax(bad.any(axis=0)))
+    j = int(np.argmax(bad[:, i]))
+    what = "term w t(I)" if j == 0 else "gradient term (a derivative of w t(I))"
+    raise NonFiniteError(
+        f"non-finite {what} {float(host[j, i])!r} at event {part.offset + i} ({part.source}); "
+        "a likelihood needs finite terms"
+    )
 
 
 def _rebuild(expr: Any, precision: str, kernel: str, device: str = "cpu",

@@ -1,0 +1,139 @@
+"""Non-finite intensities, terms, gradients and sums are errors that name the event and
+its file, in every kernel, precision and storage (issue 8, item 8).
+
+A model ``exp(a x)`` overflows at one event: ``x = 800`` overflows float64 (and float32),
+``x = 100`` (``exp(100) = 2.7e43``) overflows only float32, inside the kernel.  The
+reference for each expected error is the event index where the test put the bad value
+and the Parquet file (with its row range) that holds it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import laddu_dask as ld
+from laddu_dask.data.dataset import Dataset
+from laddu_dask.data.parquet import read_parquet
+from laddu_dask.errors import NonFiniteError, NonPositiveIntensityError
+from laddu_dask.likelihood import NLL, ExtendedNLL, Likelihood
+from laddu_dask.runtime.execution import Execution
+from laddu_dask.runtime.reducer import numba_available
+
+KERNELS = ["fused", "numpy"] if numba_available() else ["numpy"]
+A = ld.parameter("a", initial=1.0)
+X = ld.scalar("x")
+EXP = ld.Model((A * X).exp())  # not a sum of squares: the accepted MC goes through the event loop
+N, BAD, CHUNK = 1300, 1037, 300  # the bad event is in the fourth partition, past a fused block
+
+
+def _file(tmp_path, name: str, x: np.ndarray, weights: np.ndarray | None = None) -> str:
+    path = tmp_path / name
+    Dataset.from_arrays(scalars={"x": x}, weights=weights).write_parquet(path)
+    return str(path)
+
+
+def _x(bad_value: float | None = None) -> np.ndarray:
+    x = np.linspace(0.1, 1.0, N)
+    if bad_value is not None:
+        x[BAD] = bad_value
+    return x
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize(("precision", "bad_x"), [("f64", 800.0), ("f32", 800.0), ("f32", 100.0)],
+                         ids=["f64", "f32", "f32-overflow-in-kernel"])
+@pytest.mark.parametrize("where", ["data", "accepted_mc"])
+def test_infinite_intensity_names_event_and_file(tmp_path, where, precision, bad_x, kernel):
+    """Before: (-inf, [nan]) in f64, (-inf, -2.19) in f32, returned as a normal result."""
+    bad = _file(tmp_path, f"{where}.parquet", _x(bad_x))
+    good = _file(tmp_path, "good.parquet", _x())
+    transform = "log_positive_real" if where == "data" else "real"
+    message = (rf"non-finite intensity inf at event {BAD} \({bad} \[rows 900:1200\]\); "
+               rf"a {transform} reduction needs finite values")
+    for policy in ("resident", "streaming"):
+        files = {"data": good, "accepted_mc": good, where: bad}
+        data, mc = (read_parquet(files[k], chunk_size=CHUNK, memory_policy=policy)
+                    for k in ("data", "accepted_mc"))
+        for term in (NLL, ExtendedNLL):
+            ex = Execution(kernel=kernel, precision=precision)
+            lik = Likelihood([term(EXP, data=data, accepted_mc=mc)], execution=ex)
+            for call in (lik.value, lik.value_and_gradient):
+                with pytest.raises(NonFiniteError, match=message):
+                    call([1.0])
+            assert {d.strategy for d in ex.memory_decisions()} == {policy}
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_finite_intensity_whose_derivative_overflows(tmp_path, kernel):
+    """exp(709) = 8e307 is finite, its derivative in ``a``, 709 exp(709), is not: in the
+    accepted-MC sum (its log in the data sum keeps it finite)."""
+    mc = read_parquet(_file(tmp_path, "mc.parquet", _x(709.0)), chunk_size=CHUNK)
+    data = read_parquet(_file(tmp_path, "data.parquet", _x()), chunk_size=CHUNK)
+    lik = Likelihood([ExtendedNLL(EXP, data=data, accepted_mc=mc)],
+                     execution=Execution(kernel=kernel))
+    assert math.isfinite(lik.value([1.0]))
+    with pytest.raises(NonFiniteError, match=rf"non-finite gradient term \(a derivative of w t\(I\)\) "
+                                             rf"inf at event {BAD} \(.*mc.parquet \[rows 900:1200\]\)"):
+        lik.value_and_gradient([1.0])
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_a_term_that_overflows_names_the_event(tmp_path, kernel):
+    """A finite intensity times its weight beyond the float range."""
+    w = np.ones(N)
+    w[BAD] = 1e300
+    mc = read_parquet(_file(tmp_path, "mc.parquet", _x(30.0), w), chunk_size=CHUNK)  # 1e300 e^30
+    data = read_parquet(_file(tmp_path, "data.parquet", _x()), chunk_size=CHUNK)
+    lik = Likelihood([NLL(EXP, data=data, accepted_mc=mc)], execution=Execution(kernel=kernel))
+    for call in (lik.value, lik.value_and_gradient):
+        with pytest.raises(NonFiniteError, match=rf"non-finite term w t\(I\) inf at event {BAD} "
+                                                 rf"\(.*mc.parquet \[rows 900:1200\]\)"):
+            call([1.0])
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("policy", ["resident", "streaming"])
+def test_nll_whose_sum_overflows(tmp_path, kernel, policy):
+    """Finite terms (w ln I = 1e306 x 150) whose exact sum is beyond the float range."""
+    w = np.full(4, 1e306)
+    path = _file(tmp_path, "data.parquet", np.full(4, 150.0), w)
+    data = read_parquet(path, chunk_size=2, memory_policy=policy)
+    mc = read_parquet(_file(tmp_path, "mc.parquet", _x()), chunk_size=CHUNK)
+    lik = Likelihood([NLL(EXP, data=data, accepted_mc=mc, name="big")],
+                     execution=Execution(kernel=kernel))
+    for call in (lik.value, lik.value_and_gradient):
+        with pytest.raises(NonFiniteError, match=rf"the sum of the per-event terms over big/data "
+                                                 rf"\({path}\) is inf: it overflows the float range"):
+            call([1.0])
+
+
+def test_nll_that_overflows_after_the_sums():
+    """Each sum is finite, N_w ln(sum_accmc w I) is not."""
+    data = Dataset.from_arrays(scalars={"x": np.full(2, 1e-3)}, weights=np.full(2, 1e306))
+    mc = Dataset.from_arrays(scalars={"x": np.full(3, 700.0)})
+    lik = Likelihood([NLL(EXP, data=data, accepted_mc=mc, name="huge")])
+    with pytest.raises(NonFiniteError, match=r"term 'huge': the nll is inf, beyond the float range"):
+        lik.value([1.0])
+
+
+def test_data_weights_whose_sum_overflows():
+    data = Dataset.from_arrays(scalars={"x": np.full(2, 1e-3)}, weights=np.full(2, 1e308))
+    lik = Likelihood([NLL(EXP, data=data, accepted_mc=Dataset.from_arrays(scalars={"x": _x()}),
+                          name="w")])
+    with pytest.raises(NonFiniteError, match=r"term 'w': the data weights \(arrays\) sum to inf"):
+        lik.value([1.0])
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_zero_data_intensity_stays_a_non_positive_error(kernel):
+    x = _x()
+    x[BAD] = 0.0
+    model = ld.Model(A * X)
+    data = Dataset.from_arrays(scalars={"x": x}, chunk_size=CHUNK)
+    lik = Likelihood([NLL(model, data=data, accepted_mc=Dataset.from_arrays(scalars={"x": _x()}))],
+                     execution=Execution(kernel=kernel))
+    with pytest.raises(NonPositiveIntensityError, match=rf"non-positive intensity 0\.0 at event {BAD}"):
+        lik.value_and_gradient([1.0])
