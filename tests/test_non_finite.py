@@ -137,3 +137,15 @@ def test_zero_data_intensity_stays_a_non_positive_error(kernel):
                      execution=Execution(kernel=kernel))
     with pytest.raises(NonPositiveIntensityError, match=rf"non-positive intensity 0\.0 at event {BAD}"):
         lik.value_and_gradient([1.0])
+
+
+def test_streamed_data_weights_whose_sum_overflows(tmp_path):
+    path = tmp_path / "heavy.parquet"
+    Dataset.from_arrays(scalars={"x": np.full(2, 1e-3)}, weights=np.full(2, 1e308)).write_parquet(path)
+    data = ld.read_parquet(path, memory_policy="streaming")
+    with pytest.raises(NonFiniteError, match=r"the weights of .*heavy\.parquet sum to more than"):
+        data.sum_weights()
+    lik = Likelihood([NLL(EXP, data=data, accepted_mc=Dataset.from_arrays(scalars={"x": _x()}),
+                          name="w")])
+    with pytest.raises(NonFiniteError, match=r"heavy\.parquet"):
+        lik.value([1.0])

@@ -34,7 +34,7 @@ import numpy as np
 
 from laddu_dask.data.batch import EventBatch
 from laddu_dask.data.schema import WEIGHT_COLUMN, Schema, p4_columns
-from laddu_dask.errors import DataError, SchemaError
+from laddu_dask.errors import DataError, NonFiniteError, SchemaError
 from laddu_dask.views import Raw, bytes_text, key_values
 
 DEFAULT_CHUNK_SIZE = 262_144
@@ -531,6 +531,11 @@ class Dataset:
     def sum_weights(self) -> float:
         """Exact sum of the weights (equal to ``math.fsum`` of all of them).
 
+        Raises
+        ------
+        NonFiniteError
+            The sum overflows the float range.
+
         Examples
         --------
         >>> import numpy as np
@@ -546,8 +551,17 @@ class Dataset:
                 from dask import delayed
 
                 tasks = [delayed(_load_partials)(p) for p in self.partitions]
-                partials = dask.compute(*tasks)
-                self._sum_weights = math.fsum(itertools.chain.from_iterable(partials))
+                try:
+                    partials = dask.compute(*tasks)
+                    total = math.fsum(itertools.chain.from_iterable(partials))
+                except OverflowError:
+                    total = math.inf
+                if not math.isfinite(total):
+                    raise NonFiniteError(
+                        f"the weights of {self._source_label()} sum to more than the largest "
+                        "double (the sum overflows)"
+                    )
+                self._sum_weights = total
         return self._sum_weights
 
     def write_parquet(self, path: str | os.PathLike[str], precision: str = "f64") -> None:
