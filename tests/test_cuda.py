@@ -20,6 +20,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from gpu_reference import needs_gpu
 
 import laddu_dask as ld
 from laddu_dask import ksks
@@ -543,20 +544,6 @@ def test_launcher_marshalling_with_a_cupy_stand_in(precision, tmp_path, monkeypa
 # ---------------------------------------------------------------------------------------
 # on a CUDA device
 # ---------------------------------------------------------------------------------------
-def _gpu_skip_reason() -> str | None:
-    try:
-        import cupy
-    except ImportError:
-        return "CuPy not installed"
-    try:
-        count = cupy.cuda.runtime.getDeviceCount()
-    except Exception as err:  # noqa: BLE001 - any driver failure means no usable device
-        return f"no CUDA device ({err})"
-    return None if count > 0 else "no CUDA device"
-
-
-GPU_SKIP = _gpu_skip_reason()
-needs_gpu = pytest.mark.skipif(GPU_SKIP is not None, reason=GPU_SKIP or "")
 
 
 def _device_cache(cm: CompiledModel, columns: dict, precision: str):

@@ -161,13 +161,11 @@ def test_fused_agrees_with_numpy_on_random_models(expr, values):
 
     numpy64 = _reductions(model, params, "f64", "numpy")
     _assert_agree(_reductions(model, params, "f64", "fused"), numpy64, 1e-12, "f64", magnitudes)
-    # f32: only where single precision itself is accurate to 1e-6 (the NumPy f32 path
-    # against f64), so that a disagreement is the kernels', not the model's conditioning
+    # f32: the generated expressions are well-conditioned by construction (every operation
+    # squashed to magnitude < 1), so single precision itself is accurate (the NumPy f32 path
+    # against f64), and the fused f32 kernels agree with it
     numpy32 = _reductions(model, params, "f32", "numpy")
-    try:
-        _assert_agree(numpy32, numpy64, 1e-6, "f32 conditioning", magnitudes)
-    except AssertionError:
-        return
+    _assert_agree(numpy32, numpy64, 1e-5, "f32 NumPy against f64", magnitudes)
     _assert_agree(_reductions(model, params, "f32", "fused"), numpy32, 1e-5, "f32", magnitudes)
 
 

@@ -9,25 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from gpu_reference import GPU_SKIP
 
 import laddu_dask as ld
 from laddu_dask import ksks
 
-
-def _gpu_reason() -> str | None:
-    try:
-        import cupy
-    except ImportError:
-        return "CuPy not installed"
-    try:
-        if cupy.cuda.runtime.getDeviceCount() < 1:
-            return "no CUDA device"
-    except Exception as err:  # noqa: BLE001 - no driver
-        return f"no CUDA device ({err})"
-    return None
-
-
-REASON = _gpu_reason()
+REASON = GPU_SKIP
 
 
 def test_gpu_request_without_a_gpu_is_a_clear_error():
@@ -48,7 +35,9 @@ def test_bad_gpu_index_and_device_are_rejected():
 
 @pytest.mark.gpu
 @pytest.mark.skipif(REASON is not None, reason=REASON or "")
-@pytest.mark.parametrize("precision, rtol", [("f64", 1e-10), ("f32", 1e-4)])
+# f64: both sides sum exactly; per-event values differ only by the rounding of the CUDA and
+# NumPy math libraries (laddu and the CPU kernels agree to 2e-12 per event, 1e-15 summed)
+@pytest.mark.parametrize("precision, rtol", [("f64", 1e-12), ("f32", 1e-4)])
 @pytest.mark.parametrize("policy", ["resident", "streaming"])
 def test_gpu_likelihood_matches_cpu(tmp_path, precision, rtol, policy):
     paths = ksks.write_sample(tmp_path, n_data=5000, n_mc=50000, seed=3)
