@@ -112,9 +112,9 @@ def test_one_driver_gives_both_sides_the_same_calls_and_minimum():
     check = same_minimum(ours, theirs, ["a", "b"])
     assert check["fval_difference"] <= 1e-3 and check["max_parameter_difference_sigma"] <= 0.05
     # the cache: at most one value_and_gradient per gradient MIGRAD asks for, and a value
-    # asked at a cached point is not evaluated again
+    # asked at a cached point is not evaluated again (without the cache: value_calls == nfcn)
     assert 0 < ours["value_and_gradient_calls"] <= ours["minuit_ngrad"]
-    assert ours["value_calls"] + ours["value_and_gradient_calls"] <= ours["minuit_nfcn"] + ours["minuit_ngrad"]
+    assert ours["value_calls"] < ours["minuit_nfcn"]
 
 
 def test_counted_delegates_and_counts():

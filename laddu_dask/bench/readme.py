@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import textwrap
 from typing import Any
 
 from laddu_dask.bench.results import RESULTS_DIR, ROOT, read_results
@@ -64,6 +65,8 @@ def run_line(prov: dict[str, Any], packages: tuple[str, ...]) -> str:
     load = ""
     if start and end:
         load = f"; 1-minute load average {start[0]:.2f} at the start and {end[0]:.2f} at the end"
+        if max(start[0], end[0]) > m["cores"]:
+            load += " (more than its cores: other work shared the machine)"
     names = ", ".join(f"{p} {v[p]}" for p in packages if p in v)
     return (f"Command `{prov['command']}`, run {prov['date'][:10]} on {m['cpu']} ({m['cores']} cores, "
             f"{format_bytes(m['memory_bytes'])}){load}; Python {v['python']}, {names}.")
@@ -248,7 +251,14 @@ def render(folder: str = RESULTS_DIR) -> str:
         *_ksks(ksks), *_overhead(overhead), *_streaming(streaming),
         "`benchmarks/gpu_check.py` is the one-shot check for a GPU machine (see GPUs above).",
     ]
-    return "\n".join(lines) + "\n"
+    return "\n".join(_wrap(line) for line in lines) + "\n"
+
+
+def _wrap(line: str, width: int = 92) -> str:
+    """Prose wrapped like the rest of the README; headings, tables and comments as they are."""
+    if not line or line.startswith(("#", "|", "<!--")):
+        return line
+    return textwrap.fill(line, width, break_long_words=False, break_on_hyphens=False)
 
 
 def section(text: str) -> str:

@@ -44,7 +44,7 @@ def write_sample(path: str, n: int) -> None:
     os.replace(tmp, path)
 
 
-def run(events: int = 8_000_000, repeats: int = 3, path: str | None = None,
+def run(events: int = 8_000_000, repeats: int = 5, path: str | None = None,
         budget: str = "64 MiB", results: str | None = None, command: str | None = None) -> dict[str, Any]:
     """Measure (the raw read and the streamed evaluation alternating); returns the figures."""
     import pyarrow.parquet as pq
@@ -91,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     """Options of the streaming benchmark."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--events", type=int, default=8_000_000)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--path")
     ap.add_argument("--budget", default="64 MiB")
     ap.add_argument("--results", default=os.path.join(RESULTS_DIR, "streaming.json"))
