@@ -1,4 +1,12 @@
-"""Benchmarks against competitors (laddu's JIT), runnable as ``laddu-dask bench``.
+"""Benchmarks against competitors (laddu's JIT, TensorWaves), runnable as ``laddu-dask bench``.
+
+Modules: :mod:`~laddu_dask.bench.ksks_bench` (the KsKs benchmark),
+:mod:`~laddu_dask.bench.compare` (one fit driver for every side, checks that both sides
+compute and reach the same thing), :mod:`~laddu_dask.bench.first_eval` (first evaluation
+in fresh processes, cold and warm caches), :mod:`~laddu_dask.bench.results` (results
+files and their provenance), :mod:`~laddu_dask.bench.readme` (the README's Benchmarks
+section rendered from them), and the overhead and streaming benchmarks.  The library
+never imports this package.
 
 Examples
 --------

@@ -145,6 +145,9 @@ def _dataset(source: Any) -> Any:
 class LadduKsKsNLL:
     """laddu ``-2 ln L`` (``NLL``) of the K_S K_S toy, with a name-aware parameter interface.
 
+    It has the methods :func:`laddu_dask.fit` uses (``parameter_names``, ``resolve``,
+    ``bounds``, ``value``, ``value_and_gradient``), so the same MIGRAD driver fits it.
+
     Attributes
     ----------
     parameter_names : list of str
@@ -177,6 +180,14 @@ class LadduKsKsNLL:
                 f"({self.parameter_names}), got {vec.size}"
             )
         return vec
+
+    def resolve(self, p: Mapping[str, float] | Sequence[float] | np.ndarray) -> np.ndarray:
+        """Free-parameter vector (the name :func:`laddu_dask.fit` asks for; see :meth:`vector`)."""
+        return self.vector(p)
+
+    def bounds(self) -> list[tuple[float | None, float | None]]:
+        """Bounds of the free parameters, in order (those the laddu parameters were given)."""
+        return [BOUNDS.get(n, (None, None)) for n in self.parameter_names]
 
     def value(self, p: Mapping[str, float] | Sequence[float] | np.ndarray) -> float:
         """Return ``-2 ln L`` at ``p``."""

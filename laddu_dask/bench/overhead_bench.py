@@ -2,7 +2,8 @@
 
 The model is ``a * x`` on partitions of 16 events, so an evaluation's time is almost
 all scheduling: one task per partition and a tree merge locally; one call per worker
-store on the cluster.  Prints the median per evaluation for 8, 64 and 512 partitions.
+store on the cluster.  Prints the median per evaluation for 8, 64 and 512 partitions
+and writes them, with the run's provenance, to ``benchmarks/results/overhead.json``.
 
 Examples
 --------
@@ -14,13 +15,14 @@ Examples
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import time
 from typing import Any
 
 import numpy as np
+
+from laddu_dask.bench.results import RESULTS_DIR, command_line, provenance, write_results
 
 
 def _time(lik: Any, repeats: int) -> float:
@@ -34,13 +36,16 @@ def _time(lik: Any, repeats: int) -> float:
 
 
 def run(partitions: tuple[int, ...] = (8, 64, 512), repeats: int = 50, cluster: bool = True,
-        results: str | None = None) -> dict[str, Any]:
-    """Measure and print; returns ``{"local": {n: s}, "cluster": {n: s}}``."""
+        results: str | None = None, command: str | None = None) -> dict[str, Any]:
+    """Measure and print; returns ``{"local": {n: s}, "cluster": {n: s}, "provenance": ...}``."""
     import laddu_dask as ld
+
+    prov = provenance(command or command_line(), {"partitions": list(partitions), "repeats": repeats,
+                                                  "cluster": cluster, "events_per_partition": 16})
 
     x = ld.scalar("x")
     model = ld.Model(ld.parameter("a", initial=1.0) * x * x + 1.0)
-    out: dict[str, Any] = {"local": {}, "cluster": {}}
+    out: dict[str, Any] = {"provenance": prov, "local": {}, "cluster": {}}
 
     def lik_for(n_parts: int, execution: Any) -> Any:
         rng = np.random.default_rng(n_parts)
@@ -63,10 +68,7 @@ def run(partitions: tuple[int, ...] = (8, 64, 512), repeats: int = 50, cluster: 
         c = out["cluster"].get(n)
         print(f"{n:10d} {1e3 * out['local'][n]:12.2f} {'' if c is None else f'{1e3 * c:28.2f}'}")
     if results:
-        os.makedirs(os.path.dirname(os.path.abspath(results)), exist_ok=True)
-        with open(results + ".tmp", "w") as f:
-            json.dump(out, f, indent=2)
-        os.replace(results + ".tmp", results)
+        write_results(results, out)
     return out
 
 
@@ -75,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=50)
     ap.add_argument("--no-cluster", action="store_true")
-    ap.add_argument("--results", default=None)
+    ap.add_argument("--results", default=os.path.join(RESULTS_DIR, "overhead.json"))
     return ap
 
 

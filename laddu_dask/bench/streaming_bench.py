@@ -4,7 +4,9 @@ Writes (once) a sample of N events with two scalar columns and weights in row gr
 of 65,536 rows, then times, in one process: pyarrow reading the same three columns
 into NumPy (the floor: a streamed evaluation must at least read them), and one
 laddu-dask evaluation (value and gradient) of a complex two-parameter model streamed
-under a 64 MiB host budget.  Prints events per second of both and their ratio.
+under a 64 MiB host budget.  Prints events per second of both and their ratio (streamed
+evaluation / raw read) and writes them, with the run's provenance, to
+``benchmarks/results/streaming.json``.
 
 Examples
 --------
@@ -19,8 +21,11 @@ import argparse
 import os
 import statistics
 import time
+from typing import Any
 
 import numpy as np
+
+from laddu_dask.bench.results import RESULTS_DIR, command_line, provenance, write_results
 
 
 def write_sample(path: str, n: int) -> None:
@@ -39,13 +44,15 @@ def write_sample(path: str, n: int) -> None:
     os.replace(tmp, path)
 
 
-def run(events: int = 8_000_000, repeats: int = 3, path: str | None = None,
-        budget: str = "64 MiB") -> dict:
-    """Measure; returns the medians (seconds) and events per second."""
+def run(events: int = 8_000_000, repeats: int = 5, path: str | None = None,
+        budget: str = "64 MiB", results: str | None = None, command: str | None = None) -> dict[str, Any]:
+    """Measure (the raw read and the streamed evaluation alternating); returns the figures."""
     import pyarrow.parquet as pq
 
     import laddu_dask as ld
 
+    out: dict[str, Any] = {"provenance": provenance(
+        command or command_line(), {"events": events, "repeats": repeats, "budget": budget})}
     path = path or os.path.join("bench-data", f"stream-{events}.parquet")
     if not os.path.exists(path):
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
@@ -69,25 +76,30 @@ def run(events: int = 8_000_000, repeats: int = 3, path: str | None = None,
         ours.append(time.perf_counter() - t0)
     r, o = statistics.median(raw), statistics.median(ours)
     decision = ex.memory_decisions()[-1]
+    out.update(events=events, budget=budget, storage=decision.strategy, raw_read_s=r, streamed_s=o,
+               ratio=o / r, raw_read_runs_s=raw, streamed_runs_s=ours)
     print(f"{events} events, storage {decision.strategy} under {budget}")
     print(f"raw pyarrow read of the 3 columns: {r:.3f} s ({events / r / 1e6:.1f} M events/s)")
     print(f"streamed evaluation (value+gradient): {o:.3f} s ({events / o / 1e6:.1f} M events/s), "
           f"{o / r:.2f}x the raw read")
-    return {"raw_s": r, "stream_s": o, "storage": decision.strategy, "events": events}
+    if results:
+        write_results(results, out)
+    return out
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Options of the streaming benchmark."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--events", type=int, default=8_000_000)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--path")
     ap.add_argument("--budget", default="64 MiB")
+    ap.add_argument("--results", default=os.path.join(RESULTS_DIR, "streaming.json"))
     return ap
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``benchmarks/bench_streaming.py``."""
     a = build_parser().parse_args(argv)
-    run(a.events, a.repeats, a.path, a.budget)
+    run(a.events, a.repeats, a.path, a.budget, a.results)
     return 0

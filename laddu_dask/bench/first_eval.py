@@ -1,0 +1,155 @@
+"""First evaluation in a fresh process, with cold and with warm caches.
+
+Each measurement is a new Python process (this file run as a script) that imports one
+library, reads the KsKs Parquet files, builds the likelihood and evaluates it once; it
+reports the import time and the first evaluation's (reading, preparing, compiling and
+evaluating) separately.  The caches a process may find on disk are pointed at a
+temporary folder: ``LADDU_DASK_CACHE`` (laddu-dask's generated kernels) and
+``NUMBA_CACHE_DIR`` (Numba's machine code, for every ``cache=True`` function).
+
+* **cold**: the folder is new and empty, so laddu-dask generates and compiles every
+  kernel; laddu compiles its JIT in every process in any case;
+* **warm**: a second process with the folder the cold one filled.
+
+TensorWaves (JAX keeps no compiled code on disk unless configured to) is measured
+once per repeat, in a fresh process.  The OS page cache holds the Parquet files for
+every process alike.
+
+Examples
+--------
+>>> from laddu_dask.bench.first_eval import cache_environment
+>>> env = cache_environment("/tmp/x")
+>>> env["LADDU_DASK_CACHE"], env["NUMBA_CACHE_DIR"]
+('/tmp/x/kernels', '/tmp/x/numba')
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from typing import Any
+
+# Only the standard library at module level: the measured process runs this file as a
+# script, so that nothing of laddu-dask is imported before the timed import.
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LIBRARIES = ("laddu-dask", "laddu", "tensorwaves")
+
+
+def cache_environment(folder: str) -> dict[str, str]:
+    """The environment of a measured process whose caches live under ``folder``."""
+    env = dict(os.environ)
+    env["LADDU_DASK_CACHE"] = os.path.join(folder, "kernels")
+    env["NUMBA_CACHE_DIR"] = os.path.join(folder, "numba")
+    env["PYTHONPATH"] = os.pathsep.join([ROOT, *filter(None, [env.get("PYTHONPATH")])])
+    return env
+
+
+def _count_files(*folders: str | None) -> int:
+    return sum(len(files) for f in folders if f and os.path.isdir(f) for _, _, files in os.walk(f))
+
+
+def _measure(library: str, data: str, mc: str, lineshape: str, point: list[float]) -> dict[str, Any]:
+    """Run in the fresh process: import, build, evaluate once (the harness's own imports untimed)."""
+    before = _count_files(os.environ.get("LADDU_DASK_CACHE"), os.environ.get("NUMBA_CACHE_DIR"))
+    t0 = time.perf_counter()
+    if library == "laddu-dask":
+        import laddu_dask as ld
+
+        import_s = time.perf_counter() - t0
+        from laddu_dask import ksks
+
+        t1 = time.perf_counter()
+        lik = ld.Likelihood([ld.NLL(ksks.model(lineshape), data=ld.read_parquet(data),
+                                    accepted_mc=ld.read_parquet(mc), name="ksks")])
+        value = lik.value(point)
+    elif library == "laddu":
+        import laddu
+
+        import_s = time.perf_counter() - t0
+        from laddu_dask.bench.laddu_ksks import laddu_ksks_nll
+
+        t1 = time.perf_counter()
+        lik = laddu_ksks_nll(data, mc, lineshape=lineshape, execution=laddu.Execution(
+            "jit", threads=os.cpu_count() or 2, precision="f64"))
+        value = lik.value(point)
+    elif library == "tensorwaves":
+        import jax  # noqa: F401
+        import sympy  # noqa: F401
+        import tensorwaves.estimator  # noqa: F401
+
+        import_s = time.perf_counter() - t0
+        from laddu_dask.bench.tensorwaves_ksks import TensorWavesKsKs
+
+        t1 = time.perf_counter()
+        value = TensorWavesKsKs(data, mc).value(point)
+    else:
+        raise ValueError(f"library must be one of {LIBRARIES}, got {library!r}")
+    return {"library": library, "import_s": import_s, "first_evaluation_s": time.perf_counter() - t1,
+            "value": value, "cache_files_before": before}
+
+
+def run_process(library: str, paths: dict[str, str], lineshape: str, point: Sequence[float],
+                cache_folder: str, timeout: float = 900.0) -> dict[str, Any]:
+    """Measure ``library`` in a new process whose caches live under ``cache_folder``."""
+    cmd = [sys.executable, os.path.abspath(__file__), library, paths["data"], paths["accmc"],
+           "--lineshape", lineshape, "--point", json.dumps([float(x) for x in point])]
+    proc = subprocess.run(cmd, env=cache_environment(cache_folder), capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT)
+    if proc.returncode != 0:
+        raise RuntimeError(f"first-evaluation process for {library} failed ({proc.returncode}):\n"
+                           f"{proc.stderr[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def first_evaluations(paths: dict[str, str], lineshape: str, point: Sequence[float], repeats: int = 3,
+                      libraries: Sequence[str] = ("laddu-dask", "laddu")) -> dict[str, Any]:
+    """Cold and warm first evaluations of each library, ``repeats`` times, alternating.
+
+    Returns per library the medians (``cold`` and ``warm``: ``import_s`` and
+    ``first_evaluation_s``; TensorWaves: ``fresh``) and every single run.  Raises
+    RuntimeError when a cold laddu-dask process found a kernel in its cache or a warm
+    one found none.
+    """
+    runs: dict[str, dict[str, list[dict[str, Any]]]] = {lib: {} for lib in libraries}
+    for _ in range(repeats):
+        for lib in libraries:
+            with tempfile.TemporaryDirectory(prefix="laddu-dask-bench-cache-") as folder:
+                kinds = ("fresh",) if lib == "tensorwaves" else ("cold", "warm")
+                for kind in kinds:
+                    r = run_process(lib, paths, lineshape, point, folder)
+                    if lib == "laddu-dask" and (kind == "cold") != (r["cache_files_before"] == 0):
+                        raise RuntimeError(f"a {kind} laddu-dask process found "
+                                           f"{r['cache_files_before']} files in its caches")
+                    runs[lib].setdefault(kind, []).append(r)
+    out: dict[str, Any] = {"repeats": repeats}
+    for lib, kinds in runs.items():
+        out[lib] = {kind: {k: statistics.median(r[k] for r in rs) for k in ("import_s", "first_evaluation_s")}
+                    for kind, rs in kinds.items()}
+        out[lib]["runs"] = kinds
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The measured process: prints one JSON line."""
+    ap = argparse.ArgumentParser(description="one first evaluation (run by first_evaluations)")
+    ap.add_argument("library", choices=LIBRARIES)
+    ap.add_argument("data")
+    ap.add_argument("mc")
+    ap.add_argument("--lineshape", default="bw")
+    ap.add_argument("--point", required=True, help="parameter values, a JSON list")
+    a = ap.parse_args(argv)
+    print(json.dumps(_measure(a.library, a.data, a.mc, a.lineshape, json.loads(a.point))))
+    return 0
+
+
+if __name__ == "__main__":
+    if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
+        del sys.path[0]  # run as a script: import laddu_dask from PYTHONPATH, not siblings
+    sys.exit(main())

@@ -1,0 +1,297 @@
+"""The README's Benchmarks section, rendered from the results files.
+
+``python3 -m laddu_dask.bench.readme`` prints the section (Markdown) from
+``benchmarks/results/bench_ksks.json``, ``overhead.json`` and ``streaming.json``;
+``--write`` puts it in ``README.md`` in place of the current one.  The tests check that
+the README's section is exactly what this renders from the committed files, so no
+figure in it can be edited by hand or left behind by a new run.
+
+Examples
+--------
+>>> from laddu_dask.bench.readme import ratio, seconds
+>>> seconds(0.0123), seconds(2.5), ratio(0.456)
+('12.30 ms', '2.50 s', '0.46x')
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import textwrap
+from typing import Any
+
+from laddu_dask.bench.results import RESULTS_DIR, ROOT, read_results
+
+README = os.path.join(ROOT, "README.md")
+HEADING = "## Benchmarks"
+FILES = ("bench_ksks.json", "overhead.json", "streaming.json")
+
+
+def seconds(x: float | None) -> str:
+    """``12.30 ms`` below one second, ``2.50 s`` above; ``n/a`` for a missing figure."""
+    if x is None:
+        return "n/a"
+    return f"{x * 1e3:.2f} ms" if x < 1.0 else f"{x:.2f} s"
+
+
+def ratio(x: float | None) -> str:
+    """``0.46x``; ``n/a`` for a missing figure."""
+    return "n/a" if x is None else f"{x:.2f}x"
+
+
+def _get(d: Any, *keys: str) -> Any:
+    for k in keys:
+        if not isinstance(d, dict) or k not in d:
+            return None
+        d = d[k]
+    return d
+
+
+def _div(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a / b
+
+
+def _row(label: str, ours: float | None, theirs: float | None) -> str:
+    return f"| {label} | {seconds(ours)} | {seconds(theirs)} | {ratio(_div(ours, theirs))} |"
+
+
+def run_line(prov: dict[str, Any], packages: tuple[str, ...]) -> str:
+    """One sentence: command, date, machine, load, versions."""
+    from dask.utils import format_bytes
+
+    m, v = prov["machine"], prov["versions"]
+    start, end = m.get("load_average_start"), m.get("load_average_end")
+    load = ""
+    if start and end:
+        load = f"; 1-minute load average {start[0]:.2f} at the start and {end[0]:.2f} at the end"
+        if max(start[0], end[0]) > m["cores"]:
+            load += " (more than its cores: other work shared the machine)"
+    names = ", ".join(f"{p} {v[p]}" for p in packages if p in v)
+    return (f"Command `{prov['command']}`, run {prov['date'][:10]} on {m['cpu']} ({m['cores']} cores, "
+            f"{format_bytes(m['memory_bytes'])}){load}; Python {v['python']}, {names}.")
+
+
+def _ksks(r: dict[str, Any]) -> list[str]:
+    from laddu_dask.bench.compare import FVAL_TOLERANCE, SIGMA_TOLERANCE
+
+    smp, prov = r["sample"], r["provenance"]
+    s, f = r["steady_s"], r["fixed_lineshapes_steady_s"]
+    out = [
+        "### KsKs: laddu-dask against laddu's JIT", "",
+        f"{smp['data']:,} data and {smp['mc']:,} accepted-MC events of gamma p -> p K_S K_S "
+        f"({smp['source']}), `{smp['lineshape']}` line shapes, f64; laddu `{r['laddu_execution']}`, "
+        "laddu-dask's default `Execution()`. "
+        + run_line(prov, ("laddu", "laddu-dask", "numpy", "numba", "dask", "iminuit", "pyarrow")), "",
+    ]
+    a, af = r.get("agreement"), r.get("fixed_lineshapes_agreement")
+    if a and af:
+        out += [f"Both compute the same numbers at the timed points: values agree to {a['value_rel']:.1e} "
+                f"relative and gradients to {a['gradient_rel']:.1e} of the largest component (line shapes "
+                f"fixed: {af['value_rel']:.1e} and {af['gradient_rel']:.1e}).", ""]
+    out += [
+        f"| steady state (median of {prov['parameters']['repeats']} alternating calls) "
+        "| laddu-dask | laddu JIT | ratio |",
+        "|---|---|---|---|",
+        _row("`value`, 10 free parameters", s["ours"]["value"], _get(s, "theirs", "value")),
+        _row("`value_and_gradient`, 10 free parameters", s["ours"]["value+gradient"],
+             _get(s, "theirs", "value+gradient")),
+        _row("`value`, line shapes fixed (6 free)", f["ours"]["value"], _get(f, "theirs", "value")),
+        _row("`value_and_gradient`, line shapes fixed", f["ours"]["value+gradient"],
+             _get(f, "theirs", "value+gradient")),
+        "",
+    ]
+    fe = r["first_evaluation"]
+    ours, theirs = fe["laddu-dask"], fe.get("laddu", {})
+    out += [
+        f"| first evaluation in a fresh process (median of {fe['repeats']}) "
+        "| laddu-dask | laddu JIT | ratio |",
+        "|---|---|---|---|",
+        _row("import", ours["cold"]["import_s"], _get(theirs, "cold", "import_s")),
+        _row("cold: read, prepare, compile, evaluate once (empty caches)",
+             ours["cold"]["first_evaluation_s"], _get(theirs, "cold", "first_evaluation_s")),
+        _row("warm: the same, with the caches an earlier process filled",
+             ours["warm"]["first_evaluation_s"], _get(theirs, "warm", "first_evaluation_s")),
+        "",
+        "Cold: `LADDU_DASK_CACHE` and `NUMBA_CACHE_DIR` point at a new, empty folder, so laddu-dask "
+        "generates and compiles every kernel; laddu keeps no compiled code on disk and compiles its JIT "
+        "in every process. Warm: a second process given the folder the cold one filled. Each process "
+        "finds the Parquet files in the OS page cache.", "",
+    ]
+    if "fit" in r:
+        out += _fit(r["fit"], prov, FVAL_TOLERANCE, SIGMA_TOLERANCE)
+    tw = r.get("tensorwaves", {})
+    out += _tensorwaves(tw, fe, prov)
+    so = r["scheduling_overhead_s"]
+    out += [f"Scheduling one evaluation graph whose kernels do nothing costs {seconds(so['pool 8'])} for 8 "
+            f"partitions and {seconds(so['pool 64'])} for 64 ({seconds(so['dask 8'])} and "
+            f"{seconds(so['dask 64'])} through Dask's threaded scheduler, `Execution(scheduler=\"dask\")`).",
+            ""]
+    return out
+
+
+def _fit(f: dict[str, Any], prov: dict[str, Any], fval_tol: float, sigma_tol: float) -> list[str]:
+    a, b, st = f["laddu-dask"], f["laddu"], f["settings"]
+    iminuit = prov["versions"].get("iminuit", "?")
+    out = [
+        f"| fit from the displaced start, MIGRAD + HESSE, one driver (median of {st['repeats']}) "
+        "| laddu-dask | laddu JIT | ratio |",
+        "|---|---|---|---|",
+    ]
+    if "same_minimum" in f:
+        out.append(_row("wall time", a["wall_s"], b["wall_s"]))
+    else:
+        out.append(f"| wall time | {seconds(a['wall_s'])} | {seconds(b['wall_s'])} | not compared |")
+    out += [
+        f"| `value_and_gradient` calls | {a['value_and_gradient_calls']} "
+        f"| {b['value_and_gradient_calls']} | |",
+        f"| `value` calls (line searches and HESSE, at new points) | {a['value_calls']} "
+        f"| {b['value_calls']} | |",
+        f"| -2 ln L at the minimum | {a['fval']:.6f} | {b['fval']:.6f} | |",
+        "",
+        f"Both fits run `{st['driver']}`: iminuit {iminuit} MIGRAD (strategy {st['strategy']}, tolerance "
+        f"{st['tolerance']}, errordef {st['errordef']} for -2 ln L, the same limits), then HESSE, each "
+        "likelihood behind the same cache: one `value_and_gradient` per new point, reused when a value "
+        "is asked at that point; a value at a new point is the library's own `value`.",
+    ]
+    if "same_minimum" in f:
+        sm = f["same_minimum"]
+        out[-1] += (f" They reach the same minimum: -2 ln L differs by {sm['fval_difference']:.1e} and the "
+                    f"parameters by at most {sm['max_parameter_difference_sigma']:.1e} of their errors "
+                    f"(`{sm['worst_parameter']}`); the benchmark reports the ratio only within "
+                    f"{fval_tol:g} and {sigma_tol:g} sigma.")
+    else:
+        out[-1] += f" The minima differ, so no ratio is reported: {f['not_comparable']}."
+    own = f["laddu_own_fit"]
+    out += ["",
+            f"laddu's own `Likelihood.fit()` is another algorithm with another stopping rule: "
+            f"{own['algorithm']}. From the same start it takes {seconds(own['wall_s'])} "
+            f"({own['f_evals']} value and {own['g_evals']} gradient evaluations, \"{own['message']}\") to "
+            f"-2 ln L = {own['fval']:.6f} ({own['fval_minus_migrad']:+.1e} from MIGRAD's). Not a "
+            "like-for-like comparison, so no ratio is given.", ""]
+    return out
+
+
+def _tensorwaves(tw: dict[str, Any], fe: dict[str, Any], prov: dict[str, Any]) -> list[str]:
+    if tw.get("status") != "compared":
+        why = f": {tw['reason']}" if "reason" in tw else ""
+        return [f"TensorWaves: {tw.get('status', 'not run')}{why}.", ""]
+    v = prov["versions"]
+    a, ours, theirs = tw["agreement"], tw["laddu_dask_steady_s"], tw["steady_s"]
+    first_ours, first_tw = fe["laddu-dask"]["cold"], fe["tensorwaves"]["fresh"]
+    unbinned = (f"; it equals TensorWaves' own `UnbinnedNLL` to {a['unbinned_nll_rel']:.1e}"
+                if "unbinned_nll_rel" in a else "")
+    return [
+        "### KsKs: laddu-dask against TensorWaves", "",
+        f"| TensorWaves {v.get('tensorwaves', '?')} (JAX {v.get('jax', '?')}), same events, same run "
+        "| laddu-dask | TensorWaves | ratio |",
+        "|---|---|---|---|",
+        _row("`value`", ours["value"], theirs["value"]),
+        _row("`value_and_gradient` (one jitted `jax.value_and_grad`)", ours["value+gradient"],
+             theirs["value+gradient"]),
+        _row("import, fresh process", first_ours["import_s"], first_tw["import_s"]),
+        _row("first evaluation, fresh process (laddu-dask cold)", first_ours["first_evaluation_s"],
+             first_tw["first_evaluation_s"]),
+        "",
+        "TensorWaves computes the angles from the four-vectors inside its SymPy expression, and "
+        "`create_cached_function` evaluates the parameter-independent parts once per sample, as "
+        "laddu-dask prepares a model's event-only part once. Its estimator is TensorWaves' `UnbinnedNLL` "
+        f"formula, -ln L normalised by the accepted-MC mean, jitted whole{unbinned}. Before timing, the "
+        f"benchmark checks that it is the same likelihood: at {a['points']} parameter points its "
+        f"differences times {a['scale']:g} agree with laddu-dask's -2 ln L differences to "
+        f"{a['value_difference_rel']:.1e} of the value, and its gradients to "
+        f"{a['gradient_difference_rel']:.1e}; a function that does not agree is not timed. JAX compiles "
+        "in every process (no persistent compilation cache).", "",
+    ]
+
+
+def _overhead(r: dict[str, Any]) -> list[str]:
+    prov = r["provenance"]
+    out = ["### Scheduling overhead", "",
+           f"Value and gradient of a one-parameter model on partitions of "
+           f"{prov['parameters']['events_per_partition']} events, so almost all of it is scheduling; "
+           f"median of {prov['parameters']['repeats']}. " + run_line(prov, ("laddu-dask", "dask",
+                                                                           "distributed")), "",
+           "| partitions | local scheduler | LocalCluster, 2 worker processes |", "|---|---|---|"]
+    for n, t in r["local"].items():
+        out.append(f"| {n} | {seconds(t)} | {seconds(r['cluster'].get(n))} |")
+    return [*out, ""]
+
+
+def _streaming(r: dict[str, Any]) -> list[str]:
+    prov = r["provenance"]
+    n = r["events"]
+    return [
+        "### Streaming", "",
+        f"One value-and-gradient evaluation of {n:,} events streamed from Parquet under a "
+        f"{r['budget']} host budget (storage: `{r['storage']}`), against pyarrow reading the same three "
+        f"columns into NumPy, alternating, median of {prov['parameters']['repeats']}. "
+        + run_line(prov, ("laddu-dask", "pyarrow", "numpy", "numba")), "",
+        "| | streamed evaluation | pyarrow read | ratio |",
+        "|---|---|---|---|",
+        _row("time", r["streamed_s"], r["raw_read_s"]),
+        f"| events per second | {n / r['streamed_s'] / 1e6:.1f} M | {n / r['raw_read_s'] / 1e6:.1f} M | |",
+        "",
+    ]
+
+
+def render(folder: str = RESULTS_DIR) -> str:
+    """The Benchmarks section (heading included) from the results files in ``folder``."""
+    ksks, overhead, streaming = (read_results(name, folder) for name in FILES)
+    lines = [
+        HEADING, "",
+        "<!-- Rendered by `python3 -m laddu_dask.bench.readme --write` from benchmarks/results/*.json; "
+        "tests/test_bench.py fails when this section differs. Do not edit by hand. -->", "",
+        "Every figure in this section comes from a results file in `benchmarks/results/`, written by "
+        "the benchmark that measured it with the machine, the package versions, the date, the command "
+        "and its parameters. Ratios are laddu-dask / competitor (below 1: laddu-dask is faster), both "
+        "sides measured in the same run on the same files. Absolute times depend on the machine and "
+        "on its load; compare the ratios. To measure again, run the command given with each table, "
+        "then `python3 -m laddu_dask.bench.readme --write`.", "",
+        *_ksks(ksks), *_overhead(overhead), *_streaming(streaming),
+        "`benchmarks/gpu_check.py` is the one-shot check for a GPU machine (see GPUs above).",
+    ]
+    return "\n".join(_wrap(line) for line in lines) + "\n"
+
+
+def _wrap(line: str, width: int = 92) -> str:
+    """Prose wrapped like the rest of the README; headings, tables and comments as they are."""
+    if not line or line.startswith(("#", "|", "<!--")):
+        return line
+    return textwrap.fill(line, width, break_long_words=False, break_on_hyphens=False)
+
+
+def section(text: str) -> str:
+    """The Benchmarks section of a README's text: from its heading to the next ``## `` or the end.
+
+    Compare it with :func:`render` after stripping trailing newlines (the blank line
+    before a following section belongs to neither).
+    """
+    start = text.index(HEADING + "\n")
+    end = text.find("\n## ", start + len(HEADING))
+    return text[start:] if end < 0 else text[start:end + 1]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python3 -m laddu_dask.bench.readme [--write]``."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--results", default=RESULTS_DIR, help="folder of the results files")
+    ap.add_argument("--write", action="store_true", help=f"replace the section in {README}")
+    a = ap.parse_args(argv)
+    rendered = render(a.results)
+    if not a.write:
+        sys.stdout.write(rendered)
+        return 0
+    from laddu_dask.files import atomic_write
+
+    with open(README) as f:
+        text = f.read()
+    old = section(text).rstrip("\n")
+    with atomic_write(README) as f:
+        f.write(text.replace(old, rendered.rstrip("\n"), 1))
+    print(f"rewrote the Benchmarks section of {README}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,211 @@
+"""The benchmarks' honesty: README figures from results files, like-for-like checks, fresh processes."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+from laddu_reference import needs_laddu
+
+from laddu_dask.bench import readme
+from laddu_dask.bench.compare import Counted, NotComparableError, migrad, same_function, same_minimum
+from laddu_dask.bench.results import RESULTS_DIR, ROOT, command_line
+
+# -- every README figure comes from a committed results file -----------------------------------
+
+
+def _readme_section() -> str:
+    with open(os.path.join(ROOT, "README.md")) as f:
+        return readme.section(f.read()).rstrip("\n")
+
+
+def test_readme_benchmarks_section_is_what_the_committed_results_render():
+    rendered = readme.render(RESULTS_DIR).rstrip("\n")
+    current = _readme_section()
+    diff = "\n".join(difflib.unified_diff(current.splitlines(), rendered.splitlines(), "README.md",
+                                          "rendered", lineterm=""))
+    assert current == rendered, (
+        "README's Benchmarks section differs from what benchmarks/results/*.json give; "
+        f"run `python3 -m laddu_dask.bench.readme --write`:\n{diff}")
+
+
+def test_a_changed_result_changes_the_rendered_section(tmp_path):
+    # a figure that is not in the results files (a stale or hand-edited one) cannot match
+    for name in readme.FILES:
+        shutil.copy(os.path.join(RESULTS_DIR, name), tmp_path / name)
+    path = tmp_path / "bench_ksks.json"
+    results = json.loads(path.read_text())
+    results["steady_s"]["ours"]["value"] = 0.123456
+    path.write_text(json.dumps(results))
+    rendered = readme.render(str(tmp_path))
+    assert "| `value`, 10 free parameters | 123.46 ms |" in rendered
+    assert rendered.rstrip("\n") != _readme_section()
+
+
+@pytest.mark.parametrize("name", readme.FILES)
+def test_every_results_file_records_machine_versions_date_command_and_parameters(name):
+    with open(os.path.join(RESULTS_DIR, name)) as f:
+        prov = json.load(f)["provenance"]
+    assert prov["date"][:2] == "20" and prov["command"] and isinstance(prov["parameters"], dict)
+    m = prov["machine"]
+    assert m["cpu"] and m["cores"] >= 1 and m["memory_bytes"] > 2**30
+    assert len(m["load_average_start"]) == 3 and len(m["load_average_end"]) == 3
+    for package in ("python", "numpy", "numba", "dask", "pyarrow", "iminuit", "laddu-dask"):
+        assert package in prov["versions"], (name, package)
+
+
+def test_ksks_results_name_the_competitors_versions():
+    with open(os.path.join(RESULTS_DIR, "bench_ksks.json")) as f:
+        r = json.load(f)
+    assert "laddu" in r["provenance"]["versions"]
+    if r["tensorwaves"]["status"] == "compared":
+        assert {"jax", "tensorwaves"} <= set(r["provenance"]["versions"])
+
+
+def test_command_line_is_the_command_to_type_again():
+    assert command_line(["/usr/local/bin/laddu-dask", "bench", "--data", "5"]) == "laddu-dask bench --data 5"
+    script = os.path.join(ROOT, "benchmarks", "bench_streaming.py")
+    assert command_line([script, "--events", "10"]) == "python3 benchmarks/bench_streaming.py --events 10"
+
+
+# -- like-for-like fits ------------------------------------------------------------------------
+
+
+class _Rosenbrock:
+    """A bounded test function; ``slow_value`` computes the value another way (as laddu would)."""
+
+    parameter_names = ["a", "b"]
+
+    def __init__(self, slow_value: bool = False) -> None:
+        self.slow_value = slow_value
+
+    def resolve(self, p):
+        if isinstance(p, dict):
+            return np.array([p[n] for n in self.parameter_names])
+        return np.asarray(p, dtype=float)
+
+    def bounds(self):
+        return [(-2.0, 2.0), (None, None)]
+
+    def value_and_gradient(self, p):
+        a, b = p
+        v = (1 - a) ** 2 + 100 * (b - a * a) ** 2
+        return float(v), np.array([-2 * (1 - a) - 400 * a * (b - a * a), 200 * (b - a * a)])
+
+    def value(self, p):
+        if self.slow_value:
+            a, b = p
+            return float(sum([(1 - a) ** 2, 100 * (b - a * a) ** 2]))
+        return self.value_and_gradient(p)[0]
+
+
+def test_one_driver_gives_both_sides_the_same_calls_and_minimum():
+    start = {"a": -1.2, "b": 1.0}
+    ours, theirs = migrad(_Rosenbrock(), start), migrad(_Rosenbrock(slow_value=True), start)
+    for key in ("value_and_gradient_calls", "value_calls", "minuit_nfcn", "minuit_ngrad"):
+        assert ours[key] == theirs[key], key
+    assert ours["valid"] and np.allclose(ours["values"], [1.0, 1.0], atol=1e-2)
+    check = same_minimum(ours, theirs, ["a", "b"])
+    assert check["fval_difference"] <= 1e-3 and check["max_parameter_difference_sigma"] <= 0.05
+    # the cache: at most one value_and_gradient per gradient MIGRAD asks for, and a value
+    # asked at a cached point is not evaluated again (without the cache: value_calls == nfcn)
+    assert 0 < ours["value_and_gradient_calls"] <= ours["minuit_ngrad"]
+    assert ours["value_calls"] < ours["minuit_nfcn"]
+
+
+def test_counted_delegates_and_counts():
+    c = Counted(_Rosenbrock())
+    c.value([0.0, 0.0])
+    c.value_and_gradient([0.0, 0.0])
+    c.value_and_gradient([0.5, 0.0])
+    assert (c.value_calls, c.value_and_gradient_calls) == (1, 2)
+    assert c.bounds() == [(-2.0, 2.0), (None, None)]
+
+
+def test_different_minima_are_not_compared():
+    a = {"valid": True, "fval": 100.0, "values": [1.0, 2.0], "errors": [0.1, 0.2]}
+    with pytest.raises(NotComparableError, match="parameter 'y' differs by 0.5 sigma"):
+        same_minimum(a, dict(a, values=[1.0, 2.1]), ["x", "y"])
+    with pytest.raises(NotComparableError, match="-2 ln L differs by 0.01"):
+        same_minimum(a, dict(a, fval=100.01), ["x", "y"])
+    with pytest.raises(NotComparableError, match="second fit is not valid"):
+        same_minimum(a, dict(a, valid=False), ["x", "y"])
+
+
+def test_a_function_that_is_not_the_same_is_refused():
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0.1, 1.0, 1000)
+
+    def ours(p):  # -2 ln L of an exponential-like shape, normalised over x
+        i = p[0] + p[1] * x
+        return float(-2 * (np.log(i).sum() - len(x) * np.log(i.sum()))), -2 * np.array(
+            [(1 / i).sum() - len(x) / i.sum() * len(x), (x / i).sum() - len(x) / i.sum() * x.sum()])
+
+    def convention(p):  # the same likelihood as -ln L with a mean normalisation: ours / 2 + const
+        v, g = ours(p)
+        return v / 2 - len(x) * np.log(len(x)), g / 2
+
+    def other(p):  # a different model: the linear term squared
+        q = np.array([p[0], p[1] * 1.1])
+        return convention(q)
+
+    points = [np.array([1.0, 0.5]), np.array([1.1, 0.4]), np.array([0.9, 0.7])]
+    assert same_function(ours, convention, points, scale=2.0)["value_difference_rel"] < 1e-12
+    with pytest.raises(NotComparableError, match="different functions: at point 0 the gradients"):
+        same_function(ours, other, points, scale=2.0)
+    with pytest.raises(NotComparableError, match="at point 1 the value difference"):
+        same_function(ours, lambda p: (convention(p)[0] * 1.01, convention(p)[1]), points, scale=2.0)
+
+
+@needs_laddu
+def test_laddu_side_has_what_the_fit_driver_uses(tmp_path):
+    from laddu_dask import ksks
+    from laddu_dask.bench.laddu_ksks import laddu_ksks_nll
+
+    paths = ksks.write_sample(str(tmp_path), n_data=300, n_mc=2000, seed=5)
+    nll = laddu_ksks_nll(paths["data"], paths["accmc"])
+    assert nll.bounds()[:4] == [ksks.BOUNDS[n] for n in ksks.PARAMETER_NAMES[:4]]
+    assert nll.bounds()[4] == (None, None)
+    start = ksks.displaced_start()
+    assert list(nll.resolve(start)) == [start[n] for n in nll.parameter_names]
+
+
+# -- first evaluation in fresh processes ----------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_cold_process_starts_with_empty_caches_and_warm_with_filled(tmp_path):
+    from laddu_dask import ksks
+    from laddu_dask.bench.first_eval import first_evaluations
+
+    paths = ksks.write_sample(str(tmp_path), n_data=200, n_mc=1000, seed=2)
+    r = first_evaluations(paths, "bw", list(ksks.TRUTH.values()), repeats=1, libraries=("laddu-dask",))
+    cold, warm = r["laddu-dask"]["runs"]["cold"][0], r["laddu-dask"]["runs"]["warm"][0]
+    assert cold["cache_files_before"] == 0 < warm["cache_files_before"]
+    assert cold["value"] == warm["value"]
+    assert cold["import_s"] > 0 and cold["first_evaluation_s"] > 0
+
+
+# -- TensorWaves computes the same likelihood ---------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_tensorwaves_is_the_same_likelihood(tmp_path):
+    pytest.importorskip("tensorwaves")
+    import laddu_dask as ld
+    from laddu_dask import ksks
+    from laddu_dask.bench.tensorwaves_ksks import SCALE, TensorWavesKsKs
+
+    paths = ksks.write_sample(str(tmp_path), n_data=500, n_mc=3000, seed=4)
+    ours = ld.Likelihood([ld.NLL(ksks.model(), data=ld.read_parquet(paths["data"]),
+                                 accepted_mc=ld.read_parquet(paths["accmc"]))])
+    tw = TensorWavesKsKs(paths["data"], paths["accmc"])
+    base = np.array(list(ksks.TRUTH.values()))
+    points = [base, base * 1.01, base * np.linspace(0.98, 1.02, base.size)]
+    check = same_function(ours.value_and_gradient, tw.value_and_gradient, points, scale=SCALE)
+    assert check["value_difference_rel"] < 1e-12 and check["gradient_difference_rel"] < 1e-10
+    assert tw.data_weights_are_one and tw.value(base) == pytest.approx(tw.unbinned_nll(base), rel=1e-12)
