@@ -4,7 +4,7 @@
     generate a small KsKs sample, fit it from a displaced start on the local
     scheduler and print fitted values against the truth.
 ``laddu-dask fit CONFIG.toml [--scheduler ADDRESS] [--output result.json]``
-    a fit described by a TOML file, for batch jobs (see :mod:`laddu_dask.batch`).
+    a fit described by a TOML file, for batch jobs (see :mod:`laddu_dask.jobs`).
 ``laddu-dask bench``
     time laddu-dask against laddu's JIT on the shared KsKs benchmark sample.
 
@@ -117,7 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return bench_main(argv[1:])
     if argv[:1] == ["fit"]:
-        from laddu_dask.batch import main as fit_main
+        from laddu_dask.jobs import main as fit_main
 
         return fit_main(argv[1:])
     args = build_parser().parse_args(argv)

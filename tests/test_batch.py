@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from laddu_dask import ksks
-from laddu_dask.batch import ConfigError, job_script, load_config, main
+from laddu_dask.jobs import ConfigError, job_script, load_config, main
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -106,7 +106,7 @@ def test_ksks_example_fits_through_main(tmp_path, data_env, capsys):
 def test_subprocess_writes_default_output_beside_config(tmp_path, sample):
     config = write_config(tmp_path, sample, '[fit]\nmethod = "lbfgsb"\n')
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-m", "laddu_dask.batch", str(config), "--quiet"],
+    proc = subprocess.run([sys.executable, "-m", "laddu_dask.cli", "fit", str(config), "--quiet"],
                           capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == ""
