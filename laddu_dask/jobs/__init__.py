@@ -7,18 +7,39 @@ and (optionally) a Dask cluster; it runs the fit and writes the result as JSON.
 Usage::
 
     laddu-dask fit CONFIG.toml [--scheduler ADDRESS] [--output result.json]
-                               [--print-job-script] [--quiet]
+                               [--print-job-script] [--quiet] [--debug]
 
 ``--scheduler`` runs on an existing Dask scheduler (``tcp://host:8786``), overriding
 ``[cluster]``; ``--output`` chooses the result file (default ``<config stem>.result.json``
-beside the config); ``--print-job-script`` prints the batch script that the
-``[cluster]`` table would submit for each worker job, submits nothing and exits.
+beside the config; a file the job reads, whatever its spelling or link, is refused);
+``--print-job-script`` prints the batch script that the ``[cluster]`` table would submit
+for each worker job, submits nothing and exits; ``--debug`` prints the traceback of a
+failure before its one-line message.
 
-Exit status: ``0`` valid fit; ``1`` the minimiser did not converge (the result is
-still written, with ``"valid": false``); ``2`` bad input (a one-line message on stderr
-names the file, table, key or value at fault; nothing is written); ``3`` the fit could
-not run (the cluster did not start, an evaluation failed during the minimisation;
-nothing is written).
+Exit status:
+
+=== =====================================================================================
+0   valid fit; the result is written
+1   the fit is not valid (e.g. the minimiser did not converge); the result is still
+    written, with ``"valid": false``
+2   bad input: the config, a model file, the data, the start values or the command
+    line (one line on stderr names the file, table, key or value at fault); nothing is
+    written
+3   the fit could not run: the cluster did not start, a job submission failed, the
+    workers did not arrive within ``wait_timeout``, the kernel cache or the result file
+    could not be written (a full disk), an evaluation failed during the minimisation
+    (one line on stderr); nothing is written
+130 interrupted (SIGINT, Ctrl-C), also while waiting for workers; nothing is written
+=== =====================================================================================
+
+A model file is Python code
+---------------------------
+A model given as ``{ file = "mymodel.py" }`` is imported and its function called with
+the rights of the user who runs ``laddu-dask fit``: it can do anything that user can
+(read, change or delete their files, start processes). Name only model files you would
+run yourself, and treat a TOML file that names one as you would the script itself.
+A model file that fails, or calls ``sys.exit``, while it is imported or while its
+function runs is bad input (status 2).
 
 TOML schema
 -----------
@@ -81,7 +102,8 @@ is one of
 * ``{ file = "mymodel.py", function = "build", options = { ... } }``: the function
   ``function`` (default ``"build"``) of the Python file ``file``, called with the
   keyword arguments ``options`` (default none); it returns a :class:`~laddu_dask.Model`
-  or an expression. The file's folder is on ``sys.path`` while it is imported.
+  or an expression. The file's folder is on ``sys.path`` while it is imported. It runs
+  with your rights (see *A model file is Python code* above).
 
 ``[start]``: ``name = number`` for any free parameter of the model(s); the others start
 at their initial values. A name that is not a free parameter, or a value outside the
@@ -129,11 +151,46 @@ key                  type                   default  meaning
                                                      (needs ``dask-jobqueue``)
 ``jobs``             integer > 0            ``1``    worker jobs to submit (with ``kind``)
 ``wait_for_workers`` integer >= 0           ``1``    workers to wait for before preparing
-                                                     the data
+                                                     the data (how many have arrived is
+                                                     printed every 5 s)
 ``wait_timeout``     number > 0             ``3600`` seconds to wait for them (then exit 3)
 ==================== ====================== ======== ======================================
 
-With ``kind``, these keys are passed to ``dask_jobqueue.SLURMCluster`` or
+With ``kind``, laddu-dask starts the Dask scheduler in its own process, and these keys
+say how it may be reached (the defaults never listen on every interface):
+
+========================= ======= ==================== ==============================================
+key                       type    default              meaning
+========================= ======= ==================== ==============================================
+``scheduler_host``        string  see meaning          the address the scheduler listens on (one
+                                                       interface); default: the address of
+                                                       ``interface`` when that is given, else this
+                                                       machine's address on its default route (the
+                                                       one dask-jobqueue tells the workers)
+``scheduler_interface``   string  none                 or a network interface name (``"ib0"``)
+``dashboard_address``     string  ``"127.0.0.1:8787"`` where the dashboard listens (reach it with
+                                                       ``ssh -L 8787:localhost:8787``);
+                                                       ``":8787"`` is every interface
+``tls``                   boolean ``true``             encrypt and authenticate every connection of
+                                                       the scheduler, workers and client with TLS
+                                                       (Dask's ``Security``); ``false`` is plain TCP
+                                                       that anyone reaching the node can use to run
+                                                       code as you
+``tls_ca_file``,          string  none                 your own CA, certificate and private key (all
+``tls_cert``, ``tls_key``                              three, readable on the compute nodes);
+                                                       without them the certificates are temporary
+                                                       (``Security.temporary()``, needs
+                                                       ``cryptography``)
+``shared_temp_directory`` string  the current folder   where temporary certificates are written for
+                                                       the worker jobs (a private folder, removed
+                                                       when the fit ends; it must be readable on the
+                                                       compute nodes: a shared file system)
+========================= ======= ==================== ==============================================
+
+The certificate paths in a ``--print-job-script`` script are temporary: they exist only
+while the fit that submits the jobs runs.
+
+These keys are passed to ``dask_jobqueue.SLURMCluster`` or
 ``PBSCluster``: ``cores`` (integer), ``memory`` (string, per job), ``processes``
 (integer), ``walltime``, ``queue``, ``account``, ``project``, ``job_name``,
 ``interface``, ``local_directory``, ``log_directory``, ``python``, ``shebang``
@@ -141,7 +198,11 @@ With ``kind``, these keys are passed to ``dask_jobqueue.SLURMCluster`` or
 ``job_directives_skip``, ``job_script_prologue``, ``worker_extra_args`` (lists of
 strings), ``scheduler_options`` (table), and for SLURM ``job_cpu`` (integer) and
 ``job_mem`` (string), for PBS ``resource_spec`` (string). Any other keyword argument of
-those classes goes, unchecked, in the table ``[cluster.jobqueue_options]``.
+those classes goes, unchecked, in the table ``[cluster.jobqueue_options]``. The
+scheduler's ``host``, ``interface``, ``dashboard_address``, ``security`` and
+``protocol`` are set only by the keys above, not in ``scheduler_options`` or
+``jobqueue_options``. The submit command (``sbatch``, ``qsub``) must be on ``PATH``, and
+a failed submission ends the fit at once (exit 3).
 
 Result file (JSON; non-finite numbers are written as ``null``): ``valid``, ``fval``,
 ``n_calls``, ``method``, ``message``, ``parameter_names``, ``values``, ``errors``,

@@ -14,12 +14,15 @@ from laddu_dask.jobs.schema import (
     CLUSTER_KEYS,
     CLUSTER_KINDS,
     DATASET_KEYS,
+    DEFAULT_DASHBOARD,
     EXECUTION_KEYS,
     FIT_KEYS,
     JOBQUEUE_KEYS,
     JOBQUEUE_KIND_KEYS,
     JOBQUEUE_PASSTHROUGH,
     MODEL_FILE_KEYS,
+    SCHEDULER_KEYS,
+    SCHEDULER_OWNED,
     TERM_KEYS,
     TERM_KINDS,
     TOP_KEYS,
@@ -266,43 +269,73 @@ def _load_cluster(doc: Mapping[str, Any], check: Checker, folder: str) -> Cluste
     else:
         for extra in JOBQUEUE_KIND_KEYS.values():
             jobqueue.update(extra)
-    check.keys(table, where, CLUSTER_KEYS + tuple(jobqueue) + (JOBQUEUE_PASSTHROUGH,))
+    check.keys(table, where, CLUSTER_KEYS + tuple(jobqueue) + tuple(SCHEDULER_KEYS)
+               + (JOBQUEUE_PASSTHROUGH,))
     given = [k for k in ("scheduler", "scheduler_file", "kind") if k in table]
     if len(given) > 1:
         raise check.error(where, f"give only one of scheduler, scheduler_file and kind "
                                  f"(got {', '.join(given)})")
-    options: dict[str, Any] = {}
-    for key, kind_of_value in jobqueue.items():
-        if key in table:
-            if kind is None:
-                raise check.error(f"{where} {key}",
-                                  "is a batch-job setting: it needs kind = \"slurm\" or \"pbs\"")
-            options[key] = check.get(table, key, where, kind_of_value)
-    if JOBQUEUE_PASSTHROUGH in table:
-        if kind is None:
-            raise check.error(f"{where} {JOBQUEUE_PASSTHROUGH}",
+    for key in (*jobqueue, *SCHEDULER_KEYS, JOBQUEUE_PASSTHROUGH, "jobs"):
+        if key in table and kind is None:
+            raise check.error(f"{where} {key}",
                               "is a batch-job setting: it needs kind = \"slurm\" or \"pbs\"")
+    options = {key: check.get(table, key, where, kind_of_value)
+               for key, kind_of_value in jobqueue.items() if key in table}
+    _refuse_owned(options.get("scheduler_options", {}), f"{where} scheduler_options", check)
+    if JOBQUEUE_PASSTHROUGH in table:
         extra = check.get(table, JOBQUEUE_PASSTHROUGH, where, "table")
-        for key in ("n_workers",):
-            if key in extra:
-                raise check.error(f"{where}.{JOBQUEUE_PASSTHROUGH} {key}",
-                                  "is not allowed here: use jobs = N in [cluster]")
+        inner = f"{where}.{JOBQUEUE_PASSTHROUGH}"
+        _refuse_owned(extra, inner, check)
+        for key in extra:
+            if key == "n_workers":
+                raise check.error(f"{inner} {key}", "is not allowed here: use jobs = N in [cluster]")
+            if key in jobqueue:
+                raise check.error(f"{inner} {key}", f"is a [cluster] key: set {key} in [cluster]")
         options.update(extra)
-    jobs = check.get(table, "jobs", where, "int", 1, minimum=1)
-    if "jobs" in table and kind is None:
-        raise check.error(f"{where} jobs", "needs kind = \"slurm\" or \"pbs\"")
+    network = {key: check.get(table, key, where, kind_of_value)
+               for key, kind_of_value in SCHEDULER_KEYS.items() if key in table}
+    if "scheduler_host" in network and "scheduler_interface" in network:
+        raise check.error(where, "give only one of scheduler_host and scheduler_interface")
+    tls = network.get("tls", True)
+    tls_keys = ("tls_ca_file", "tls_cert", "tls_key")
+    tls_given = [k for k in tls_keys if k in network]
+    if tls_given and not tls:
+        raise check.error(f"{where} {tls_given[0]}", "is given with tls = false")
+    if tls_given and len(tls_given) < len(tls_keys):
+        missing = ", ".join(k for k in tls_keys if k not in network)
+        raise check.error(where, f"user certificates need all of tls_ca_file, tls_cert and tls_key "
+                                 f"(missing: {missing})")
+    tls_files = None
+    if tls_given:
+        tls_files = tuple(resolve_path(folder, network[k]) for k in tls_keys)
+        for key, path in zip(tls_keys, tls_files):
+            if not os.path.isfile(path):
+                raise check.error(f"{where} {key}", f"no such file: {path}")
     scheduler_file = check.get(table, "scheduler_file", where, "str")
     settings = ClusterSettings(
         kind=kind or ("scheduler" if given else "local"),
         scheduler=check.get(table, "scheduler", where, "str"),
         scheduler_file=None if scheduler_file is None else resolve_path(folder, scheduler_file),
         options=options,
-        jobs=jobs,
+        jobs=check.get(table, "jobs", where, "int", 1, minimum=1),
         wait_for_workers=check.get(table, "wait_for_workers", where, "int", 1, minimum=0),
         wait_timeout=check.get(table, "wait_timeout", where, "number", 3600.0, minimum=0.0),
+        scheduler_host=network.get("scheduler_host"),
+        scheduler_interface=network.get("scheduler_interface"),
+        dashboard_address=network.get("dashboard_address", DEFAULT_DASHBOARD),
+        tls=tls,
+        tls_files=tls_files,
+        shared_temp_directory=network.get("shared_temp_directory"),
     )
     if settings.wait_timeout <= 0:
         raise check.error(f"{where} wait_timeout", f"must be > 0, got {table['wait_timeout']!r}")
     if settings.scheduler is not None and not settings.scheduler.strip():
         raise check.error(f"{where} scheduler", "is empty")
     return settings
+
+
+def _refuse_owned(table: Mapping[str, Any], where: str, check: Checker) -> None:
+    """Scheduler keywords with a ``[cluster]`` key of their own are not set around it."""
+    for key, instead in SCHEDULER_OWNED.items():
+        if key in table:
+            raise check.error(f"{where} {key}", f"is set by [cluster] {instead}; give it there")

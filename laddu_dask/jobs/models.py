@@ -29,7 +29,10 @@ def _import_file(path: str, where: str, check: Checker) -> Any:
     sys.path.insert(0, folder)
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:  # noqa: BLE001 - any failure of user code is bad input
+    except KeyboardInterrupt:
+        del sys.modules[module_name]
+        raise
+    except BaseException as exc:  # noqa: BLE001 - any failure of user code (sys.exit too) is bad input
         del sys.modules[module_name]
         raise check.error(f"{where} file", f"importing {path} failed: "
                                            f"{_describe_user_error(exc, path)}") from exc
@@ -46,6 +49,8 @@ def _describe_user_error(exc: BaseException, path: str) -> str:
         if os.path.abspath(frame.filename) == path:
             line = frame.lineno
     at = f" ({os.path.basename(path)} line {line})" if line else ""
+    if isinstance(exc, SystemExit):
+        return f"it called sys.exit({exc.code!r}){at}"
     return f"{type(exc).__name__}: {exc}{at}"
 
 
@@ -70,7 +75,9 @@ def build_model(spec: ModelSpec, check: Checker) -> Any:
                                                     f"(functions defined: {', '.join(defined) or 'none'})")
     try:
         built = function(**dict(spec.options))
-    except Exception as exc:  # noqa: BLE001 - any failure of user code is bad input
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - any failure of user code (sys.exit too) is bad input
         raise check.error(spec.where, f"{spec.function}(**options) of {spec.file} failed: "
                                       f"{_describe_user_error(exc, spec.file)}") from exc
     if isinstance(built, Expr):

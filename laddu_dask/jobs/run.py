@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from laddu_dask.errors import LadduDaskError
+from laddu_dask.errors import ClusterError, KernelCacheError, LadduDaskError
 from laddu_dask.files import atomic_write
 from laddu_dask.jobs.cluster import cluster_client
 from laddu_dask.jobs.config import load_config
@@ -22,13 +22,19 @@ from laddu_dask.jobs.schema import Checker, ConfigError, FitConfig, FitRunError,
 
 @contextlib.contextmanager
 def _bad_input(config: FitConfig, where: str) -> Iterator[None]:
-    """Turn library errors about the user's data or model into :class:`ConfigError`."""
+    """Turn library errors about the user's data or model into :class:`ConfigError`, and
+    failures of the machine or the cluster (an unusable kernel cache, a lost scheduler, a
+    file system error) into :class:`FitRunError`."""
     try:
         yield
-    except ConfigError:
+    except (ConfigError, FitRunError):
         raise
+    except (KernelCacheError, ClusterError) as exc:
+        raise FitRunError(one_line(f"{config.path}: {where}: {type(exc).__name__}: {exc}")) from exc
     except (LadduDaskError, ValueError, FileNotFoundError) as exc:
         raise ConfigError(one_line(f"{config.path}: {where}: {exc}")) from exc
+    except OSError as exc:
+        raise FitRunError(one_line(f"{config.path}: {where}: {type(exc).__name__}: {exc}")) from exc
 
 
 def _versions() -> dict[str, str]:
@@ -70,11 +76,45 @@ def default_output(config_path: str) -> str:
     return stem + ".result.json"
 
 
+def _inputs(config: FitConfig) -> Iterator[tuple[str, str]]:
+    """``(what, path)`` of every file the job reads: config, model files, data, certificates."""
+    from laddu_dask.data.parquet import expand_paths
+
+    yield "the config file", config.path
+    for term in config.terms:
+        if term.model.file is not None:
+            yield f"the model file of {term.model.where}", term.model.file
+    for ds in config.datasets.values():
+        for path in ds.paths:
+            try:
+                files = expand_paths(path)
+            except (OSError, ValueError):  # reported when the data are read
+                files = [path]
+            for file in files:
+                yield f"a data file of {ds.where}", file
+    if config.cluster.scheduler_file is not None:
+        yield "the scheduler file of [cluster]", config.cluster.scheduler_file
+    for path in config.cluster.tls_files or ():
+        yield "a TLS file of [cluster]", path
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether two spellings name one file (symlinks, ``..``, hard links)."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
 def _check_output(config: FitConfig, output: str) -> str:
     output = os.path.abspath(output)
     folder = os.path.dirname(output)
-    if os.path.abspath(output) == config.path:
-        raise ConfigError(f"--output {output}: is the config file itself")
+    for what, path in _inputs(config):
+        if _same_file(output, path):
+            raise ConfigError(f"--output {output}: is {what} ({path}); writing the result "
+                              "there would overwrite it")
     if not os.path.isdir(folder):
         raise ConfigError(f"--output {output}: folder {folder} does not exist")
     if not os.access(folder, os.W_OK):
@@ -167,7 +207,7 @@ def run_fit(config: FitConfig | str | os.PathLike[str], *, scheduler: str | None
                              accepted_mc=datasets[term.accepted_mc], name=term.name))
 
     t0 = time.perf_counter()
-    with cluster_client(config, scheduler) as (client, where):
+    with cluster_client(config, scheduler, say) as (client, where):
         t_cluster = time.perf_counter() - t0
         execution = config.execution.build(client)
         say(f"running on the {where}" if client is None else f"running on {where}")
@@ -231,7 +271,11 @@ def run_fit(config: FitConfig | str | os.PathLike[str], *, scheduler: str | None
         "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     }
     if output is not None:
-        write_json_atomic(output, payload)
+        try:
+            write_json_atomic(output, payload)
+        except OSError as exc:
+            raise FitRunError(one_line(f"{output}: cannot write the result: "
+                                       f"{exc.strerror or exc}; nothing was written")) from exc
     return payload
 
 

@@ -48,6 +48,21 @@ JOBQUEUE_KIND_KEYS: dict[str, dict[str, str]] = {
     "pbs": {"resource_spec": "str"},
 }
 JOBQUEUE_PASSTHROUGH = "jobqueue_options"
+#: ``[cluster]`` keys (with ``kind``) for the network and security of the scheduler, by TOML type.
+SCHEDULER_KEYS: dict[str, str] = {
+    "scheduler_host": "str", "scheduler_interface": "str", "dashboard_address": "str",
+    "tls": "bool", "tls_ca_file": "str", "tls_cert": "str", "tls_key": "str",
+    "shared_temp_directory": "str",
+}
+#: scheduler/cluster keywords that those keys set: refused in ``scheduler_options`` and
+#: ``jobqueue_options`` (value: the ``[cluster]`` key to use instead).
+SCHEDULER_OWNED: dict[str, str] = {
+    "host": "scheduler_host", "interface": "scheduler_interface",
+    "dashboard_address": "dashboard_address", "security": "tls", "protocol": "tls",
+    "shared_temp_directory": "shared_temp_directory",
+}
+#: where the scheduler's dashboard listens unless ``dashboard_address`` says otherwise
+DEFAULT_DASHBOARD = "127.0.0.1:8787"
 BUILTIN_MODELS: dict[str, tuple[str, ...]] = {"ksks": ("lineshape", "fixed_lineshapes")}
 MODEL_FILE_KEYS = ("file", "function", "options")
 
@@ -138,6 +153,12 @@ class ClusterSettings:
     jobs: int = 1
     wait_for_workers: int = 1
     wait_timeout: float = 3600.0
+    scheduler_host: str | None = None
+    scheduler_interface: str | None = None
+    dashboard_address: str = DEFAULT_DASHBOARD
+    tls: bool = True
+    tls_files: tuple[str, str, str] | None = None  # (CA file, certificate, private key)
+    shared_temp_directory: str | None = None
 
 
 @dataclass(frozen=True)
