@@ -4,9 +4,16 @@
     generate a small KsKs sample, fit it from a displaced start on the local
     scheduler and print fitted values against the truth.
 ``laddu-dask fit CONFIG.toml [--scheduler ADDRESS] [--output result.json]``
-    a fit described by a TOML file, for batch jobs (see :mod:`laddu_dask.batch`).
+    a fit described by a TOML file, for batch jobs (see :mod:`laddu_dask.jobs`).
 ``laddu-dask bench``
     time laddu-dask against laddu's JIT on the shared KsKs benchmark sample.
+``laddu-dask --version``
+    the installed version.
+
+``demo`` and ``fit`` exit with 0 (valid fit), 1 (invalid fit), 2 (bad input or usage),
+3 (could not run: a file or the kernel cache could not be written, ...; one line on
+stderr, a traceback only with ``--debug``) or 130 (interrupted); see
+:mod:`laddu_dask.jobs.command`.
 
 Examples
 --------
@@ -24,6 +31,10 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+
+from laddu_dask.files import atomic_write
+from laddu_dask.jobs.command import EXIT_BAD_INPUT, EXIT_INVALID, EXIT_VALID, run_command
+from laddu_dask.jobs.command import main as fit_main
 
 
 def run_demo(
@@ -48,7 +59,7 @@ def run_demo(
     method : {"migrad", "lbfgsb"}
         Minimiser.
     outdir : str, optional
-        Where to write the sample (a temporary folder by default, removed afterwards).
+        Where to write the sample (by default a temporary folder, removed when the demo ends).
     quiet : bool
         Print nothing.
     """
@@ -61,7 +72,8 @@ def run_demo(
         t0 = time.perf_counter()
         paths = ksks.write_sample(where, n_data=n_data, n_mc=n_mc, seed=seed)
         t_gen = time.perf_counter() - t0
-        say(f"generated {n_data} data and {n_mc} accepted-MC KsKs events in {t_gen:.1f} s ({where})")
+        kept = f"in {where}" if outdir else "a temporary sample, removed at the end; --outdir DIR keeps it"
+        say(f"generated {n_data} data and {n_mc} accepted-MC KsKs events in {t_gen:.1f} s ({kept})")
         start = ksks.displaced_start()
         model = ksks.model(lineshape)
         data = ld.read_parquet(paths["data"])
@@ -90,18 +102,31 @@ def run_demo(
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``laddu-dask``."""
+    from laddu_dask import __version__
+
     parser = argparse.ArgumentParser(
         prog="laddu-dask", description="Amplitude analysis on Dask (laddu-dask)."
     )
+    parser.add_argument("--version", action="version", version=f"laddu-dask {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="generate a KsKs toy sample and fit it on the local scheduler")
     demo.add_argument("--data", type=int, default=20_000, help="data events (default 20000)")
     demo.add_argument("--mc", type=int, default=200_000, help="accepted-MC events (default 200000)")
-    demo.add_argument("--seed", type=int, default=2024)
-    demo.add_argument("--lineshape", choices=("bw", "rbw"), default="bw")
-    demo.add_argument("--method", choices=("migrad", "lbfgsb"), default="migrad")
-    demo.add_argument("--outdir", help="keep the generated sample here")
+    demo.add_argument("--seed", type=int, default=2024,
+                      help="seed of the generated sample (default 2024; the same seed gives the "
+                           "same events)")
+    demo.add_argument("--lineshape", choices=("bw", "rbw"), default="bw",
+                      help="Breit-Wigner of the fitted model: bw constant width (the form the "
+                           "sample was generated with), rbw relativistic (l = 0 S wave, l = 2 D "
+                           "wave) (default bw)")
+    demo.add_argument("--method", choices=("migrad", "lbfgsb"), default="migrad",
+                      help="minimiser: iminuit's MIGRAD or SciPy's L-BFGS-B, both followed by "
+                           "HESSE for the errors (default migrad)")
+    demo.add_argument("--outdir", help="write the sample (data.parquet, accmc.parquet) here and "
+                                       "keep it (default: a temporary folder, removed at the end)")
     demo.add_argument("--json", help="also write the summary to this JSON file")
+    demo.add_argument("--debug", action="store_true",
+                      help="print the traceback of a failure before its one-line message")
     sub.add_parser("bench", add_help=False,
                    help="benchmark against laddu's JIT on the KsKs sample (see bench --help)")
     sub.add_parser("fit", add_help=False,
@@ -117,19 +142,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return bench_main(argv[1:])
     if argv[:1] == ["fit"]:
-        from laddu_dask.batch import main as fit_main
-
         return fit_main(argv[1:])
     args = build_parser().parse_args(argv)
     if args.command == "demo":
-        summary = run_demo(args.data, args.mc, args.seed, args.lineshape, args.method, args.outdir)
-        if args.json:
-            from laddu_dask.files import atomic_write
+        def demo() -> int:
+            summary = run_demo(args.data, args.mc, args.seed, args.lineshape, args.method,
+                               args.outdir)
+            if args.json:
+                with atomic_write(args.json) as f:
+                    json.dump(summary, f, indent=2)
+            return EXIT_VALID if summary["valid"] else EXIT_INVALID
 
-            with atomic_write(args.json) as f:
-                json.dump(summary, f, indent=2)
-        return 0 if summary["valid"] else 1
-    return 2  # pragma: no cover - argparse rejects unknown commands
+        return run_command("laddu-dask demo", demo, debug=args.debug)
+    return EXIT_BAD_INPUT  # pragma: no cover - argparse rejects unknown commands
 
 
 if __name__ == "__main__":  # pragma: no cover

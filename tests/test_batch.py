@@ -1,68 +1,31 @@
-"""Batch fits from TOML files (``laddu-dask fit``): results, exit codes, bad input, clusters."""
+"""Batch fits from TOML files (``laddu-dask fit``): results, exit codes, bad input, failures to run."""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
-import json
+import io
 import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from batch_helpers import (
+    BASE,
+    EXAMPLES,
+    assert_near_truth,
+    assert_one_error_line,
+    command_env,
+    laddu_dask,
+    read_result,
+    write_config,
+)
 
 from laddu_dask import ksks
-from laddu_dask.batch import ConfigError, job_script, load_config, main
+from laddu_dask.jobs import ConfigError, load_config, main
 
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ROOT / "examples"
-
-
-@pytest.fixture(scope="module")
-def sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A KsKs sample (3000 data, 20000 accepted-MC events) as data.parquet and accmc.parquet."""
-    out = tmp_path_factory.mktemp("batch-sample")
-    ksks.write_sample(out, n_data=3000, n_mc=20000, seed=77)
-    return out
-
-
-@pytest.fixture
-def data_env(sample: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """``KSKS_DATA`` points the example configs at the sample."""
-    monkeypatch.setenv("KSKS_DATA", str(sample))
-    return sample
-
-
-BASE = """\
-model = {{ builtin = "ksks", fixed_lineshapes = true }}
-
-[data]
-path = "{sample}/data.parquet"
-
-[accmc]
-path = "{sample}/accmc.parquet"
-"""
-
-
-def write_config(folder: Path, sample: Path, extra: str = "", base: str = BASE,
-                 name: str = "fit.toml") -> Path:
-    path = folder / name
-    path.write_text(base.format(sample=sample) + extra)
-    return path
-
-
-def read_result(path: Path) -> dict:
-    return json.loads(path.read_text())
-
-
-def assert_near_truth(result: dict, sigmas: float = 5.0) -> None:
-    for name in result["parameter_names"]:
-        value, error = result["values"][name], result["errors"][name]
-        assert error > 0, name
-        assert abs(value - ksks.TRUTH[name]) < sigmas * error, (name, value, error)
-
+#: the fixtures ``sample`` and ``data_env``
+pytest_plugins = ["batch_fixtures"]
 
 # ----------------------------------------------------------------------------- fits
 
@@ -105,9 +68,7 @@ def test_ksks_example_fits_through_main(tmp_path, data_env, capsys):
 
 def test_subprocess_writes_default_output_beside_config(tmp_path, sample):
     config = write_config(tmp_path, sample, '[fit]\nmethod = "lbfgsb"\n')
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-m", "laddu_dask.batch", str(config), "--quiet"],
-                          capture_output=True, text=True, env=env, timeout=120)
+    proc = laddu_dask("fit", str(config), "--quiet")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == ""
     result = read_result(tmp_path / "fit.result.json")
@@ -286,151 +247,140 @@ def test_missing_config_and_output_folder_exit_2(tmp_path, sample, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fit.toml"]
 
 
-# ----------------------------------------------------------------------------- clusters
-
-
-def test_scheduler_address_runs_on_a_distributed_cluster(tmp_path, sample):
-    distributed = pytest.importorskip("distributed")
-    config = write_config(tmp_path, sample)
-    local = tmp_path / "local.json"
-    assert main([str(config), "--output", str(local), "--quiet"]) == 0
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
-                                  dashboard_address=None) as cluster:
-        out = tmp_path / "cluster.json"
-        code = main([str(config), "--scheduler", cluster.scheduler_address, "--output", str(out),
-                     "--quiet"])
-        assert code == 0
-    remote, here = read_result(out), read_result(local)
-    assert remote["execution"]["scheduler"] == cluster.scheduler_address
-    assert remote["execution"]["workers"] == 2
-    assert remote["valid"] is True
-    # exact partial sums: the same likelihood wherever it is evaluated
-    assert remote["fval"] == pytest.approx(here["fval"], rel=1e-13)
-    for name in here["parameter_names"]:
-        assert remote["values"][name] == pytest.approx(here["values"][name], rel=1e-9)
-
-
-def test_cluster_without_workers_exits_3_and_writes_nothing(tmp_path, sample, capsys):
-    distributed = pytest.importorskip("distributed")
-    config = write_config(tmp_path, sample, "[cluster]\nwait_for_workers = 1\nwait_timeout = 0.2\n")
-    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None) as cluster:
-        code = main([str(config), "--scheduler", cluster.scheduler_address])
-    err = capsys.readouterr().err
-    assert code == 3
-    assert err.strip().splitlines()[-1].startswith("laddu-dask fit: error: ")
-    assert "could not start or reach the Dask cluster" in err
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["fit.toml"]
-
-
-def fake_queue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, accept: bool) -> Path:
-    """Fake sbatch/qsub/scancel/qdel first on PATH, logging each call (and a copy of each
-    submitted script) to the returned file; ``accept``: submissions succeed with job 4242."""
-    pytest.importorskip("dask_jobqueue", reason="dask-jobqueue is not installed "
-                                                "(pip install 'laddu-dask[jobqueue]')")
-    bin_dir = tmp_path / "fakebin"
-    bin_dir.mkdir()
-    log = tmp_path / "queue.log"
-    for tool in ("sbatch", "qsub", "scancel", "qdel", "squeue", "qstat"):
-        script = bin_dir / tool
-        body = f'echo {tool} "$@" >> {log}\n'
-        if tool in ("sbatch", "qsub"):
-            body += f'cat "$1" >> {log}\n'
-        body += 'echo "Submitted batch job 4242"\n' if accept else "exit 1\n"
-        script.write_text("#!/bin/sh\n" + body)
-        script.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    return log
+# ----------------------------------------------------------------------------- inputs kept
 
 
 @pytest.fixture
-def no_submission(tmp_path, monkeypatch) -> Path:
-    """A log file that any call of a (fake) queue command would create."""
-    return fake_queue(tmp_path, monkeypatch, accept=False)
+def own_sample(sample, tmp_path):
+    """A private copy of the sample (a test may try to overwrite it)."""
+    folder = tmp_path / "own"
+    folder.mkdir()
+    for name in ("data.parquet", "accmc.parquet"):
+        (folder / name).write_bytes((sample / name).read_bytes())
+    return folder
 
 
-JOBQUEUE = """\
-[cluster]
-kind = "{kind}"
-cores = 3
-memory = "5GB"
-walltime = "00:42:00"
-queue = "shortq"
-account = "acct42"
-jobs = 2
-job_extra_directives = ["{directive}"]
-"""
+OUTPUT_IS_INPUT = {
+    # case: (--output relative to the test folder, what the message names)
+    "data file": ("own/data.parquet", "a data file of [data]"),
+    "data file spelled with ..": ("cfg/../own/./data.parquet", "a data file of [data]"),
+    "symlink to the accepted MC": ("link.parquet", "a data file of [accmc]"),
+    "hard link to the data": ("hard.parquet", "a data file of [data]"),
+    "model file": ("cfg/m.py", "the model file of model"),
+    "config through a symlink": ("cfg-link.toml", "the config file"),
+}
 
 
-def test_slurm_job_script(tmp_path, sample, no_submission, capsys):
-    config = write_config(tmp_path, sample,
-                          JOBQUEUE.format(kind="slurm", directive="--constraint=haswell"))
-    script = job_script(config)
-    assert script.startswith("#!")
-    for fragment in ("#SBATCH --cpus-per-task=3", "#SBATCH --mem=5G", "#SBATCH -t 00:42:00",
-                     "#SBATCH -p shortq", "#SBATCH -A acct42", "#SBATCH --constraint=haswell",
-                     "distributed.cli.dask_worker"):
-        assert fragment in script, (fragment, script)
-    assert main([str(config), "--print-job-script"]) == 0
-    assert "#SBATCH -t 00:42:00" in capsys.readouterr().out
-    assert not no_submission.exists()
+@pytest.mark.parametrize("case", sorted(OUTPUT_IS_INPUT))
+def test_output_naming_an_input_is_refused(case, tmp_path, own_sample, capsys):
+    output, what = OUTPUT_IS_INPUT[case]
+    folder = tmp_path / "cfg"
+    folder.mkdir()
+    (folder / "m.py").write_text(MODEL_FILE)
+    config = write_config(folder, own_sample, base=BASE.replace(
+        '{{ builtin = "ksks", fixed_lineshapes = true }}', '{{ file = "m.py" }}'))
+    (tmp_path / "link.parquet").symlink_to(own_sample / "accmc.parquet")
+    os.link(own_sample / "data.parquet", tmp_path / "hard.parquet")
+    (tmp_path / "cfg-link.toml").symlink_to(config)
+    inputs = [own_sample / "data.parquet", own_sample / "accmc.parquet", folder / "m.py", config]
+    before = [hashlib.sha256(p.read_bytes()).hexdigest() for p in inputs]
+    code = main([str(config), "--output", str(tmp_path / output)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert_one_error_line(err, "laddu-dask fit", f"--output {os.path.abspath(tmp_path / output)}",
+                          f"is {what}", "would overwrite it")
+    assert [hashlib.sha256(p.read_bytes()).hexdigest() for p in inputs] == before
+
+
+EXITING_MODELS = {
+    "sys.exit(0) on import": ("import sys\nsys.exit(0)\n", "importing", "called sys.exit(0)"),
+    "SystemExit in build": (MODEL_FILE.replace('    if scale <= 0:', '    raise SystemExit(0)\n'
+                                               '    if scale <= 0:'), "build(**options)",
+                            "called sys.exit(0)"),
+    "sys.exit('bye') in build": (MODEL_FILE.replace("def build(scale=1.0, column=None):",
+                                                    "def build(scale=1.0, column=None):\n"
+                                                    "    import sys\n    sys.exit('bye')"),
+                                 "build(**options)", "called sys.exit('bye')"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EXITING_MODELS))
+def test_model_file_that_exits_is_bad_input(case, tmp_path, sample, capsys):
+    source, *fragments = EXITING_MODELS[case]
+    (tmp_path / "m.py").write_text(source)
+    config = write_config(tmp_path, sample, base=BASE.replace(
+        '{{ builtin = "ksks", fixed_lineshapes = true }}', '{{ file = "m.py" }}'))
+    code = main([str(config)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert_one_error_line(err, "laddu-dask fit", str(tmp_path / "m.py"), "m.py line", *fragments)
     assert not (tmp_path / "fit.result.json").exists()
 
 
-def test_pbs_job_script(tmp_path, sample, no_submission):
-    config = write_config(tmp_path, sample, JOBQUEUE.format(kind="pbs", directive="-m abe")
-                          + 'resource_spec = "select=1:ncpus=3:mem=5GB"\n')
-    script = job_script(load_config(config))
-    for fragment in ("#PBS -l select=1:ncpus=3:mem=5GB", "#PBS -l walltime=00:42:00",
-                     "#PBS -q shortq", "#PBS -A acct42", "#PBS -m abe"):
-        assert fragment in script, (fragment, script)
-    assert not no_submission.exists()
+def test_model_file_exiting_0_fails_the_real_command(tmp_path, sample):
+    (tmp_path / "m.py").write_text("import sys\nsys.exit(0)\n")
+    config = write_config(tmp_path, sample, base=BASE.replace(
+        '{{ builtin = "ksks", fixed_lineshapes = true }}', '{{ file = "m.py" }}'))
+    proc = laddu_dask("fit", str(config))
+    assert proc.returncode == 2, proc.stderr
+    assert_one_error_line(proc.stderr, "laddu-dask fit", "m.py", "called sys.exit(0)")
+    assert not (tmp_path / "fit.result.json").exists()
 
 
-def test_slurm_example_job_script(data_env, no_submission, monkeypatch):
-    monkeypatch.setenv("SLURM_ACCOUNT", "physics7")
-    config = load_config(EXAMPLES / "slurm_fit.toml")
-    assert config.cluster.kind == "slurm" and config.cluster.jobs == 4
-    script = job_script(config)
-    for fragment in ("--cpus-per-task=8", "-t 02:00:00", "-A physics7", "--exclusive"):
-        assert fragment in script
-    assert not no_submission.exists()
+# ----------------------------------------------------------------------------- failures to run
 
 
-def test_print_job_script_needs_a_jobqueue_cluster(tmp_path, sample, capsys):
+class _FullDisk(io.StringIO):
+    def write(self, text: str) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def test_full_disk_while_writing_the_result_exits_3(tmp_path, sample, capsys, monkeypatch):
+    from laddu_dask.jobs import run
+
+    @contextlib.contextmanager
+    def full(path, *args, **kwargs):
+        yield _FullDisk()
+
+    monkeypatch.setattr(run, "atomic_write", full)
     config = write_config(tmp_path, sample)
-    assert main([str(config), "--print-job-script"]) == 2
-    assert "no batch-job cluster is configured" in capsys.readouterr().err
-
-
-def test_sbatch_example_runs_the_slurm_config():
-    text = (EXAMPLES / "submit_fit.sbatch").read_text()
-    assert text.startswith("#!/bin/bash")
-    assert "laddu-dask fit \"$CONFIG\" --output" in text
-    assert "CONFIG=examples/slurm_fit.toml" in text
-    assert shutil.which("bash") is None or subprocess.run(
-        ["bash", "-n", str(EXAMPLES / "submit_fit.sbatch")]).returncode == 0
-
-
-def test_slurm_run_submits_jobs_then_cancels_them(tmp_path, sample, monkeypatch, capsys):
-    """The fit path scales to `jobs` worker jobs; no worker arrives (fake sbatch): exit 3."""
-    log = fake_queue(tmp_path, monkeypatch, accept=True)
-    folder = tmp_path / "cfg"
-    folder.mkdir()
-    config = write_config(folder, sample, JOBQUEUE.format(kind="slurm", directive="--exclusive")
-                          + "wait_timeout = 0.5\n")
-    assert main([str(config)]) == 3
+    code = main([str(config), "--quiet"])
     err = capsys.readouterr().err
-    assert "could not start or reach the Dask cluster" in err
-    calls = log.read_text()
-    assert calls.count("sbatch ") == 2 and calls.count("#SBATCH --cpus-per-task=3") == 2
-    assert "scancel 4242" in calls
-    assert sorted(p.name for p in folder.iterdir()) == ["fit.toml"]
-
-
-def test_jobqueue_kind_without_dask_jobqueue_is_bad_input(tmp_path, sample, monkeypatch, capsys):
-    monkeypatch.setitem(sys.modules, "dask_jobqueue", None)
-    config = write_config(tmp_path, sample, "[cluster]\nkind = 'pbs'\ncores = 2\n")
-    assert main([str(config), "--print-job-script"]) == 2
-    assert "pip install 'laddu-dask[jobqueue]'" in capsys.readouterr().err
-    assert main([str(config)]) == 2
+    assert code == 3, err
+    assert_one_error_line(err, "laddu-dask fit", f"{tmp_path / 'fit.result.json'}: cannot write the "
+                          "result: No space left on device", "nothing was written")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fit.toml"]
+    # --debug adds the traceback, before the same last line
+    assert main([str(config), "--quiet", "--debug"]) == 3
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "OSError: [Errno 28]" in err
+    assert err.splitlines()[-1].startswith("laddu-dask fit: error: ")
+
+
+def test_kernel_cache_error_exits_3(tmp_path, sample, capsys, monkeypatch):
+    """An unsafe or unwritable kernel cache is a failure to run, not bad input (2)."""
+    import laddu_dask as ld
+
+    def refuse(self, *args, **kwargs):
+        raise ld.KernelCacheError("the kernel cache folder /shared/cache is writable by others")
+
+    monkeypatch.setattr(ld.Likelihood, "value", refuse)
+    config = write_config(tmp_path, sample)
+    assert main([str(config)]) == 3
+    assert_one_error_line(capsys.readouterr().err, "laddu-dask fit", "KernelCacheError",
+                          "/shared/cache is writable by others")
+    assert not (tmp_path / "fit.result.json").exists()
+
+
+@pytest.mark.parametrize("command", ["fit", "demo"])
+def test_unwritable_kernel_cache_exits_3_with_one_line(command, tmp_path, sample):
+    (tmp_path / "a-file").write_text("")
+    env = command_env(LADDU_DASK_CACHE=str(tmp_path / "a-file" / "cache"))
+    if command == "fit":
+        proc = laddu_dask("fit", str(write_config(tmp_path, sample)), env=env)
+    else:
+        proc = laddu_dask("demo", "--data", "500", "--mc", "2000", "--outdir", str(tmp_path / "s"),
+                          env=env)
+    assert proc.returncode == 3, proc.stderr
+    assert_one_error_line(proc.stderr, f"laddu-dask {command}", str(tmp_path / "a-file"))
+    assert not (tmp_path / "fit.result.json").exists()

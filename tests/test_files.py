@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from laddu_dask import ksks
-from laddu_dask.batch import write_json_atomic
 from laddu_dask.data.dataset import Dataset
 from laddu_dask.files import atomic_folder, atomic_path, atomic_write
+from laddu_dask.jobs.run import write_json_atomic
 
 
 @contextlib.contextmanager

@@ -1,0 +1,296 @@
+"""Running a batch fit: :func:`run_fit` and its JSON result."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import math
+import os
+import platform
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from laddu_dask.errors import ClusterError, KernelCacheError, LadduDaskError
+from laddu_dask.files import atomic_write
+from laddu_dask.jobs.cluster import cluster_client
+from laddu_dask.jobs.config import load_config
+from laddu_dask.jobs.models import build_model
+from laddu_dask.jobs.schema import Checker, ConfigError, FitConfig, FitRunError, one_line
+
+
+@contextlib.contextmanager
+def _bad_input(config: FitConfig, where: str) -> Iterator[None]:
+    """Turn library errors about the user's data or model into :class:`ConfigError`, and
+    failures of the machine or the cluster (an unusable kernel cache, a lost scheduler, a
+    file system error) into :class:`FitRunError`."""
+    try:
+        yield
+    except (ConfigError, FitRunError):
+        raise
+    except (KernelCacheError, ClusterError) as exc:
+        raise FitRunError(one_line(f"{config.path}: {where}: {type(exc).__name__}: {exc}")) from exc
+    except (LadduDaskError, ValueError, FileNotFoundError) as exc:
+        raise ConfigError(one_line(f"{config.path}: {where}: {exc}")) from exc
+    except OSError as exc:
+        raise FitRunError(one_line(f"{config.path}: {where}: {type(exc).__name__}: {exc}")) from exc
+
+
+def _versions() -> dict[str, str]:
+    from importlib import metadata
+
+    import laddu_dask
+
+    out = {"laddu_dask": getattr(laddu_dask, "__version__", "unknown")}
+    for dist in ("dask", "distributed", "numpy", "iminuit", "scipy"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = "not installed"
+    out["python"] = platform.python_version()
+    return out
+
+
+def _finite(value: Any) -> Any:
+    """JSON-safe copy: non-finite floats become ``None``."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def write_json_atomic(path: str, payload: Mapping[str, Any]) -> None:
+    """Write ``payload`` as JSON to a temporary file beside ``path``, then move it into place."""
+    with atomic_write(path) as f:
+        json.dump(_finite(dict(payload)), f, indent=2, allow_nan=False)
+        f.write("\n")
+
+
+def default_output(config_path: str) -> str:
+    """``<config stem>.result.json`` beside the config."""
+    stem, _ = os.path.splitext(os.path.abspath(config_path))
+    return stem + ".result.json"
+
+
+def _inputs(config: FitConfig) -> Iterator[tuple[str, str]]:
+    """``(what, path)`` of every file the job reads: config, model files, data, certificates."""
+    from laddu_dask.data.parquet import expand_paths
+
+    yield "the config file", config.path
+    for term in config.terms:
+        if term.model.file is not None:
+            yield f"the model file of {term.model.where}", term.model.file
+    for ds in config.datasets.values():
+        for path in ds.paths:
+            try:
+                files = expand_paths(path)
+            except (OSError, ValueError):  # reported when the data are read
+                files = [path]
+            for file in files:
+                yield f"a data file of {ds.where}", file
+    if config.cluster.scheduler_file is not None:
+        yield "the scheduler file of [cluster]", config.cluster.scheduler_file
+    for path in config.cluster.tls_files or ():
+        yield "a TLS file of [cluster]", path
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether two spellings name one file (symlinks, ``..``, hard links)."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _check_output(config: FitConfig, output: str) -> str:
+    output = os.path.abspath(output)
+    folder = os.path.dirname(output)
+    for what, path in _inputs(config):
+        if _same_file(output, path):
+            raise ConfigError(f"--output {output}: is {what} ({path}); writing the result "
+                              "there would overwrite it")
+    if not os.path.isdir(folder):
+        raise ConfigError(f"--output {output}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise ConfigError(f"--output {output}: folder {folder} is not writable")
+    if os.path.isdir(output):
+        raise ConfigError(f"--output {output}: is a folder")
+    return output
+
+
+def run_fit(config: FitConfig | str | os.PathLike[str], *, scheduler: str | None = None,
+            output: str | None = None, say: Callable[..., None] | None = None) -> dict[str, Any]:
+    """Run the fit a configuration describes; return (and write) the result.
+
+    Parameters
+    ----------
+    config : FitConfig or path-like
+        The configuration, or its TOML file.
+    scheduler : str, optional
+        Address of a running Dask scheduler; overrides ``[cluster]``.
+    output : str, optional
+        Write the result JSON here (atomically); ``None`` writes nothing.
+    say : callable, optional
+        Receives progress lines (``print`` for a log); default silent.
+
+    Returns
+    -------
+    dict
+        The JSON-ready result (see the module docstring).
+
+    Raises
+    ------
+    ConfigError
+        Bad input (configuration, model, data, start values); nothing is written.
+    FitRunError
+        The cluster could not be reached or the minimisation failed; nothing is written.
+    """
+    wall0 = time.perf_counter()
+    say = say or (lambda *a, **k: None)
+    if not isinstance(config, FitConfig):
+        config = load_config(config)
+    if output is not None:
+        output = _check_output(config, output)
+    check = Checker(config.path)
+
+    import laddu_dask as ld
+
+    # models (user code runs here), then the start values against their parameters
+    built: dict[str, Any] = {}
+    term_models = []
+    for term in config.terms:
+        key = term.model.key()
+        if key not in built:
+            built[key] = build_model(term.model, check)
+        term_models.append(built[key])
+    free: dict[str, Any] = {}
+    fixed: set[str] = set()
+    for model in term_models:
+        for name, spec in model.parameters.items():
+            if spec.is_fixed:
+                fixed.add(name)
+            else:
+                free.setdefault(name, spec)
+    for name, value in config.start.items():
+        if name not in free:
+            why = "is fixed in the model" if name in fixed else "is not a parameter of the model"
+            raise check.error(f"[start] {name}", f"{why} (free parameters: {', '.join(free)})")
+        lo, hi = free[name].bounds
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            raise check.error(f"[start] {name}", f"start value {value!r} lies outside the "
+                                                 f"parameter's bounds [{lo}, {hi}]")
+
+    # datasets: only metadata is read here
+    t0 = time.perf_counter()
+    used = {n for t in config.terms for n in (t.data, t.accepted_mc)}
+    datasets = {}
+    for name, ds in config.datasets.items():
+        if name in used:
+            with _bad_input(config, f"{ds.where} path"):
+                datasets[name] = ld.read_parquet(list(ds.paths), chunk_size=ds.chunk_size,
+                                                 memory_policy=ds.memory_policy)
+    t_read = time.perf_counter() - t0
+    say(f"read: {', '.join(f'{n} ({d.n_events} events)' for n, d in datasets.items())} "
+        f"in {t_read:.2f} s")
+
+    terms = []
+    for term, model in zip(config.terms, term_models):
+        cls = ld.NLL if term.kind == "nll" else ld.ExtendedNLL
+        with _bad_input(config, term.where):
+            terms.append(cls(model, data=datasets[term.data],
+                             accepted_mc=datasets[term.accepted_mc], name=term.name))
+
+    t0 = time.perf_counter()
+    with cluster_client(config, scheduler, say) as (client, where):
+        t_cluster = time.perf_counter() - t0
+        execution = config.execution.build(client)
+        say(f"running on the {where}" if client is None else f"running on {where}")
+        t0 = time.perf_counter()
+        with _bad_input(config, "preparing the likelihood"):
+            likelihood = ld.Likelihood(terms, execution=execution)
+            start = likelihood.resolve(dict(config.start))
+            value0 = likelihood.value(start)  # prepares every dataset
+            if not math.isfinite(value0):
+                raise ld.ParameterError(f"the likelihood at the start values is {value0!r}")
+        t_prepare = time.perf_counter() - t0
+        names = likelihood.parameter_names
+        say(f"prepared in {t_prepare:.2f} s; fitting {len(names)} parameters with "
+            f"{config.fit.method} from -2 ln L = {value0:.10g}")
+        t0 = time.perf_counter()
+        try:
+            result = likelihood.fit(
+                initial=start, method=config.fit.method, strategy=config.fit.strategy,
+                tolerance=config.fit.tolerance, max_calls=config.fit.max_calls,
+            )
+        except Exception as exc:
+            raise FitRunError(one_line(f"{config.path}: the fit failed: "
+                                        f"{type(exc).__name__}: {exc}")) from exc
+        t_fit = time.perf_counter() - t0
+        workers = execution.workers
+        decisions = [str(d) for d in execution.memory_decisions()]
+
+    cov = None
+    if result.covariance is not None:
+        cov = {"parameters": list(names), "matrix": result.covariance.tolist()}
+    payload: dict[str, Any] = {
+        "valid": result.valid,
+        "fval": result.fval,
+        "n_calls": result.n_calls,
+        "method": result.method,
+        "message": result.message,
+        "parameter_names": list(names),
+        "values": result.values,
+        "errors": result.errors,
+        "covariance": cov,
+        "start": dict(zip(names, map(float, start))),
+        "terms": [
+            {"name": t.name, "kind": t.kind, "data": t.data, "accepted_mc": t.accepted_mc,
+             "data_events": datasets[t.data].n_events,
+             "accepted_mc_events": datasets[t.accepted_mc].n_events}
+            for t in config.terms
+        ],
+        "fit": {"method": config.fit.method, "tolerance": config.fit.tolerance,
+                "strategy": config.fit.strategy, "max_calls": config.fit.max_calls},
+        "execution": {"scheduler": where, "workers": workers,
+                      "precision": execution.precision, "device": execution.device,
+                      "kernel": execution.kernel, "normalization": execution.normalization,
+                      "split_every": execution.split_every},
+        "memory_decisions": decisions,
+        "timings": {"read": t_read, "cluster": t_cluster, "prepare": t_prepare, "fit": t_fit,
+                    "wall": time.perf_counter() - wall0},
+        "versions": _versions(),
+        "config": config.path,
+        "config_sha256": config.sha256,
+        "description": config.description,
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+    if output is not None:
+        try:
+            write_json_atomic(output, payload)
+        except OSError as exc:
+            raise FitRunError(one_line(f"{output}: cannot write the result: "
+                                       f"{exc.strerror or exc}; nothing was written")) from exc
+    return payload
+
+
+def print_summary(result: Mapping[str, Any], output: str | None, say: Callable[..., None]) -> None:
+    say("")
+    say(f"{'parameter':>14s} {'start':>11s} {'value':>12s} {'error':>10s}")
+    for name in result["parameter_names"]:
+        err = result["errors"][name]
+        say(f"{name:>14s} {result['start'][name]:11.5g} {result['values'][name]:12.6g} "
+            f"{err if err is not None else float('nan'):10.3g}")
+    say("")
+    t = result["timings"]
+    say(f"fit {'valid' if result['valid'] else 'INVALID'} ({result['method']}): "
+        f"-2 ln L = {result['fval']:.10g}, {result['n_calls']} evaluations; "
+        f"read {t['read']:.2f} s, prepare {t['prepare']:.2f} s, fit {t['fit']:.2f} s, "
+        f"wall {t['wall']:.2f} s")
+    if output is not None:
+        say(f"result written to {output}")
