@@ -51,6 +51,14 @@ def test_ksks_example_fits_through_main(tmp_path, data_env, capsys):
     np.testing.assert_allclose(np.sqrt(np.diag(matrix)),
                                [result["errors"][n] for n in cov["parameters"]], rtol=1e-3)
     assert np.all(np.linalg.eigvalsh(matrix) > 0)
+    # the correlation matrix, computed here from the covariance, and the EDM below its goal
+    corr = result["correlation"]
+    assert corr["parameters"] == cov["parameters"]
+    sigma = np.sqrt(np.diag(matrix))
+    np.testing.assert_allclose(np.array(corr["matrix"]), matrix / np.outer(sigma, sigma),
+                               rtol=1e-12, atol=1e-15)
+    assert 0 <= result["edm"] < 0.002 * 0.1  # MIGRAD's goal for the default tolerance 0.1
+    assert "│" not in result["message"] and "valid minimum" in result["message"]
     assert result["config"] == str(config)
     assert result["config_sha256"] == hashlib.sha256(config.read_bytes()).hexdigest()
     assert set(result["timings"]) >= {"read", "prepare", "fit", "wall"}

@@ -204,9 +204,11 @@ scheduler's ``host``, ``interface``, ``dashboard_address``, ``security`` and
 ``jobqueue_options``. The submit command (``sbatch``, ``qsub``) must be on ``PATH``, and
 a failed submission ends the fit at once (exit 3).
 
-Result file (JSON; non-finite numbers are written as ``null``): ``valid``, ``fval``,
-``n_calls``, ``method``, ``message``, ``parameter_names``, ``values``, ``errors``,
-``covariance`` (``{"parameters": [...], "matrix": [[...]]}`` or ``null``), ``start``,
+Result file (JSON; non-finite numbers are written as ``null``): ``valid`` (MIGRAD or
+L-BFGS-B converged and HESSE's covariance is accurate, not forced positive-definite),
+``fval``, ``edm``, ``n_calls``, ``method``, ``message`` (plain text), ``parameter_names``,
+``values``, ``errors``, ``covariance`` and ``correlation`` (each
+``{"parameters": [...], "matrix": [[...]]}`` or ``null``), ``start``,
 ``terms``, ``execution``, ``memory_decisions``, ``timings`` (seconds: ``read``,
 ``cluster``, ``prepare``, ``fit``, ``wall``), ``versions``, ``config`` (absolute path),
 ``config_sha256`` (of the file's bytes), ``description`` and ``created`` (UTC).

@@ -235,12 +235,15 @@ def run_fit(config: FitConfig | str | os.PathLike[str], *, scheduler: str | None
         workers = execution.workers
         decisions = [str(d) for d in execution.memory_decisions()]
 
-    cov = None
+    cov = corr = None
     if result.covariance is not None:
         cov = {"parameters": list(names), "matrix": result.covariance.tolist()}
+    if result.correlation is not None:
+        corr = {"parameters": list(names), "matrix": result.correlation.tolist()}
     payload: dict[str, Any] = {
         "valid": result.valid,
         "fval": result.fval,
+        "edm": result.edm,
         "n_calls": result.n_calls,
         "method": result.method,
         "message": result.message,
@@ -248,6 +251,7 @@ def run_fit(config: FitConfig | str | os.PathLike[str], *, scheduler: str | None
         "values": result.values,
         "errors": result.errors,
         "covariance": cov,
+        "correlation": corr,
         "start": dict(zip(names, map(float, start))),
         "terms": [
             {"name": t.name, "kind": t.kind, "data": t.data, "accepted_mc": t.accepted_mc,
