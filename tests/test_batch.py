@@ -392,3 +392,15 @@ def test_unwritable_kernel_cache_exits_3_with_one_line(command, tmp_path, sample
     assert proc.returncode == 3, proc.stderr
     assert_one_error_line(proc.stderr, f"laddu-dask {command}", str(tmp_path / "a-file"))
     assert not (tmp_path / "fit.result.json").exists()
+
+
+def test_kernel_cache_writable_by_others_exits_3_through_the_command(tmp_path, sample):
+    shared = tmp_path / "shared-cache"
+    shared.mkdir()
+    shared.chmod(0o777)
+    proc = laddu_dask("fit", str(write_config(tmp_path, sample)),
+                      env=command_env(LADDU_DASK_CACHE=str(shared)))
+    assert proc.returncode == 3, proc.stderr
+    assert_one_error_line(proc.stderr, "laddu-dask fit", "KernelCacheError", str(shared))
+    assert not (tmp_path / "fit.result.json").exists()
+    assert list(shared.iterdir()) == []  # nothing was written into it
