@@ -47,10 +47,11 @@ def test_scheduler_address_runs_on_a_distributed_cluster(tmp_path, sample):
     assert remote["execution"]["scheduler"] == cluster.scheduler_address
     assert remote["execution"]["workers"] == 2
     assert remote["valid"] is True
-    # exact partial sums: the same likelihood wherever it is evaluated
-    assert remote["fval"] == pytest.approx(here["fval"], rel=1e-13)
-    for name in here["parameter_names"]:
-        assert remote["values"][name] == pytest.approx(here["values"][name], rel=1e-9)
+    # exact partial sums: the same likelihood wherever it is evaluated, so the same fit to the
+    # last bit (measured; was asserted to 1e-13 in fval and 1e-9 in the values)
+    assert remote["fval"] == here["fval"] and remote["n_calls"] == here["n_calls"]
+    assert remote["values"] == here["values"] and remote["errors"] == here["errors"]
+    assert remote["covariance"] == here["covariance"]
 
 
 def test_cluster_without_workers_exits_3_and_writes_nothing(tmp_path, sample, capsys):
