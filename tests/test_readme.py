@@ -1,12 +1,18 @@
-"""Every Python block of the README runs as written, in order, in an empty folder.
+"""Every code block of the README runs as written.
 
-The blocks share one namespace (the tour builds on itself); the assertions check what
-the tour promises: the fit is valid and recovers the sample's truth within its errors.
+The Python blocks run in order, in one namespace (the tour builds on itself), in an empty
+folder, and the tour's fit must be valid and recover its sample's truth within its errors.
+The batch-job block runs command by command from a folder holding a copy of examples/.
+The set-up block is what .ci/run runs (checked against it), and the marked test subsets
+name markers and a Hypothesis profile that exist.
 """
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -43,3 +49,55 @@ def test_readme_python_blocks_run(tmp_path, monkeypatch, capsys):
         assert abs(pull) < 4.0, f"{name}: pull {pull:.2f}"
     out = capsys.readouterr().out
     assert "truth" in out and "s_mass" in out
+
+
+def _commands(block: str) -> list[str]:
+    """The commands of a shell block: its lines without comments, split at ``&&``."""
+    out = []
+    for line in block.splitlines():
+        line = line.split("  #")[0].split(" # ")[0].strip()
+        if line and not line.startswith("#"):
+            out.extend(part.strip() for part in line.split("&&"))
+    return out
+
+
+def test_setup_and_test_commands_are_what_ci_runs():
+    """The set-up block installs and tests exactly as .ci/run does; its marked subsets exist."""
+    import tomllib
+
+    blocks = code_blocks(README.read_text(), "bash")
+    setup = _commands(blocks[0])
+    assert setup == ['pip install -e ".[test]"', "laddu-dask demo", "python3 -m pytest -q"]
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert 'pip install --quiet -e ".[test]"' in ci and "python3 -m pytest -q" in ci
+    markers = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"][
+        "markers"]
+    declared = {m.split(":")[0] for m in markers}
+    subsets = _commands(blocks[1])
+    used = re.findall(r'pytest -q -m "?(?:not )?(\w+)', " ".join(subsets))
+    assert set(used) == {"slow", "gpu"}
+    assert set(used) <= declared
+    from hypothesis import settings
+
+    profile = re.search(r"HYPOTHESIS_PROFILE=(\w+)", " ".join(subsets)).group(1)
+    settings.get_profile(profile)  # registered by tests/conftest.py
+
+
+def test_readme_batch_job_block_runs(tmp_path):
+    """The batch-job commands, as written, from a folder holding a copy of examples/."""
+    import shutil
+
+    from batch_helpers import command_env
+
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    block = next(b for b in code_blocks(README.read_text(), "bash") if "laddu-dask fit" in b)
+    commands = _commands(block)
+    assert commands and all(c.startswith("laddu-dask ") for c in commands)
+    for command in commands:
+        args = command.split()[1:]
+        proc = subprocess.run([sys.executable, "-m", "laddu_dask.cli", *args], cwd=tmp_path,
+                              env=command_env(), capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, f"{command}: {proc.stderr[-2000:]}"
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert result["valid"] is True
+    assert (tmp_path / "demo-data" / "data.parquet").is_file()
