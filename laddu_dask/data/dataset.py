@@ -168,9 +168,9 @@ class Partition(ABC):
     source: str
 
     @property
-    def read_rows(self) -> int:
-        """Rows decoded to load the partition (whole Parquet row groups; else ``n_events``)."""
-        return self.n_events
+    def decoded_rows(self) -> int:
+        """Rows of one column decoded at once while loading (a Parquet row group; else 0)."""
+        return 0
 
     @abstractmethod
     def load(self, columns: Sequence[str] | None = None, dtype: Any = np.float64) -> EventBatch:
@@ -528,8 +528,15 @@ class Dataset:
         weights = _array(f"laddu-weight-{token}", _batch_weights)
         return arrays, weights
 
-    def sum_weights(self) -> float:
+    def sum_weights(self, num_workers: int | None = None) -> float:
         """Exact sum of the weights (equal to ``math.fsum`` of all of them).
+
+        Parameters
+        ----------
+        num_workers : int, optional
+            Read at most this many partitions at once, on Dask's threaded scheduler
+            (a streamed dataset's memory plan; by default Dask's scheduler and its
+            thread count).
 
         Raises
         ------
@@ -551,8 +558,10 @@ class Dataset:
                 from dask import delayed
 
                 tasks = [delayed(_load_partials)(p) for p in self.partitions]
+                bounded = {} if num_workers is None else {"scheduler": "threads",
+                                                          "num_workers": num_workers}
                 try:
-                    partials = dask.compute(*tasks)
+                    partials = dask.compute(*tasks, **bounded)
                     total = math.fsum(itertools.chain.from_iterable(partials))
                 except OverflowError:
                     total = math.inf
