@@ -12,12 +12,16 @@ partition holds in NumPy arrays, against the planner's estimates.
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
+import threading
+import time
 import tracemalloc
 from pathlib import Path
 
+import dask
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -25,11 +29,12 @@ import pytest
 
 from laddu_dask.compile.compiled import CompiledModel
 from laddu_dask.compile.plan import ReductionPlan
-from laddu_dask.data.parquet import read_parquet
+from laddu_dask.data.parquet import DECODE_BYTES_PER_ROW, ParquetPartition, read_parquet
 from laddu_dask.expr import parameter, scalar
 from laddu_dask.expr.node import complex_
 from laddu_dask.runtime.execution import Execution
-from laddu_dask.runtime.prepared import DECODE_BYTES_PER_ROW, PreparedModel, stream_partitions
+from laddu_dask.runtime.memory import MemoryPlan
+from laddu_dask.runtime.prepared import PreparedModel, stream_partitions
 from laddu_dask.runtime.reducer import numba_available
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -139,7 +144,7 @@ def test_planned_working_set_holds_a_streamed_partition(tmp_path, kernel, n_ampl
     pd = pm.prepare_dataset(ex, ds, name="mc")
     (decision,) = ex.memory_decisions()
     assert decision.strategy == "streaming" and decision.chunk_size == 20_000
-    numpy_part = decision.peak_bytes - DECODE_BYTES_PER_ROW * 8192
+    numpy_part = decision.peak_bytes - pd.dataset.partitions[1].read_bytes
     params = pm._params(point)
     plan = ReductionPlan.weighted_real()
     for exact in (False, True):  # the fast sums, and their exact redo
@@ -151,3 +156,48 @@ def test_planned_working_set_holds_a_streamed_partition(tmp_path, kernel, n_ampl
         finally:
             tracemalloc.stop()
         assert 0 < peak <= numpy_part, (exact, peak / 20_000, numpy_part / 20_000)
+
+
+def test_streamed_dataset_reads_as_many_partitions_at_once_as_planned(tmp_path, monkeypatch):
+    """The weight pass of the preparation and the evaluations read at most the planned
+    number of partitions at once, whatever the threads; the weight sum stays exact."""
+    n = 24_000
+    rng = np.random.default_rng(5)
+    weights = rng.uniform(0.5, 1.5, n)
+    weights[::7] = 1e16  # cancelling huge weights, in different partitions
+    weights[3::7] = -1e16
+    path = tmp_path / "mc.parquet"
+    pq.write_table(pa.table({"x": rng.uniform(-1, 1, n), "y": rng.uniform(-1, 1, n), "weight": weights}),
+                   path, row_group_size=1000)
+    ds = read_parquet(path, chunk_size=1000, memory_policy="streaming")
+    expr, point = _model(1)
+    one = Execution(num_workers=1)
+    PreparedModel.prepare(CompiledModel.from_expr(expr), one).prepare_dataset(one, ds)
+    partition_bytes = one.memory_decisions()[0].peak_bytes
+    live, most = [0], [0]
+    lock = threading.Lock()
+    load = ParquetPartition.load
+
+    def counting(self, *args, **kwargs):
+        with lock:
+            live[0] += 1
+            most[0] = max(most[0], live[0])
+        try:
+            time.sleep(0.002)  # long enough for the other threads to start theirs
+            return load(self, *args, **kwargs)
+        finally:
+            with lock:
+                live[0] -= 1
+
+    monkeypatch.setattr(ParquetPartition, "load", counting)
+    ex = Execution(num_workers=8, memory=MemoryPlan(host=2 * partition_bytes + 1))
+    pm = PreparedModel.prepare(CompiledModel.from_expr(expr), ex)
+    with dask.config.set(num_workers=8):  # Dask's own default would read 8 at once
+        pd = pm.prepare_dataset(ex, read_parquet(path, chunk_size=1000, memory_policy="streaming"))
+    (decision,) = ex.memory_decisions()
+    assert decision.peak_bytes == 2 * partition_bytes and pd.stream_workers == 2
+    assert most[0] == 2
+    assert pd.stats.sum_weights == math.fsum(weights)
+    most[0] = 0
+    pm.reduce_with_gradient(ex, point, pd, ReductionPlan.weighted_real())
+    assert most[0] == 2

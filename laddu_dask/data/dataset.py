@@ -172,6 +172,11 @@ class Partition(ABC):
         """Rows of one column decoded at once while loading (a Parquet row group; else 0)."""
         return 0
 
+    @property
+    def read_bytes(self) -> int:
+        """Peak bytes a load holds besides the arrays it returns (decoding; 0 for arrays)."""
+        return 0
+
     @abstractmethod
     def load(self, columns: Sequence[str] | None = None, dtype: Any = np.float64) -> EventBatch:
         """Load the events: only ``columns`` (all for None) plus the weights.
@@ -280,8 +285,9 @@ def _exact_partials(values: np.ndarray) -> list[float]:
         vals.append(-s)
 
 
-def _load_partials(partition: Partition) -> list[float]:
-    return _exact_partials(partition.load([], np.float64).weights)
+def _load_partials(*partitions: Partition) -> list[float]:
+    """Floats whose exact sum is that of the weights of ``partitions`` (read one at a time)."""
+    return [s for p in partitions for s in _exact_partials(p.load([], np.float64).weights)]
 
 
 def _batch_column(batch: EventBatch, name: str) -> Any:
@@ -557,9 +563,15 @@ class Dataset:
                 import dask
                 from dask import delayed
 
-                tasks = [delayed(_load_partials)(p) for p in self.partitions]
-                bounded = {} if num_workers is None else {"scheduler": "threads",
-                                                          "num_workers": num_workers}
+                parts = self.partitions
+                bounded: dict[str, Any] = {}
+                if num_workers is None:
+                    tasks = [delayed(_load_partials)(p) for p in parts]
+                else:  # two tasks a thread, each reading its partitions one at a time
+                    bounded = {"scheduler": "threads", "num_workers": num_workers}
+                    size = -(-len(parts) // (2 * num_workers))
+                    tasks = [delayed(_load_partials)(*parts[a:b])
+                             for a, b in split_rows(len(parts), size)]
                 try:
                     partials = dask.compute(*tasks, **bounded)
                     total = math.fsum(itertools.chain.from_iterable(partials))

@@ -57,11 +57,6 @@ from laddu_dask.runtime.reduction import merge_list, tree_graph, unique_name
 MIN_AUTO_CHUNK = 16_384
 MAX_AUTO_CHUNK = 262_144
 
-#: Bytes Arrow holds per row of the one column it decodes at a time while a streamed
-#: partition is read: the page being decompressed, the decoded values and the spare
-#: capacity of the array they grow into (measured: 1.73 MiB for 65,536 float64 rows).
-DECODE_BYTES_PER_ROW = 4 * 8
-
 
 def auto_chunk_size(n_events: int, workers: int) -> int:
     """Events per partition for ``n_events`` on ``workers`` (two partitions a worker).
@@ -421,31 +416,35 @@ class PreparedModel:
         loaded = size * (len(self.compiled.columns) + 1)
         return resident, resident + temps + loaded
 
-    def _partition_bytes(self, chunk: int, decoded_rows: int) -> int:
+    def _partition_bytes(self, chunk: int, read_bytes: int) -> int:
         """Peak bytes of one streamed partition of ``chunk`` events.
 
-        Its per-event working set, the one column of a row group Arrow decodes at a time
-        (``decoded_rows`` rows), and the exact summation's work for each summed row.
+        Its per-event working set, what reading it holds besides its arrays
+        (``read_bytes``, see :attr:`Partition.read_bytes`), and the exact summation's
+        work for each summed row.
         """
         per_event = self._bytes_per_event()[1]
-        return (per_event * max(chunk, 1) + DECODE_BYTES_PER_ROW * decoded_rows
-                + self.reducer.rows(True) * work_bytes(chunk))
+        return per_event * max(chunk, 1) + read_bytes + self.reducer.rows(True) * work_bytes(chunk)
 
-    def _budget_chunk(self, chunk: int, group: int, budget: int) -> int:
+    def _budget_chunk(self, chunk: int, group: int, read_bytes: int, budget: int) -> int:
         """The automatic chunk size under a host budget, for row groups of ``group`` rows.
 
         A partition fits a quarter of the budget, so that four stream at once.  Since a
-        partition decodes whole row groups, it is then cut at row-group boundaries: a
-        multiple of ``group`` rows, or one row group when two of those fit the budget.
+        partition decodes whole row groups, one the budget limits is cut at row-group
+        boundaries (a multiple of ``group`` rows), and is a whole row group rather than
+        less while one fits the budget: a smaller one would hold almost as much and decode
+        the same rows several times.
         """
         per_event = self._bytes_per_event()[1]
-        fixed = self._partition_bytes(MAX_AUTO_CHUNK, group) - per_event * MAX_AUTO_CHUNK
-        chunk = max(1024, min(chunk, (budget // 4 - fixed) // per_event))
-        if group and chunk >= group:
-            return chunk // group * group
-        if group and self._partition_bytes(group, group) <= budget // 2:
-            return group
-        return chunk
+        fixed = self._partition_bytes(MAX_AUTO_CHUNK, read_bytes) - per_event * MAX_AUTO_CHUNK
+        quarter = (budget // 4 - fixed) // per_event
+        if quarter >= chunk:
+            return chunk
+        if group and quarter >= group:
+            return quarter // group * group
+        if group and self._partition_bytes(min(group, chunk), read_bytes) <= budget:
+            return min(group, chunk)
+        return max(1024, min(chunk, (budget - fixed) // per_event))
 
     def prepare_dataset(
         self, execution: Execution, dataset: Dataset, name: str = "dataset"
@@ -465,14 +464,15 @@ class PreparedModel:
         resident_bpe, stream_bpe = self._bytes_per_event()
         budget = execution.host_budget_bytes()
         # the largest row group, whatever the chunk size (every one is read by a partition)
-        decoded = max((p.decoded_rows for p in dataset.partitions), default=0)
+        group = max((p.decoded_rows for p in dataset.partitions), default=0)
+        read_bytes = max((p.read_bytes for p in dataset.partitions), default=0)
         if not dataset.chunk_size_given:
             chunk = auto_chunk_size(dataset.n_events, execution.workers)
             if budget is not None:
-                chunk = self._budget_chunk(chunk, decoded, budget)
+                chunk = self._budget_chunk(chunk, group, read_bytes, budget)
             dataset = dataset.with_chunk_size(chunk)
         chunk = max((p.n_events for p in dataset.partitions), default=0)
-        partition_bytes = self._partition_bytes(chunk, decoded)
+        partition_bytes = self._partition_bytes(chunk, read_bytes)
         workers = execution.workers
         resident_bytes = resident_bpe * dataset.n_events
         if execution.client is not None:
