@@ -381,19 +381,20 @@ def test_partition_reads_only_covering_row_groups(tmp_path, monkeypatch):
     path = _write(tmp_path / "rg.parquet", cols, row_group_size=10)
     ds = read_parquet(path, chunk_size=15)
     calls = []
-    orig = pq.ParquetFile.read_row_groups
+    orig = pq.ParquetFile.read_row_group
 
-    def spy(self, row_groups, *a, **k):
-        calls.append((tuple(row_groups), tuple(k.get("columns") or ())))
-        return orig(self, row_groups, *a, **k)
+    def spy(self, row_group, *a, **k):
+        calls.append((row_group, tuple(k.get("columns") or ())))
+        return orig(self, row_group, *a, **k)
 
     def no_full_read(self, *a, **k):
         raise AssertionError("whole file read")
 
-    monkeypatch.setattr(pq.ParquetFile, "read_row_groups", spy)
+    monkeypatch.setattr(pq.ParquetFile, "read_row_group", spy)
+    monkeypatch.setattr(pq.ParquetFile, "read_row_groups", no_full_read)
     monkeypatch.setattr(pq.ParquetFile, "read", no_full_read)
-    b = ds.load_partition(1, ["k_px"])  # rows 15:30 -> row groups 1, 2
-    assert calls == [((1, 2), ("k_px", "weight"))]
+    b = ds.load_partition(1, ["k_px"])  # rows 15:30 -> row groups 1, 2, one column at a time
+    assert calls == [(1, ("k_px",)), (1, ("weight",)), (2, ("k_px",)), (2, ("weight",))]
     np.testing.assert_array_equal(b.columns["k_px"], cols["k_px"][15:30])
     np.testing.assert_array_equal(b.weights, cols["weight"][15:30])
     assert b.offset == 15 and "rg.parquet [rows 15:30]" in b.source
@@ -523,13 +524,13 @@ def test_to_dask_is_lazy_and_equals_data(tmp_path, monkeypatch):
     path = _write(tmp_path / "d.parquet", cols, row_group_size=8)
     ds = read_parquet(path, chunk_size=16)
     calls = []
-    orig = pq.ParquetFile.read_row_groups
+    orig = pq.ParquetFile.__init__
 
-    def spy(self, *a, **k):
+    def spy(self, *a, **k):  # a partition load opens the file once
         calls.append(1)
         return orig(self, *a, **k)
 
-    monkeypatch.setattr(pq.ParquetFile, "read_row_groups", spy)
+    monkeypatch.setattr(pq.ParquetFile, "__init__", spy)
     arrays, w = ds.to_dask(["k_e", "k_pz"])
     assert calls == []
     assert set(arrays) == {"k_e", "k_pz"}

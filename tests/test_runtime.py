@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from laddu_dask import ksks
@@ -212,18 +214,23 @@ def _sizes(ds: Dataset, model) -> tuple[int, int]:
     return decision.estimated_bytes, decision.peak_bytes
 
 
+GROUP = 2000
+
+
 @pytest.fixture(scope="module")
 def grouped_accmc(ksks_sample, tmp_path_factory):
-    """The accepted MC rewritten in row groups of 50 events, so that a streamed partition
-    of 50 decodes only itself (the planner counts the whole row groups a partition reads)."""
+    """The accepted MC 40 times over, in row groups of GROUP events: a streamed partition of
+    GROUP decodes only itself, and its peak (6 MB: the reader's 3 MiB, the exact sums' work
+    2.3 MB) stays below the resident sample's 10 MB."""
     path = tmp_path_factory.mktemp("grouped") / "accmc.parquet"
-    read_parquet(ksks_sample["accmc"], chunk_size=50).write_parquet(path)
+    pq.write_table(pa.concat_tables([pq.read_table(ksks_sample["accmc"])] * 40), path,
+                   row_group_size=GROUP)
     return path
 
 
 def test_fastest_streams_under_a_small_budget_and_says_why(grouped_accmc):
     model = ksks.model("bw")
-    ds = read_parquet(grouped_accmc, chunk_size=50)
+    ds = read_parquet(grouped_accmc, chunk_size=GROUP)
     resident, chunk_bytes = _sizes(ds, model)
     assert chunk_bytes < resident
     budget = (chunk_bytes + resident) // 2
@@ -262,21 +269,21 @@ def test_budget_large_enough_keeps_fastest_resident(ksks_sample):
 @pytest.mark.parametrize("policy", ["fastest", "streaming", "resident"])
 def test_budget_too_small_for_one_chunk_raises(grouped_accmc, policy):
     model = ksks.model("bw")
-    ds = read_parquet(grouped_accmc, chunk_size=50, memory_policy=policy)
+    ds = read_parquet(grouped_accmc, chunk_size=GROUP, memory_policy=policy)
     resident, chunk_bytes = _sizes(ds, model)
     ex = Execution(memory=MemoryPlan(host=chunk_bytes - 1))
     pm = PreparedModel.prepare(CompiledModel.from_expr(model), ex)
     if policy == "resident":
         match = rf"needs .*\({resident} bytes\) of host memory to stay resident.*{chunk_bytes - 1} bytes"
     else:
-        match = rf"too small for one chunk.*chunk\(s\) of 50 events.*\({chunk_bytes} bytes\)"
+        match = rf"too small for one chunk.*chunk\(s\) of {GROUP} events.*\({chunk_bytes} bytes\)"
     with pytest.raises(BudgetError, match=match):
         pm.prepare_dataset(ex, ds, name="mc")
 
 
 def test_resident_policy_with_small_budget_raises_naming_bytes(grouped_accmc):
     model = ksks.model("bw")
-    ds = read_parquet(grouped_accmc, chunk_size=50)
+    ds = read_parquet(grouped_accmc, chunk_size=GROUP)
     resident, chunk_bytes = _sizes(ds, model)
     budget = (chunk_bytes + resident) // 2  # streaming would fit; resident does not
     ex = Execution(memory=budget)

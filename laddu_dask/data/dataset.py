@@ -168,9 +168,14 @@ class Partition(ABC):
     source: str
 
     @property
-    def read_rows(self) -> int:
-        """Rows decoded to load the partition (whole Parquet row groups; else ``n_events``)."""
-        return self.n_events
+    def decoded_rows(self) -> int:
+        """Rows of one column decoded at once while loading (a Parquet row group; else 0)."""
+        return 0
+
+    @property
+    def read_bytes(self) -> int:
+        """Peak bytes a load holds besides the arrays it returns (decoding; 0 for arrays)."""
+        return 0
 
     @abstractmethod
     def load(self, columns: Sequence[str] | None = None, dtype: Any = np.float64) -> EventBatch:
@@ -280,8 +285,9 @@ def _exact_partials(values: np.ndarray) -> list[float]:
         vals.append(-s)
 
 
-def _load_partials(partition: Partition) -> list[float]:
-    return _exact_partials(partition.load([], np.float64).weights)
+def _load_partials(*partitions: Partition) -> list[float]:
+    """Floats whose exact sum is that of the weights of ``partitions`` (read one at a time)."""
+    return [s for p in partitions for s in _exact_partials(p.load([], np.float64).weights)]
 
 
 def _batch_column(batch: EventBatch, name: str) -> Any:
@@ -528,8 +534,15 @@ class Dataset:
         weights = _array(f"laddu-weight-{token}", _batch_weights)
         return arrays, weights
 
-    def sum_weights(self) -> float:
+    def sum_weights(self, num_workers: int | None = None) -> float:
         """Exact sum of the weights (equal to ``math.fsum`` of all of them).
+
+        Parameters
+        ----------
+        num_workers : int, optional
+            Read at most this many partitions at once, on Dask's threaded scheduler
+            (a streamed dataset's memory plan; by default Dask's scheduler and its
+            thread count).
 
         Raises
         ------
@@ -550,9 +563,17 @@ class Dataset:
                 import dask
                 from dask import delayed
 
-                tasks = [delayed(_load_partials)(p) for p in self.partitions]
+                parts = self.partitions
+                bounded: dict[str, Any] = {}
+                if num_workers is None:
+                    tasks = [delayed(_load_partials)(p) for p in parts]
+                else:  # two tasks a thread, each reading its partitions one at a time
+                    bounded = {"scheduler": "threads", "num_workers": num_workers}
+                    size = -(-len(parts) // (2 * num_workers))
+                    tasks = [delayed(_load_partials)(*parts[a:b])
+                             for a, b in split_rows(len(parts), size)]
                 try:
-                    partials = dask.compute(*tasks)
+                    partials = dask.compute(*tasks, **bounded)
                     total = math.fsum(itertools.chain.from_iterable(partials))
                 except OverflowError:
                     total = math.inf

@@ -142,13 +142,30 @@ def _describe_difference(a: Schema, b: Schema) -> str:
 # ----------------------------------------------------------------------------- partitions
 
 
+#: Bytes pyarrow reads from a file at a time while decoding a column chunk (its pages
+#: stream through this buffer instead of being read whole, or pre-buffered for a table).
+READ_BUFFER = 1 << 16
+
+#: What decoding one column of a row group holds, per row: the page being decompressed,
+#: the decoded values and the spare capacity of the array they grow into (Arrow's pool
+#: counts 1.73 MiB for 65,536 float64 rows, 12.4 MiB for 1,000,000).
+DECODE_BYTES_PER_ROW = 4 * 8
+
+#: What a load holds besides that and the arrays it returns: the reader's buffers and
+#: Parquet's allocations outside Arrow's pool (in RSS a 65,536-row column costs 4.4 MiB,
+#: a 262,144-row one 10.2 MiB, a 1,000,000-row one 21.5 MiB).
+READ_FIXED_BYTES = 3 * 2**20
+
+
 @dataclass(frozen=True)
 class ParquetPartition(Partition):
     """Rows ``start:stop`` of one Parquet file, read through the row groups covering them.
 
     Every load checks that the file is still the one that was opened (its size,
     modification time and footer, see :class:`~laddu_dask.data.identity.FileIdentity`)
-    and verifies the page checksums the file carries.
+    and verifies the page checksums the file carries.  The row groups are decoded one
+    column at a time, straight into the partition's arrays, so a load holds the arrays
+    it returns and one decoded column of one row group (see :attr:`decoded_rows`).
     """
 
     path: str
@@ -160,9 +177,14 @@ class ParquetPartition(Partition):
     group_rows: int = 0
 
     @property
-    def read_rows(self) -> int:
-        """Rows of the row groups read to load this partition (they are decoded whole)."""
-        return max(self.group_rows, self.n_events)
+    def decoded_rows(self) -> int:
+        """Rows of the largest row group read: each column of it is decoded whole."""
+        return self.group_rows
+
+    @property
+    def read_bytes(self) -> int:
+        """Peak bytes a load holds besides the arrays it returns (one column decoded at a time)."""
+        return READ_FIXED_BYTES + DECODE_BYTES_PER_ROW * self.group_rows
 
     def load(self, columns: Sequence[str] | None = None, dtype: Any = np.float64) -> EventBatch:
         """Load the events (see :meth:`Partition.load`).
@@ -173,67 +195,78 @@ class ParquetPartition(Partition):
             If the file changed on disk, or is gone, since it was opened (naming it).
         DataError
             If a row group cannot be read or decoded, or fails its page checksum (naming
-            the file and the row groups), or a value is missing or not finite.
+            the file and the row group), or a value is missing or not finite.
         """
         dt = check_dtype(dtype)
         cols = resolve_columns(self.schema, columns, self.path)
         read = cols + ([WEIGHT_COLUMN] if self.schema.has_weight else [])
-        out = {c: np.empty(0, dtype=dt) for c in cols}
-        weights = np.ones(self.n_events, dtype=dt)
         if not self.n_events:
-            return EventBatch(out, weights, offset=self.offset, source=self.source)
-        table = self._read(read)
-        if table is not None:
-            table = table.slice(self.skip, self.n_events)
-            if table.num_rows != self.n_events:
-                raise DataChangedError(
-                    f"{self.path} changed since it was opened: expected {self.n_events} rows "
-                    f"at {self.source}, found {table.num_rows}"
-                )
-            for c in read:
-                arr = self._convert(table.column(c), c, dt)
-                if c == WEIGHT_COLUMN:
-                    weights = arr
-                else:
-                    out[c] = arr
-            del table
-            # Arrow's allocator keeps freed row groups cached; give them back, so that a
-            # streamed dataset stays within its memory budget
-            pa.default_memory_pool().release_unused()
-        return EventBatch(out, weights, offset=self.offset, source=self.source)
+            out = {c: np.empty(0, dtype=dt) for c in cols}
+            return EventBatch(out, np.ones(0, dtype=dt), offset=self.offset, source=self.source)
+        arrays = self._read(read, dt)
+        weights = arrays.pop(WEIGHT_COLUMN, None)
+        if weights is None:
+            weights = np.ones(self.n_events, dtype=dt)
+        return EventBatch(arrays, weights, offset=self.offset, source=self.source)
 
-    def _read(self, columns: list[str]) -> pa.Table | None:
-        """Check the file's identity, then read ``columns`` of the row groups (None for none)."""
+    def _read(self, columns: list[str], dt: np.dtype) -> dict[str, np.ndarray]:
+        """Check the file's identity, then read ``columns`` of the partition's rows."""
         try:
             with pa.OSFile(self.path) as handle:
                 self.identity.check(FileIdentity.read(handle, self.path), self.path)
                 if not columns:
-                    return None
-                with pq.ParquetFile(handle, page_checksum_verification=True) as f:
-                    return f.read_row_groups(list(self.row_groups), columns=columns,
-                                             use_threads=False)
+                    return {}
+                with pq.ParquetFile(handle, page_checksum_verification=True, pre_buffer=False,
+                                    buffer_size=READ_BUFFER) as f:
+                    return self._fill(f, columns, dt)
         except FileNotFoundError:
             raise DataChangedError(
                 f"{self.path} was deleted or moved since it was opened ({self.source})"
             ) from None
         except _READ_ERRORS as exc:
-            groups = ", ".join(str(g) for g in self.row_groups)
-            word = "row group" if len(self.row_groups) == 1 else "row groups"
-            raise DataError(f"cannot read {word} {groups} of {self.source}: {exc}") from None
+            raise DataError(f"cannot read {self.source}: {exc}") from None
+        finally:
+            # Arrow's allocator (mimalloc in the wheels) keeps the pages of freed buffers
+            # cached per thread, several MiB each; give them back to the system
+            pa.default_memory_pool().release_unused()
 
-    def _convert(self, chunked: pa.ChunkedArray, name: str, dt: np.dtype) -> np.ndarray:
+    def _fill(self, f: pq.ParquetFile, columns: list[str], dt: np.dtype) -> dict[str, np.ndarray]:
+        """Decode one column of one row group at a time into the partition's arrays."""
+        arrays = {c: np.empty(self.n_events, dtype=dt) for c in columns}
+        stop = self.start + self.n_events
+        row = self.start - self.skip  # the first row of the first row group read
+        for g in self.row_groups:
+            n = f.metadata.row_group(g).num_rows
+            a, b = max(row, self.start), min(row + n, stop)
+            for c in columns:
+                try:
+                    table = f.read_row_group(g, columns=[c], use_threads=False)
+                except _READ_ERRORS as exc:
+                    raise DataError(f"cannot read row group {g} of {self.source}: {exc}") from None
+                self._convert(table.column(0).slice(a - row, b - a), c,
+                              arrays[c][a - self.start:b - self.start], self.offset + a - self.start)
+                del table  # free the decoded column before the next one
+            row += n
+        if row < stop:
+            raise DataChangedError(
+                f"{self.path} changed since it was opened: expected {self.n_events} rows "
+                f"at {self.source}, found {max(row - self.start, 0)}"
+            )
+        return arrays
+
+    def _convert(self, chunked: pa.ChunkedArray, name: str, out: np.ndarray, offset: int) -> None:
+        """Check ``chunked`` (no nulls, finite) and copy it into ``out`` (events from ``offset``)."""
         if chunked.null_count:
             i = pc.index(pc.is_null(chunked), True).as_py()
             raise DataError(
-                f"column {name!r} has a missing (null) value at event {self.offset + i} "
+                f"column {name!r} has a missing (null) value at event {offset + i} "
                 f"({self.source})"
             )
         raw = _numbers(chunked)
         with np.errstate(over="ignore"):
-            arr = np.array(raw, dtype=dt, copy=True, order="C")
-        check_finite(arr, name, self.offset, self.source,
-                     original=raw if raw.dtype.kind == "f" and raw.dtype != dt else None)
-        return arr
+            np.copyto(out, raw, casting="unsafe")
+        check_finite(out, name, offset, self.source,
+                     original=raw if raw.dtype.kind == "f" and raw.dtype != out.dtype else None)
 
 
 class ParquetOrigin:
@@ -262,7 +295,7 @@ class ParquetOrigin:
                     n_events=b - a, offset=offset + a, source=f"{f.path} [rows {a}:{b}]",
                     path=f.path, start=a, row_groups=tuple(range(first, last + 1)),
                     skip=a - starts[first], schema=self.schema, identity=f.identity,
-                    group_rows=starts[last + 1] - starts[first],
+                    group_rows=max(f.row_group_rows[first:last + 1]),
                 ))
             offset += f.n_rows
         if not parts:

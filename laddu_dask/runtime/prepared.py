@@ -39,7 +39,7 @@ from laddu_dask.compile.plan import ReductionPlan
 from laddu_dask.data.batch import EventBatch
 from laddu_dask.data.dataset import Dataset
 from laddu_dask.errors import ClusterError
-from laddu_dask.runtime.accumulate import ExactPartials
+from laddu_dask.runtime.accumulate import ExactPartials, work_bytes
 from laddu_dask.runtime.execution import Execution
 from laddu_dask.runtime.memory import MemoryDecision, decide_storage
 from laddu_dask.runtime.reducer import (
@@ -396,20 +396,55 @@ class PreparedModel:
         return Params(self.compiled.parameter_vector(params, self.precision))
 
     # -- preparation --------------------------------------------------------------------
-    def _bytes_per_event(self) -> tuple[int, int, int]:
-        """Bytes per event: (resident, streaming working set, decoded while reading)."""
+    def _bytes_per_event(self) -> tuple[int, int]:
+        """Bytes per event: (resident, a streamed partition's working set).
+
+        The working set counts the loaded columns, the prepared cache and the kernels'
+        temporaries; with :meth:`_partition_bytes` it bounds what ``stream_partitions``
+        holds at its peak (checked with tracemalloc in tests/test_streaming.py).
+        """
         size = np.dtype(real_dtype(self.precision)).itemsize
         resident = self.compiled.cache_bytes_per_event(self.precision) + size
         k = len(self.compiled.parameter_names)
         if self.reducer.kernel == "fused":
-            temps = 16 * 8  # the fused kernels keep only a few block buffers
+            # the event kernel's temporaries (16 float64: 2 to 11 measured on the K_S K_S
+            # and test models; the fast sums keep only block buffers), and the terms of
+            # the exact redo of a sum that cannot be certified (one float64 per summed row)
+            temps = 16 * 8 + 8 * self.reducer.rows(True)
         else:
             temps = 2 * size * (len(self.compiled.split.mixed_nodes) + k + 4)
         loaded = size * (len(self.compiled.columns) + 1)
-        # reading a Parquet row group holds its compressed pages, the decoded Arrow columns
-        # and the converted NumPy arrays at once: about five float64 copies (measured)
-        decoded = 5 * 8 * (len(self.compiled.columns) + 1)
-        return resident, resident + temps + loaded, decoded
+        return resident, resident + temps + loaded
+
+    def _partition_bytes(self, chunk: int, read_bytes: int) -> int:
+        """Peak bytes of one streamed partition of ``chunk`` events.
+
+        Its per-event working set, what reading it holds besides its arrays
+        (``read_bytes``, see :attr:`Partition.read_bytes`), and the exact summation's
+        work for each summed row.
+        """
+        per_event = self._bytes_per_event()[1]
+        return per_event * max(chunk, 1) + read_bytes + self.reducer.rows(True) * work_bytes(chunk)
+
+    def _budget_chunk(self, chunk: int, group: int, read_bytes: int, budget: int) -> int:
+        """The automatic chunk size under a host budget, for row groups of ``group`` rows.
+
+        A partition fits a quarter of the budget, so that four stream at once.  Since a
+        partition decodes whole row groups, one the budget limits is cut at row-group
+        boundaries (a multiple of ``group`` rows), and is a whole row group rather than
+        less while one fits the budget: a smaller one would hold almost as much and decode
+        the same rows several times.
+        """
+        per_event = self._bytes_per_event()[1]
+        fixed = self._partition_bytes(MAX_AUTO_CHUNK, read_bytes) - per_event * MAX_AUTO_CHUNK
+        quarter = (budget // 4 - fixed) // per_event
+        if quarter >= chunk:
+            return chunk
+        if group and quarter >= group:
+            return quarter // group * group
+        if group and self._partition_bytes(min(group, chunk), read_bytes) <= budget:
+            return min(group, chunk)
+        return max(1024, min(chunk, (budget - fixed) // per_event))
 
     def prepare_dataset(
         self, execution: Execution, dataset: Dataset, name: str = "dataset"
@@ -426,17 +461,18 @@ class PreparedModel:
         if not isinstance(dataset, Dataset):
             raise TypeError(f"prepare_dataset needs a Dataset, got {type(dataset).__name__}")
         dataset.schema.require(self.compiled.columns, ", ".join(dataset.sources))
-        resident_bpe, stream_bpe, decoded_bpe = self._bytes_per_event()
+        resident_bpe, stream_bpe = self._bytes_per_event()
         budget = execution.host_budget_bytes()
+        # the largest row group, whatever the chunk size (every one is read by a partition)
+        group = max((p.decoded_rows for p in dataset.partitions), default=0)
+        read_bytes = max((p.read_bytes for p in dataset.partitions), default=0)
         if not dataset.chunk_size_given:
             chunk = auto_chunk_size(dataset.n_events, execution.workers)
-            if budget is not None:  # a partition must fit the budget with room to spare
-                chunk = max(1024, min(chunk, budget // (4 * (stream_bpe + decoded_bpe))))
+            if budget is not None:
+                chunk = self._budget_chunk(chunk, group, read_bytes, budget)
             dataset = dataset.with_chunk_size(chunk)
         chunk = max((p.n_events for p in dataset.partitions), default=0)
-        read = max((p.read_rows for p in dataset.partitions), default=0)
-        # the working set of one streamed partition: its decoded row groups, then its arrays
-        partition_bytes = stream_bpe * max(chunk, 1) + decoded_bpe * read
+        partition_bytes = self._partition_bytes(chunk, read_bytes)
         workers = execution.workers
         resident_bytes = resident_bpe * dataset.n_events
         if execution.client is not None:
@@ -488,7 +524,7 @@ class PreparedModel:
         else:
             parts = []
             nbytes = 0
-            sum_w = dataset.sum_weights()
+            sum_w = dataset.sum_weights(num_workers=stream_workers)  # as many reads at once
             storage = "streaming"
         stats = PreparedStats(
             local_events=dataset.n_events,
