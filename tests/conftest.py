@@ -49,6 +49,21 @@ def ksks_arrays(ksks_sample: dict[str, str]) -> dict[str, tuple[dict[str, np.nda
     return {key: read_p4s(ksks_sample[key]) for key in ("data", "accmc")}
 
 
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The batch-fit tests' KsKs sample (3000 data, 20000 accepted MC): data.parquet, accmc.parquet."""
+    from batch_helpers import make_sample
+
+    return make_sample(tmp_path_factory)
+
+
+@pytest.fixture
+def data_env(sample: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``KSKS_DATA`` points the example configs at :func:`sample`."""
+    monkeypatch.setenv("KSKS_DATA", str(sample))
+    return sample
+
+
 @pytest.fixture
 def execution() -> Execution:
     """A fresh local f64 execution (no memory budget)."""

@@ -24,9 +24,6 @@ from batch_helpers import (
 from laddu_dask import ksks
 from laddu_dask.jobs import ConfigError, load_config, main
 
-#: the fixtures ``sample`` and ``data_env``
-pytest_plugins = ["batch_fixtures"]
-
 # ----------------------------------------------------------------------------- fits
 
 

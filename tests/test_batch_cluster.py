@@ -28,9 +28,6 @@ from batch_helpers import (
 from laddu_dask.jobs import job_script, load_config, main
 from laddu_dask.jobs.cluster import jobqueue_cluster
 
-#: the fixtures ``sample`` and ``data_env``
-pytest_plugins = ["batch_fixtures"]
-
 
 def test_scheduler_address_runs_on_a_distributed_cluster(tmp_path, sample):
     distributed = pytest.importorskip("distributed")
