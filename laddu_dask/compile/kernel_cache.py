@@ -26,6 +26,7 @@ import threading
 import types
 from typing import Any
 
+from laddu_dask import config
 from laddu_dask.errors import KernelCacheError
 from laddu_dask.files import atomic_write
 
@@ -38,7 +39,8 @@ _LOADED: dict[str, Any] = {}
 def cache_dir() -> str:
     """Where generated kernel modules (and Numba's machine code) are kept.
 
-    ``$LADDU_DASK_CACHE`` if set, else ``~/.cache/laddu_dask/kernels``.
+    ``$LADDU_DASK_CACHE`` if set, else the Dask config ``laddu-dask.kernel-cache`` if set,
+    else ``~/.cache/laddu_dask/kernels``.
 
     Loading kernels runs code from this folder, so it must be private:
     :func:`safe_cache_dir` creates it ``0o700`` and refuses (:class:`KernelCacheError`)
@@ -66,10 +68,9 @@ def cache_dir() -> str:
     >>> os.path.isabs(os.path.expanduser(cache_dir()))
     True
     """
-    base = os.environ.get("LADDU_DASK_CACHE") or os.path.join(
-        os.path.expanduser("~"), ".cache", "laddu_dask", "kernels"
-    )
-    return base
+    base = (os.environ.get("LADDU_DASK_CACHE") or config.get("kernel-cache")
+            or os.path.join("~", ".cache", "laddu_dask", "kernels"))
+    return os.path.expanduser(os.fspath(base))
 
 
 _FIX = "set LADDU_DASK_CACHE to a private folder of your own"

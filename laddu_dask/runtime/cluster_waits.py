@@ -40,14 +40,11 @@ from typing import Any
 import dask
 from dask.utils import format_time, parse_timedelta
 
+from laddu_dask.config import DEFAULTS
 from laddu_dask.errors import ClusterTimeoutError, SchedulerLostError
 
 #: The cluster timeouts and their defaults (Dask config ``laddu-dask.cluster.<name>``).
-TIMEOUTS = {
-    "worker-timeout": "60s",
-    "preparation-timeout": "1 hour",
-    "evaluation-timeout": "10 minutes",
-}
+TIMEOUTS = DEFAULTS["laddu-dask"]["cluster"]
 
 #: Seconds a wait runs before it looks again at the scheduler and the workers.
 POLL = 0.5
@@ -56,7 +53,7 @@ POLL = 0.5
 def cluster_timeout(name: str) -> float:
     """Seconds of the cluster timeout ``name`` (see :data:`TIMEOUTS`), from the Dask config."""
     key = f"laddu-dask.cluster.{name}"
-    value = dask.config.get(key, TIMEOUTS[name])
+    value = dask.config.get(key)
     try:
         seconds = parse_timedelta(value, default="s")
     except (ValueError, TypeError, KeyError):

@@ -24,6 +24,7 @@ from typing import Any
 import dask
 import dask.threaded
 
+from laddu_dask import config
 from laddu_dask.compile.compiled import real_dtype
 from laddu_dask.runtime.memory import MemoryBudget, MemoryDecision, MemoryPlan, decisions_html
 from laddu_dask.views import bytes_text, key_values, link
@@ -110,8 +111,9 @@ class Execution:
         a scheduler that went away raises :class:`~laddu_dask.errors.SchedulerLostError`
         at once.  Workers lost during a preparation or an evaluation cost only a rebuild
         of their partitions on the others (or on workers that replace them).
-    split_every : int
-        Fan-in of the tree reduction that merges partition sums.
+    split_every : int, optional
+        Fan-in of the tree reduction that merges partition sums (default: the Dask config
+        ``laddu-dask.split-every``, 8; see :mod:`laddu_dask.config`).
     num_workers : int, optional
         Threads of the local scheduler (default: the number of CPUs).
     kernel : {"auto", "fused", "numpy"}
@@ -121,11 +123,12 @@ class Execution:
         How accepted-MC sums are computed: from sufficient statistics (amplitude product
         matrices summed once) when the model allows it (``"auto"``), always by the event
         loop (``"general"``), or both, checking that they agree (``"verify"``).
-    scheduler : {"pool", "dask"}
+    scheduler : {"pool", "dask"}, optional
         How local evaluations run their partition tasks: on a persistent thread pool with
         the merges in the calling thread (``"pool"``, the lowest latency), or as a Dask
-        graph on the threaded scheduler (``"dask"``).  Preparation, streaming and
-        clusters always use Dask.
+        graph on the threaded scheduler (``"dask"``); default: the Dask config
+        ``laddu-dask.scheduler`` (``"pool"``).  Preparation, streaming and clusters always
+        use Dask.
     gpu : int
         Index of the GPU to use with ``device="gpu"`` (one Dask worker per GPU on a
         cluster: see the README).
@@ -146,13 +149,13 @@ class Execution:
         precision: str = "f64",
         memory: MemoryPlan | MemoryBudget | int | str | None = None,
         client: Any = None,
-        split_every: int = 8,
+        split_every: int | None = None,
         num_workers: int | None = None,
         kernel: str = "auto",
         normalization: str = "auto",
         progress: bool = False,
         gpu: int = 0,
-        scheduler: str = "pool",
+        scheduler: str | None = None,
     ) -> None:
         if device not in DEVICES:
             raise ValueError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
@@ -161,7 +164,11 @@ class Execution:
         if device == "gpu" and client is None:
             _check_gpu(gpu)  # on a cluster, the workers' GPUs are what counts
         real_dtype(precision)
-        if not isinstance(split_every, int) or split_every < 2:
+        if split_every is None:
+            split_every = config.get("split-every")
+        if scheduler is None:
+            scheduler = config.get("scheduler")
+        if isinstance(split_every, bool) or not isinstance(split_every, int) or split_every < 2:
             raise ValueError(f"split_every must be an integer >= 2, got {split_every!r}")
         if kernel not in ("auto", "fused", "numpy"):
             raise ValueError(f"kernel must be 'auto', 'fused' or 'numpy', got {kernel!r}")

@@ -1,0 +1,65 @@
+"""laddu-dask's settings in Dask's config, under the ``laddu-dask`` namespace.
+
+Every default a Dask user may want to change lives here, and is read with
+:func:`dask.config.get` when it is used, so ``dask.config.set``, a YAML file in
+``~/.config/dask/`` or an environment variable (``DASK_LADDU_DASK__SPLIT_EVERY=16``)
+change it. Dask treats ``-`` and ``_`` in keys alike (``laddu_dask.split-every`` works too).
+
+=========================================== ================ ===========================================
+key                                         default          meaning
+=========================================== ================ ===========================================
+``laddu-dask.split-every``                  ``8``            fan-in of the tree reductions that merge
+                                                             partition sums
+``laddu-dask.chunk-size``                   ``None``         events per partition of datasets read or
+                                                             built without ``chunk_size`` (``None``: the
+                                                             runtime chooses, two partitions a worker)
+``laddu-dask.scheduler``                    ``"pool"``       local evaluations: the persistent thread pool
+                                                             or Dask's threaded scheduler (``"dask"``)
+``laddu-dask.kernel-cache``                 ``None``         folder of the compiled kernels (``None``:
+                                                             ``$LADDU_DASK_CACHE``, else
+                                                             ``~/.cache/laddu_dask/kernels``)
+``laddu-dask.cluster.worker-timeout``       ``"60s"``        how long a cluster may have no worker
+``laddu-dask.cluster.preparation-timeout``  ``"1 hour"``     preparing a dataset on a cluster
+``laddu-dask.cluster.evaluation-timeout``   ``"10 minutes"`` one evaluation on a cluster
+=========================================== ================ ===========================================
+
+Examples
+--------
+>>> import dask
+>>> from laddu_dask.config import get
+>>> get("split-every")
+8
+>>> with dask.config.set({"laddu-dask.split-every": 16}):
+...     get("split-every")
+16
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dask
+
+__all__ = ["DEFAULTS", "get"]
+
+#: The defaults, as they are registered with Dask (``dask.config.update_defaults``).
+DEFAULTS: dict[str, Any] = {
+    "laddu-dask": {
+        "split-every": 8,
+        "chunk-size": None,
+        "scheduler": "pool",
+        "kernel-cache": None,
+        "cluster": {
+            "worker-timeout": "60s",
+            "preparation-timeout": "1 hour",
+            "evaluation-timeout": "10 minutes",
+        },
+    }
+}
+
+dask.config.update_defaults(DEFAULTS)
+
+
+def get(key: str) -> Any:
+    """The current value of ``laddu-dask.<key>`` (``"cluster.worker-timeout"``, ``"split-every"``)."""
+    return dask.config.get(f"laddu-dask.{key}")
