@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
+from dask.highlevelgraph import HighLevelGraph
 
 from laddu_dask.data.batch import EventBatch
 from laddu_dask.data.schema import WEIGHT_COLUMN, Schema, p4_columns
@@ -487,6 +488,37 @@ class Dataset:
         for p in self.partitions:
             yield p.load(columns, dtype)
 
+    def partition_graph(self, columns: Sequence[str] | None = None, dtype: Any = np.float64,
+                        name: str = "laddu-batch") -> tuple[HighLevelGraph, list[tuple[str, int]]]:
+        """A Dask graph whose key ``i`` computes partition ``i`` as an :class:`EventBatch`.
+
+        Only ``columns`` (all for None) and the weights are loaded, in ``dtype``. This is the
+        one place a dataset's partitions become Dask tasks: :meth:`to_dask` and the
+        runtime's preparation graphs build on it.
+
+        Returns
+        -------
+        graph : dask.highlevelgraph.HighLevelGraph
+        keys : list of tuple
+            ``(layer name, i)`` for every partition, in order.
+
+        Examples
+        --------
+        >>> import dask, numpy as np
+        >>> ds = Dataset.from_arrays(scalars={"x": np.arange(5.0)}, chunk_size=2)
+        >>> graph, keys = ds.partition_graph(["x"])
+        >>> [b.n_events for b in dask.get(graph, keys)]
+        [2, 2, 1]
+        """
+        from dask.base import tokenize
+
+        dt = check_dtype(dtype)
+        cols = resolve_columns(self.schema, columns, self._source_label())
+        layer_name = f"{name}-{tokenize(self._origin.token, self.chunk_size, cols, dt.str)}"
+        layer = {(layer_name, i): (p.load, cols, dt) for i, p in enumerate(self.partitions)}
+        graph = HighLevelGraph.from_collections(layer_name, layer, dependencies=())
+        return graph, list(layer)
+
     def to_dask(self, columns: Sequence[str] | None = None,
                 dtype: Any = np.float64) -> tuple[dict[str, Any], Any]:
         """Lazy Dask arrays of the columns and weights, one chunk per partition.
@@ -508,25 +540,18 @@ class Dataset:
         (((2, 2, 1),), 5.0)
         """
         import dask.array as da
-        from dask.base import tokenize
-        from dask.highlevelgraph import HighLevelGraph
 
         dt = check_dtype(dtype)
         cols = resolve_columns(self.schema, columns, self._source_label())
-        token = tokenize(self._origin.token, self.chunk_size, cols, dt.str)
-        load_name = f"laddu-load-{token}"
-        load_layer = {
-            (load_name, i): (p.load, cols, dt) for i, p in enumerate(self.partitions)
-        }
+        loads, keys = self.partition_graph(cols, dt, name="laddu-load")
+        load_name = keys[0][0]
+        token = load_name.rpartition("-")[2]
         chunks = (tuple(p.n_events for p in self.partitions),)
 
         def _array(name: str, getter: Any, *args: Any) -> Any:
-            layer = {
-                (name, i): (getter, (load_name, i), *args) for i in range(self.n_partitions)
-            }
-            graph = HighLevelGraph(
-                {load_name: load_layer, name: layer},
-                {load_name: set(), name: {load_name}},
+            layer = {(name, i): (getter, key, *args) for i, key in enumerate(keys)}
+            graph = HighLevelGraph.merge(
+                loads, HighLevelGraph({name: layer}, {name: {load_name}})
             )
             return da.Array(graph, name, chunks=chunks, dtype=dt)
 
