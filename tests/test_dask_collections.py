@@ -62,6 +62,10 @@ def _counted_block(block: np.ndarray) -> np.ndarray:
     return block
 
 
+def _load_rows(partition) -> int:
+    return partition.load().n_events
+
+
 def _nll(data: ld.Dataset, mc: ld.Dataset, **kw) -> tuple[float, np.ndarray]:
     lik = ld.Likelihood([ld.NLL(ksks.model(), data=data, accepted_mc=mc)], **kw)
     return lik.value_and_gradient(POINT)
@@ -295,6 +299,8 @@ def test_dataset_is_a_dask_collection_that_computes_and_persists(ksks_sample):
     assert dask.is_dask_collection(ds) and dask.is_dask_collection(files)
     assert dask.base.tokenize(files) == dask.base.tokenize(files)
     assert len(ds.__dask_keys__()) == 3 and CALLS == []
+    assert ds.load_partition(1).offset == 1000 and CALLS == [1000]  # that partition's graph alone
+    CALLS.clear()
     (computed,) = dask.compute(ds)
     assert len(CALLS) == 3
     assert isinstance(computed, ld.Dataset) and [p.n_events for p in computed.partitions] == [1000] * 3
@@ -324,6 +330,8 @@ def test_persist_on_a_cluster_holds_futures_and_gives_the_same_nll(ksks_sample, 
     mc = ld.read_parquet(ksks_sample["accmc"], chunk_size=1500)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                                   dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
+        # a partition computes its block with the synchronous scheduler inside a worker's task
+        assert client.submit(_load_rows, data.partitions[1]).result(timeout=30) == 1000
         pdata, pmc = dask.persist(data, mc)
         distributed.wait([pdata, pmc], timeout=30)
         for ds in (pdata, pmc):
