@@ -13,7 +13,8 @@ from laddu_dask.data.batch import EventBatch, array_module
 from laddu_dask.data.blocks import BlockPartition
 from laddu_dask.data.checks import DEFAULT_CHUNK_SIZE, MEMORY_POLICIES
 from laddu_dask.data.dataset import Dataset
-from laddu_dask.data.parquet import ParquetPartition, read_parquet, write_parquet
+from laddu_dask.data.parquet import ParquetPartition, read_parquet
+from laddu_dask.data.parquet_writer import write_parquet
 from laddu_dask.data.partition import Partition
 from laddu_dask.data.schema import P4_COMPONENTS, WEIGHT_COLUMN, Schema, p4_columns
 

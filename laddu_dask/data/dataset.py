@@ -46,6 +46,7 @@ from laddu_dask.data.checks import (
 )
 from laddu_dask.data.collection import DatasetCollection
 from laddu_dask.data.dask_input import dask_origin
+from laddu_dask.data.parquet_writer import write_parquet
 from laddu_dask.data.partition import DataOrigin, Partition
 from laddu_dask.data.schema import Schema
 from laddu_dask.data.weights import exact_weight_sum
@@ -438,8 +439,6 @@ class Dataset(DatasetCollection):
         ValueError
             If ``precision`` is not ``"f64"`` or ``"f32"`` (nothing is written).
         """
-        from laddu_dask.data.parquet import write_parquet
-
         write_parquet(self, path, precision=precision)
 
     # -- display -----------------------------------------------------------------------

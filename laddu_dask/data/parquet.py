@@ -45,9 +45,7 @@ from laddu_dask.data.partition import Partition
 from laddu_dask.data.paths import PathArg, expand_paths
 from laddu_dask.data.schema import WEIGHT_COLUMN, Schema
 from laddu_dask.errors import DataChangedError, DataError, SchemaError
-from laddu_dask.files import atomic_path
 
-PRECISIONS = {"f64": pa.float64(), "f32": pa.float32()}
 """Storage precisions accepted by :func:`write_parquet`."""
 
 
@@ -383,43 +381,3 @@ def read_parquet(path: PathArg | Sequence[PathArg], chunk_size: int | None = Non
     assert schema is not None
     return Dataset(ParquetOrigin(infos, schema), chunk_size=chunk_size,
                    memory_policy=memory_policy)
-
-
-def write_parquet(dataset: Dataset, path: PathArg, precision: str = "f64") -> None:
-    """Write ``dataset`` (all columns and weights) to one Parquet file, atomically.
-
-    Each partition becomes one row group, and every page carries a CRC checksum that
-    :func:`read_parquet` verifies. The file is first written to a hidden temporary file
-    in the same folder and then renamed over ``path``.
-
-    Raises
-    ------
-    ValueError
-        If ``precision`` is not ``"f64"`` or ``"f32"``; nothing is written.
-    FileNotFoundError
-        If the folder of ``path`` does not exist.
-    """
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision must be 'f64' or 'f32', got {precision!r}")
-    target = os.path.abspath(os.fspath(path))
-    folder = os.path.dirname(target)
-    if not os.path.isdir(folder):
-        raise FileNotFoundError(f"cannot write {target}: folder {folder!r} does not exist")
-    if os.path.isdir(target):
-        raise IsADirectoryError(f"cannot write Parquet file over folder {target!r}")
-    ptype = PRECISIONS[precision]
-    names = dataset.schema.columns() + [WEIGHT_COLUMN]
-    arrow_schema = pa.schema([pa.field(n, ptype, nullable=False) for n in names])
-    dt = np.float32 if precision == "f32" else np.float64
-    with atomic_path(target) as tmp, pq.ParquetWriter(tmp, arrow_schema,
-                                                   write_page_checksum=True) as writer:
-        for batch in dataset.iter_batches(None, np.float64):
-            arrays = [batch.columns[n] for n in names[:-1]] + [batch.weights]
-            stored = []
-            for n, a in zip(names, arrays, strict=True):
-                with np.errstate(over="ignore"):
-                    b = a.astype(dt, copy=False)
-                if b is not a:
-                    check_finite(b, n, batch.offset, batch.source, original=a)
-                stored.append(pa.array(b, type=ptype))
-            writer.write_table(pa.Table.from_arrays(stored, schema=arrow_schema))
