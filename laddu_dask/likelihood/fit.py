@@ -30,9 +30,10 @@ import numpy as np
 
 from laddu_dask.compile.layout import ParameterValues
 from laddu_dask.likelihood.cost import MinuitCost
+from laddu_dask.options import FitMethod
 from laddu_dask.views import format_bounds, table
 
-METHODS = ("migrad", "lbfgsb")
+METHODS = FitMethod.values()
 
 
 @dataclass
@@ -249,8 +250,7 @@ def fit(
     FitResult
         ``valid`` only when the minimum converged and HESSE gave an accurate covariance.
     """
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    method = FitMethod.check(method, "method")
     names = list(likelihood.parameter_names)
     x0 = likelihood.resolve({} if initial is None else initial)
     bounds = likelihood.bounds()

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 from laddu_dask.errors import BudgetError
+from laddu_dask.options import MemoryPolicy
 from laddu_dask.views import bytes_text, table
 
 __all__ = [
@@ -46,7 +47,7 @@ __all__ = [
 ]
 
 #: Allowed values of ``policy`` in :func:`decide_storage`.
-POLICIES = ("resident", "streaming", "fastest")
+POLICIES = MemoryPolicy.values()
 _RESOURCES = ("host", "device")
 
 _UNITS = {
@@ -420,9 +421,7 @@ def decide_storage(
     >>> d.strategy, d.peak_bytes
     ('streaming', 4194304)
     """
-    if policy not in POLICIES:
-        allowed = ", ".join(repr(p) for p in POLICIES)
-        raise ValueError(f"memory policy must be one of {allowed}, got {policy!r}")
+    policy = MemoryPolicy.check(policy, "memory policy")
     if resource not in _RESOURCES:
         allowed = ", ".join(repr(r) for r in _RESOURCES)
         raise ValueError(f"memory resource must be one of {allowed}, got {resource!r}")
