@@ -165,7 +165,7 @@ class PartitionReducer:
             # generated CUDA kernels; the array code (on CuPy) when nothing is per event
             self.kernel = "cuda" if (mixed_root and kernel != "numpy") else "numpy"
             if self.kernel == "cuda":
-                from laddu_dask.compile.cuda import cuda_kernels
+                from laddu_dask.runtime.cuda_backend import cuda_kernels
 
                 self.cuda = cuda_kernels(compiled.split, precision)
             return
