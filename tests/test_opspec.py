@@ -6,6 +6,8 @@
   through the fused kernels, at random points where every operation is well-conditioned
   by construction (arguments in [0.3, 1], imaginary parts below 0.3: away from zeros,
   poles and branch cuts).  The CUDA printer's source of the same models compiles with nvcc.
+  Where g++ exists, the CUDA source of every operation also runs on the host (the tests'
+  emulation) against the same references.
 * One call of the public extension hook (:func:`~laddu_dask.expr.ops.register_operation`)
   makes a toy operation usable in a model, differentiable, fused, and printed for CUDA.
 """
@@ -32,6 +34,7 @@ from laddu_dask.runtime.prepared import PreparedModel
 from laddu_dask.runtime.reducer import numba_available
 
 NVCC = shutil.which("nvcc")
+GXX = shutil.which("g++")
 N = 64
 RNG = np.random.default_rng(20240610)
 COLUMNS = {c: RNG.uniform(0.5, 1.0, N) for c in ("e1", "e2", "e3")}
@@ -188,6 +191,38 @@ def test_cuda_source_of_every_operation_compiles(tmp_path):
         ptx = path.read_text()
         for op in models:
             assert f".entry {op}_gradient_sum" in ptx, op
+
+
+@pytest.mark.slow  # one g++ compilation (a few seconds)
+@pytest.mark.skipif(GXX is None, reason="the host emulation of the CUDA source needs g++")
+def test_cuda_source_of_every_operation_on_the_host(tmp_path):
+    """Every operation's CUDA spelling and derivative rule, printed into one model (each
+    operation's cases with its own coefficient), run on the host: the values and the
+    gradient of ``sum_i w_i Re(v_i)`` against the references."""
+    from cuda_emulation import HostEmulation
+
+    from laddu_dask.runtime.cuda_backend import CudaKernels
+
+    ops = sorted(OPS)
+    coefficient = {op: 1.0 + 0.05 * k for k, op in enumerate(ops)}
+    total = None
+    for op in ops:
+        term = coefficient[op] * _expr(op)
+        total = term if total is None else total + term
+    cm = CompiledModel.from_expr(total)
+    order = [int(name[1:]) for name in cm.parameter_names]
+    value = sum(coefficient[op] * _reference_values(op, POINT.copy()) for op in ops)
+    jac = sum(coefficient[op] * _reference_jacobian(op, POINT.copy()) for op in ops)[:, order]
+    p = POINT[order]
+    emu = HostEmulation(generate_cuda_source(cm.split, "f64", prefix="all_"), tmp_path)
+    cache = cm.event_cache(COLUMNS)
+    np.testing.assert_allclose(emu.values(cache, p, N), value, rtol=1e-12, atol=1e-13)
+    terms, bad = emu.terms(cache, WEIGHTS, p, "real", True)
+    assert bad == -1
+    totals = np.array([math.fsum(row) for row in terms])
+    assert totals[0] == pytest.approx(WEIGHTS @ value.real, rel=1e-12)
+    grad = CudaKernels(cm.split, "f64").backprop(p, totals[1:])
+    np.testing.assert_allclose(grad, WEIGHTS @ jac.real, rtol=1e-7, atol=1e-8)
 
 
 # ---------------------------------------------------------------------------------------
