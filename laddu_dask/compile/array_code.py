@@ -79,8 +79,9 @@ def run(source: str, names: dict[str, Any], filename: str) -> dict[str, Any]:
     return namespace
 
 
-def broadcast(value: Any, n: int, xp: Any, dtype: Any) -> Any:
-    """An ``(n,)`` array of ``value`` (returned as it is when it already is one)."""
+def broadcast(value: Any, n: int, xp: Any, dtype: Any = None) -> Any:
+    """An ``(n,)`` array of ``value`` (returned as it is when it already is one); ``dtype``
+    ``None``: the value's own."""
     if getattr(value, "shape", ()) == (n,):
         return value
     return xp.full(n, value, dtype=dtype)

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from laddu_dask.compile.array_code import Kernels, backprop_function, generate, parameter_function
+from laddu_dask.compile.array_code import Kernels, backprop_function, broadcast, generate, parameter_function
 from laddu_dask.compile.graph import Split, boundary, split
 from laddu_dask.expr.arrayfuncs import array_module
 from laddu_dask.expr.node import Expr, apply, column, constant, walk
@@ -96,10 +96,10 @@ class Decomposition:
         with np.errstate(all="ignore"):
             cache = self.event_kernels.event_kernel(columns, xp)
         n = len(weights)
-        cache = [c if getattr(c, "shape", ()) == (n,) else xp.full(n, c) for c in cache]
+        cache = [broadcast(c, n, xp) for c in cache]
         rows = []
         for slots in self.event_slots:
-            e = [cache[s] if isinstance(s, int) else xp.full(n, s) for s in slots]
+            e = [cache[s] if isinstance(s, int) else broadcast(s, n, xp) for s in slots]
             for k in range(len(e)):
                 wek = weights * e[k]
                 for l in range(len(e)):
