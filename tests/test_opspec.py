@@ -300,3 +300,29 @@ def test_registration_errors_and_missing_spellings():
         unregister_operation("toy_twice")
     with pytest.raises(ModelError, match="unknown operation 'toy_twice'"):
         apply("toy_twice", ld.scalar("x"))
+
+
+# ---------------------------------------------------------------------------------------
+# the preludes are files of the package
+# ---------------------------------------------------------------------------------------
+def test_the_preludes_are_shipped_with_the_package(tmp_path):
+    """A built package holds both preludes the printers read (the ``.cuh`` is package data)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    tree = tmp_path / "src"  # a copy, so that the build leaves nothing in the checkout
+    shutil.copytree(root / "laddu_dask", tree / "laddu_dask", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(root / name, tree / name)
+    proc = subprocess.run(
+        [sys.executable, "-c", "from setuptools import setup; setup()", "-q", "build_py", "--build-lib",
+         str(tmp_path / "lib")],
+        cwd=tree, capture_output=True, text=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    shipped = tmp_path / "lib" / "laddu_dask" / "compile"
+    for name in ("cuda_prelude.cuh", "numba_prelude.py"):
+        assert (shipped / name).read_text() == (root / "laddu_dask" / "compile" / name).read_text()
