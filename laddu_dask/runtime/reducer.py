@@ -9,7 +9,7 @@ gradient (the *aggregate* step).  Two kernels serve it:
     temporaries; the partials hold the value terms and the boundary adjoints, and
     the gradient is finished once per evaluation;
 ``"numpy"``
-    the generated array code of :mod:`laddu_dask.compile.codegen` (also the path for
+    the generated array code of :mod:`laddu_dask.compile.array_code` (also the path for
     CuPy arrays); the partials hold the value and every gradient component.
 
 Examples
