@@ -27,8 +27,8 @@ import laddu_dask as ld
 from laddu_dask.compile.compiled import CompiledModel
 from laddu_dask.compile.cuda import combine_sources, compile_with_nvcc, generate_cuda_source
 from laddu_dask.errors import ModelError
-from laddu_dask.expr.node import apply
-from laddu_dask.expr.ops import COMPLEX, OPS, REAL, call, conj, register_operation, unregister_operation
+from laddu_dask.expr import apply, register_operation, unregister_operation
+from laddu_dask.expr.ops import COMPLEX, OPS, REAL, call, conj
 from laddu_dask.runtime.execution import Execution
 from laddu_dask.runtime.prepared import PreparedModel
 from laddu_dask.runtime.reducer import numba_available

@@ -16,7 +16,8 @@ and ``norm_sqr`` have their own rules; a real argument keeps the real part of wh
 receives.  A rule sees the arguments ``r.args``, the node's value ``r.w`` and its adjoint
 ``r.g`` as terms, and returns one term (or ``None``: nothing) per argument.
 
-:func:`register_operation` adds an operation in one call.
+:func:`register_operation` (also ``laddu_dask.expr.register_operation``) adds an operation
+in one call.
 
 Examples
 --------
@@ -404,7 +405,7 @@ def register_operation(
     Returns
     -------
     callable
-        ``f(*args) -> Expr``, the node builder (``laddu_dask.apply(name, *args)``).
+        ``f(*args) -> Expr``, the node builder (``laddu_dask.expr.apply(name, *args)``).
 
     Raises
     ------
@@ -414,7 +415,8 @@ def register_operation(
     Examples
     --------
     >>> import laddu_dask as ld
-    >>> from laddu_dask.expr.ops import call, conj, register_operation, unregister_operation
+    >>> from laddu_dask.expr import register_operation, unregister_operation
+    >>> from laddu_dask.expr.ops import conj
     >>> cube = register_operation("cube_doc", 1, "({0} * {0} * {0})",
     ...                           lambda r: (r.g * conj(3.0 * r.args[0] * r.args[0]),))
     >>> cube(ld.constant(2.0))
