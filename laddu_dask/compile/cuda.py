@@ -81,6 +81,7 @@ from laddu_dask.compile.sweep import Printer
 from laddu_dask.errors import LadduDaskError, ParameterError
 from laddu_dask.expr.node import Expr
 from laddu_dask.expr.ops import COMPLEX, SPEC
+from laddu_dask.options import Precision
 
 __all__ = [
     "DEFAULT_OPTIONS",
@@ -304,8 +305,7 @@ def generate_cuda_source(split: Split, precision: str = "f64", prefix: str = "")
     >>> src.kernels["values"], src.cache_kinds, src.n_params
     ('m0_values', ('real',), 1)
     """
-    if precision not in ("f64", "f32"):
-        raise ValueError(f"precision must be 'f64' or 'f32', got {precision!r}")
+    precision = Precision.check(precision, "precision")
     if prefix and (not prefix.replace("_", "a").isalnum() or prefix[0].isdigit()):
         raise ValueError(f"prefix must be a C identifier start, got {prefix!r}")
     mixed = {n.serial for n in split.mixed_nodes}

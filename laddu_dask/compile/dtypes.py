@@ -14,15 +14,14 @@ from typing import Any
 
 import numpy as np
 
-PRECISIONS = {"f64": np.float64, "f32": np.float32}
+from laddu_dask.options import Precision
+
+PRECISIONS = {Precision.F64.value: np.float64, Precision.F32.value: np.float32}
 
 
 def real_dtype(precision: str) -> Any:
     """The NumPy real dtype of ``"f64"`` or ``"f32"``."""
-    try:
-        return PRECISIONS[precision]
-    except KeyError:
-        raise ValueError(f"precision must be 'f64' or 'f32', got {precision!r}") from None
+    return PRECISIONS[Precision.check(precision, "precision")]
 
 
 def is_single(dtype: Any) -> bool:

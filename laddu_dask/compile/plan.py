@@ -27,8 +27,9 @@ from typing import Any
 
 from laddu_dask.errors import LadduDaskError, NonFiniteError, NonPositiveIntensityError
 from laddu_dask.expr.arrayfuncs import array_module
+from laddu_dask.options import Transform
 
-TRANSFORMS = ("real", "positive_real", "log_positive_real")
+TRANSFORMS = Transform.values()
 
 #: Reduction transforms as the generated kernels number them.
 TRANSFORM_CODES = {t: code for code, t in enumerate(TRANSFORMS)}
@@ -42,12 +43,7 @@ def transform_code(transform: str) -> int:
     >>> transform_code("log_positive_real")
     2
     """
-    try:
-        return TRANSFORM_CODES[transform]
-    except KeyError:
-        raise ValueError(
-            f"unknown reduction transform {transform!r}; use one of {', '.join(TRANSFORMS)}"
-        ) from None
+    return TRANSFORM_CODES[Transform.check(transform, "reduction transform")]
 
 
 def rejected_value_error(value: float, event: int, source: str, transform: str) -> LadduDaskError:
