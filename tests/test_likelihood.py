@@ -567,7 +567,7 @@ def test_memory_budget_too_small_for_one_chunk():
     lik = Likelihood([NLL(SIMPLE, data=_ones(1000), accepted_mc=_ones(1000))],
                      execution=Execution(memory=MemoryPlan(host="1 KiB")))
     with pytest.raises(BudgetError, match=r"host memory budget too small for one chunk: dataset "
-                       r"'nll/data' .*1\.00 KiB \(1024 bytes\)"):
+                       r"'nll/data' .*1\.00 kiB \(1024 bytes\)"):
         lik.value([1.0, 1.0])
 
 
