@@ -103,15 +103,15 @@ def _hold(marker: str, release: str) -> None:
 
 def _block_preparation(marker: str, release: str) -> None:
     """On a worker: partition preparation waits in :func:`_hold`."""
-    import laddu_dask.runtime.prepared as prepared
+    import laddu_dask.runtime.cluster as cluster
 
-    original = prepared.prepare_partition
+    original = cluster.prepare_partition
 
     def blocked(*args, **kwargs):
         _hold(marker, release)
         return original(*args, **kwargs)
 
-    prepared.prepare_partition = blocked
+    cluster.prepare_partition = blocked
 
 
 def _block_reduction(marker: str, release: str) -> None:

@@ -36,7 +36,7 @@ import numpy as np
 from laddu_dask.compile.plan import ReductionPlan
 from laddu_dask.data.dataset import Dataset
 from laddu_dask.errors import ClusterError
-from laddu_dask.runtime.accumulate import ExactPartials
+from laddu_dask.runtime.accumulate import CertifiedPartials, ExactPartials, fsum_rows
 from laddu_dask.runtime.cluster_waits import (
     POLL,
     Deadline,
@@ -46,7 +46,10 @@ from laddu_dask.runtime.cluster_waits import (
     wait_for_futures,
     wait_for_workers,
 )
-from laddu_dask.runtime.reducer import CertifiedPartials, Params, PartitionReducer
+from laddu_dask.runtime.jobs import ReductionJob, Runner
+from laddu_dask.runtime.memory import MemoryDecision
+from laddu_dask.runtime.preparation import PreparedDataset, PreparedStats, prepare_partition
+from laddu_dask.runtime.reducer import Params, PartitionReducer
 
 #: Errors that mean "the worker (or its connection) is gone", not "the work failed".
 _LOST = ("CommClosedError", "KilledWorker", "FutureCancelledError", "StreamClosedError",
@@ -82,8 +85,6 @@ class PartitionStore:
 
     def __init__(self, reducer: PartitionReducer, dataset: Dataset, indices: list[int],
                  storage: str, threads: int = 1) -> None:
-        from laddu_dask.runtime.prepared import prepare_partition
-
         self.reducer = reducer
         self.dataset = dataset
         self.indices = list(indices)
@@ -118,8 +119,6 @@ class PartitionStore:
     def reduce(self, params: Params, plan: ReductionPlan, with_gradient: bool,
                exact: bool) -> CertifiedPartials:
         """Partial sums over this store's partitions, merged exactly."""
-        from laddu_dask.runtime.prepared import prepare_partition
-
         reducer = self.reducer
         if self.storage == "resident":
             parts = [reducer.partials(p, params, plan, with_gradient, exact) for p in self.parts]
@@ -359,8 +358,6 @@ class ClusterStores:
 
     def info(self) -> dict[str, Any]:
         """Totals over the stores: events, resident bytes, exact weight sum."""
-        from laddu_dask.runtime.accumulate import fsum_rows
-
         infos = list(self.infos.values())
         weights = np.hstack([i["weights"] for i in infos]) if infos else np.zeros((1, 1))
         return {"events": sum(i["events"] for i in infos),
@@ -399,3 +396,71 @@ def reduce_on_cluster(hubs: Hubs, jobs: list[tuple[ClusterStores, Params, Reduct
         for (j, _), partial in zip(per_worker[addr], hubs.result(fut, addr, deadline, "an evaluation")):
             out[j].append(partial)
     return out
+
+
+#: How often an evaluation is repeated after workers were lost.
+MAX_RETRIES = 3
+
+
+class ClusterRunner(Runner):
+    """Evaluations on a ``distributed`` cluster: one call per worker for all jobs."""
+
+    def __init__(self, client: Any, progress: bool = False) -> None:
+        self.client = client
+        self.progress = progress
+        self.hubs = Hubs(client)
+
+    @property
+    def workers(self) -> int:
+        """Threads of the running workers."""
+        return max(1, sum(self.hubs.workers().values()))
+
+    def get(self, graph: Any, keys: Any, num_workers: int | None = None,
+            progress: str | None = None) -> Any:
+        """Run ``graph`` on the cluster, within ``laddu-dask.cluster.preparation-timeout``."""
+        from dask.utils import key_split
+
+        from laddu_dask.runtime.cluster_waits import gather
+
+        first = keys[0] if isinstance(keys, list) and keys else keys
+        futures = self.client.get(dict(graph), keys, sync=False)
+        return gather(self.client, futures, f"the tasks {key_split(first)!r} on the cluster")
+
+    def prepare(self, reducer: PartitionReducer, dataset: Dataset, name: str,
+                decision: MemoryDecision, stream_workers: int) -> PreparedDataset:
+        """One store (actor) per worker holds its partitions."""
+        stores = ClusterStores(self.hubs, reducer, dataset, decision.strategy,
+                               progress=self.progress, name=name)
+        # (streaming stores reduce their partitions one at a time: the budget holds one)
+        info = stores.info()
+        stats = PreparedStats(local_events=0, global_events=dataset.n_events,
+                              batches=dataset.n_partitions, sum_weights=info["sum_weights"],
+                              resident_bytes=int(info["nbytes"]), storage=decision.strategy)
+        return PreparedDataset(dataset, name, stats, decision, [], 1, stores=stores)
+
+    def run(self, jobs: list[ReductionJob]) -> list[CertifiedPartials]:
+        """One call per worker serves every job; rebuild lost stores and retry.
+
+        Stores lost with their workers (during this evaluation or an earlier one that
+        failed) are rebuilt first, waiting for workers to join when none is left.
+        """
+        for attempt in range(MAX_RETRIES + 1):
+            for job in jobs:
+                if job.prepared.stores.missing:
+                    job.prepared.stores.rebuild_lost()
+            todo = [(job.prepared.stores, job.params, job.plan, job.with_gradient, job.exact)
+                    for job in jobs]
+            try:
+                partials = reduce_on_cluster(self.hubs, todo)
+            except Exception as err:
+                if not is_lost_worker_error(err):
+                    raise
+                if attempt == MAX_RETRIES:
+                    raise ClusterError(f"an evaluation lost workers {MAX_RETRIES + 1} times in a row "
+                                       f"(last: {err})") from err
+                for job in jobs:
+                    job.prepared.stores.rebuild_lost()
+                continue
+            return [CertifiedPartials.merge(parts) if parts else job.empty()
+                    for job, parts in zip(jobs, partials)]
+        raise AssertionError("unreachable")  # pragma: no cover
