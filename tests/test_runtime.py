@@ -458,7 +458,7 @@ RUNTIME = Path(__file__).resolve().parents[1] / "laddu_dask" / "runtime"
 
 #: The runtime's modules, lowest first: each may import only those before it.
 LAYERS = ("accumulate", "memory", "reduction", "cluster_waits", "reducer", "preparation", "jobs",
-          "dashboard", "worker", "threaded", "local", "cluster", "execution", "normalization",
+          "placement", "dashboard", "worker", "threaded", "local", "cluster", "execution", "normalization",
           "prepared", "__init__")
 
 #: Packages above the runtime, which it never imports (DESIGN.md: likelihood sits above it).

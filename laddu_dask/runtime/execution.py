@@ -262,7 +262,7 @@ class Execution:
         scheduler or the cluster (see :mod:`laddu_dask.runtime.jobs`)."""
         if self._runner is None:
             if self.client is not None:
-                self._runner = ClusterRunner(self.client, self.progress)
+                self._runner = ClusterRunner(self.client, self.split_every, self.progress)
             elif self.scheduler == "pool":
                 self._runner = PoolRunner(self.num_workers, self.split_every, self.progress)
             else:

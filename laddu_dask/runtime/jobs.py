@@ -23,7 +23,7 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from laddu_dask.compile.plan import ReductionPlan
@@ -48,6 +48,27 @@ class ReductionJob:
     def empty(self) -> CertifiedPartials:
         """The partial sums of a job without partitions."""
         return self.reducer.empty(self.with_gradient)
+
+
+@dataclass(frozen=True)
+class WorkerJob:
+    """One job's share on one cluster worker, as it travels: resident ``keys``, or streamed
+    partition ``indices``; the reducer and the dataset by the token they were sent under."""
+
+    reducer: str
+    params: Params
+    plan: ReductionPlan
+    with_gradient: bool
+    exact: bool
+    keys: list[Hashable] = field(default_factory=list)
+    dataset: str | None = None
+    indices: list[int] = field(default_factory=list)
+    stream_threads: int = 1
+
+    @property
+    def streaming(self) -> bool:
+        """Whether the partitions are re-read from the dataset instead of held."""
+        return self.dataset is not None
 
 
 def reduce_partitions(reducer: PartitionReducer, parts: list[PreparedPartition], params: Params,

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from dask.highlevelgraph import HighLevelGraph
@@ -107,8 +106,8 @@ def preparation_graph(reducer: PartitionReducer, dataset: Dataset, name: str,
     return HighLevelGraph(layers, dependencies), list(tasks)
 
 
-def weight_sum(part: PreparedPartition) -> ExactPartials:
-    """The exact sum of a prepared partition's weights."""
+def weight_sum(part: PreparedPartition | EventBatch) -> ExactPartials:
+    """The exact sum of a prepared partition's (or a loaded batch's) weights."""
     return ExactPartials.from_terms(np.asarray(part.weights, dtype=np.float64))
 
 
@@ -161,21 +160,16 @@ class PreparedDataset:
         data on a cluster's workers.
     stream_workers : int
         Partitions streamed at once (per worker on a cluster) within the budget.
-    lost : int
-        On a cluster: partitions an evaluation found lost with their worker and waited
-        for Dask to recompute from their sources.
     """
 
     def __init__(self, dataset: Dataset, name: str, stats: PreparedStats, decision: MemoryDecision,
-                 partitions: list, stream_workers: int, stores: Any = None) -> None:
+                 partitions: list, stream_workers: int) -> None:
         self.dataset = dataset
         self.name = name
         self.stats = stats
         self.decision = decision
         self.partitions = partitions
         self.stream_workers = stream_workers
-        self.lost = 0
-        self.stores = stores
 
     @property
     def storage(self) -> str:
