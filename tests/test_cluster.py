@@ -146,3 +146,25 @@ def test_bad_file_on_a_worker_fails_the_evaluation(client, tmp_path, sample):
     (folder / "part-1.parquet").write_bytes(b"not parquet any more")
     with pytest.raises(ld.DataChangedError, match=r"part-1\.parquet changed on disk"):
         lik.value(POINT)
+
+
+def test_one_call_per_worker_per_evaluation(client, sample):
+    """Every term's data and accepted MC (four datasets here) travel in one call per worker."""
+    ex = ld.Execution(client=client, normalization="general")
+    terms = []
+    for name in ("one", "two"):
+        data = ld.read_parquet(sample["data"], chunk_size=1000, memory_policy="resident")
+        mc = ld.read_parquet(sample["accmc"], chunk_size=4000, memory_policy="resident")
+        terms.append(ld.NLL(ksks.model(), data=data, accepted_mc=mc, name=name))
+    lik = ld.Likelihood(terms, execution=ex)
+    lik.value_and_gradient(POINT)  # prepared and placed
+
+    def calls(dask_worker):
+        return dask_worker.plugins["laddu-dask"].calls
+
+    before = client.run(calls)
+    for _ in range(5):
+        lik.value_and_gradient(POINT)
+    after = client.run(calls)
+    assert {a: after[a] - before[a] for a in after} == {a: 5 for a in after}
+    assert len(after) == 2
