@@ -18,7 +18,7 @@ from pathlib import Path
 import dask
 import numpy as np
 import pytest
-from cluster_helpers import holders, recomputed
+from cluster_helpers import holders, recomputed, wait_until
 
 import laddu_dask as ld
 from laddu_dask import ksks
@@ -59,14 +59,6 @@ def _joined(thread: threading.Thread, out: dict, seconds: float, what: str):
 def _within(seconds: float, fn, *args):
     """``fn(*args)`` in a thread with a deadline, so that a hang fails the test."""
     return _joined(*_in_thread(fn, *args), seconds, getattr(fn, "__name__", repr(fn)))
-
-
-def _wait_until(condition, seconds: float, what: str) -> None:
-    end = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > end:
-            pytest.fail(f"waited {seconds} s for {what}")
-        time.sleep(0.02)
 
 
 @pytest.fixture
@@ -149,7 +141,7 @@ def test_worker_killed_while_it_works_is_replaced(cluster, ksks_sample, tmp_path
     addr, pid, marker, release = _blocked_worker(client, tmp_path, hook)
     thread, result = _in_thread(lik.value_and_gradient, POINT)
     try:
-        _wait_until(marker.exists, 30, f"the worker to start its {moment}")
+        wait_until(marker.exists, 30, f"the worker to start its {moment}")
         os.kill(pid, signal.SIGKILL)  # while it prepares, or reduces, its partitions
         value, gradient = _joined(thread, result, 30, f"the {moment} with a killed worker")
     finally:
@@ -208,7 +200,7 @@ def test_no_worker_within_the_timeout(cluster, ksks_sample):
     for nanny in lc.workers.values():
         nanny.close_gracefully()  # no restart
     _kill_all(client)
-    _wait_until(lambda: not client.scheduler_info()["workers"], 30, "the workers to leave")
+    wait_until(lambda: not client.scheduler_info()["workers"], 30, "the workers to leave")
     with dask.config.set({"laddu-dask.cluster.worker-timeout": "1s"}):
         t0 = time.monotonic()
         with pytest.raises(ld.ClusterTimeoutError,
@@ -233,7 +225,7 @@ def test_lost_scheduler_raises_at_once(ksks_sample, monkeypatch):
         lik = _likelihood(ksks_sample, ld.Execution(client=client))
         lik.value(POINT)
         os.kill(sc.scheduler.process.pid, signal.SIGKILL)
-        _wait_until(lambda: client.status != "running", 10, "the client to see the loss")
+        wait_until(lambda: client.status != "running", 10, "the client to see the loss")
         for _ in range(2):  # every evaluation, not only the first
             t0 = time.monotonic()
             with pytest.raises(ld.SchedulerLostError, match=f"scheduler at {address} is gone"):

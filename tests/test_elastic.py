@@ -15,7 +15,7 @@ import signal
 import time
 
 import pytest
-from cluster_helpers import holders
+from cluster_helpers import holders, wait_until
 
 import laddu_dask as ld
 from laddu_dask import ksks
@@ -65,14 +65,6 @@ def _quiet(capfd) -> None:
     err = capfd.readouterr().err
     assert "Traceback" not in err, err
     assert " - ERROR - " not in err and " - CRITICAL - " not in err, err
-
-
-def _wait_until(condition, seconds: float, what: str) -> None:
-    end = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > end:
-            pytest.fail(f"waited {seconds} s for {what}")
-        time.sleep(0.02)
 
 
 def _prepared(lik):
@@ -157,7 +149,7 @@ def test_adapt_during_a_fit(cluster, ksks_sample, reference, capfd):
         if calls == 4 and not seen:
             # an idle cluster: Dask's adaptive scaling retires a worker (its data moved first)
             lc.adapt(minimum=1, maximum=2, interval="100ms", wait_count=1)
-            _wait_until(lambda: len(client.scheduler_info()["workers"]) == 1, 20,
+            wait_until(lambda: len(client.scheduler_info()["workers"]) == 1, 20,
                         "adapt to retire a worker")
             seen.append(len(client.scheduler_info()["workers"]))
 
