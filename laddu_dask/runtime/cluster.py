@@ -449,6 +449,7 @@ class ClusterRunner(Runner):
                 elif "need" in reply:  # the worker restarted at the same address
                     self.sent[addr].difference_update(reply["need"])
                 else:
+                    reply = reply["reply"]
                     gone = set(reply["missing"])
                     for (j, _ids), partial in zip(again, reply["results"]):
                         if partial is not None:

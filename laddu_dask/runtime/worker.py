@@ -12,8 +12,8 @@ reducers and the streamed datasets the client sent it, under a token each, so th
 evaluation carries only parameters.
 
 A request is ``{"label": str, "objects": {token: object}, "jobs": [WorkerJob, ...]}``;
-the reply is ``{"results": [partials or None per job], "missing": [keys not held],
-"events": n}``, ``{"need": [tokens]}`` when the worker lacks an object (it restarted),
+the reply is ``{"reply": {"results": [partials or None per job], "missing": [keys not
+held], "events": n}}``, ``{"need": [tokens]}`` when the worker lacks an object (it restarted),
 or ``{"error": exception}`` when a reduction failed (a bad file, a non-positive
 intensity), raised again on the client.
 
@@ -30,7 +30,7 @@ import asyncio
 import time
 from collections import OrderedDict
 from collections.abc import Hashable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from distributed.diagnostics.plugin import WorkerPlugin
@@ -92,17 +92,16 @@ class LadduWorker(WorkerPlugin):
             self.objects.popitem(last=False)
         data = self.worker.data
         missing: list[Hashable] = []
-        units: list[tuple[int, Future]] = []
+        units: list[tuple[int, Any, tuple]] = []  # (job, task function, its arguments)
         events = 0
         for j, job in enumerate(jobs):
             reducer = self.objects[job.reducer]
-            if job.streaming:
+            tail = (job.params, job.plan, job.with_gradient, job.exact)
+            if job.streaming:  # at most stream_threads partitions read at once (the budget)
                 dataset = self.objects[job.dataset]
-                groups = _split(job.indices, job.stream_threads)
                 events += sum(dataset.partitions[i].n_events for i in job.indices)
-                for group in groups:
-                    units.append((j, self.pool.submit(stream_partitions, reducer, dataset, group, job.params,
-                                                      job.plan, job.with_gradient, job.exact)))
+                units += [(j, stream_partitions, (reducer, dataset, group, *tail))
+                          for group in _split(job.indices, job.stream_threads)]
                 continue
             parts = []
             for key in job.keys:
@@ -111,20 +110,28 @@ class LadduWorker(WorkerPlugin):
                 except KeyError:
                     missing.append(key)
             events += sum(p.n for p in parts)
-            for group in task_groups(len(parts), self.threads):
-                units.append((j, self.pool.submit(reduce_partitions, reducer, [parts[i] for i in group],
-                                                  job.params, job.plan, job.with_gradient, job.exact)))
-        done = await asyncio.gather(*(asyncio.wrap_future(f) for _, f in units), return_exceptions=True)
+            units += [(j, reduce_partitions, (reducer, [parts[i] for i in group], *tail))
+                      for group in task_groups(len(parts), self.threads)]
+        # one hand-over per thread: each runs its share of the units in turn
+        shares = [units[k::self.threads] for k in range(min(self.threads, len(units)))]
+        done = await asyncio.gather(*(asyncio.wrap_future(self.pool.submit(_run_share, share))
+                                      for share in shares), return_exceptions=True)
         errors = [d for d in done if isinstance(d, BaseException)]
         if errors:
             return {"error": to_serialize(errors[0])}
         per_job: list[list[CertifiedPartials]] = [[] for _ in jobs]
-        for (j, _), partial in zip(units, done):
-            per_job[j].append(partial)
+        for share in done:
+            for j, partial in share:
+                per_job[j].append(partial)
         results = [CertifiedPartials.merge(p) if p else None for p in per_job]
         # -- dashboard hook: one call per evaluation served by this worker ------------------
         _on_worker_evaluation(self.worker, request.get("label", ""), time.perf_counter() - start, events)
-        return {"results": to_serialize(results), "missing": to_serialize(missing), "events": events}
+        return {"reply": to_serialize({"results": results, "missing": missing, "events": events})}
+
+
+def _run_share(units: list[tuple[int, Any, tuple]]) -> list[tuple[int, CertifiedPartials]]:
+    """One thread's share of an evaluation: ``(job, partial sums)`` of each unit."""
+    return [(j, fn(*args)) for j, fn, args in units]
 
 
 def _split(indices: list[int], groups: int) -> list[list[int]]:
