@@ -266,12 +266,10 @@ def _contains_exact(triples: np.ndarray, terms: np.ndarray) -> bool:
 def test_host_emulation_matches_numpy_kernels(tmp_path):
     models = {"ops": CompiledModel.from_expr(every_op_model()),
               "opspos": CompiledModel.from_expr(every_op_model().norm_sqr() + 1.0)}
+    cases = [("ops", "f64"), ("opspos", "f64"), ("ops", "f32")]
+    # the sources are generated from three threads at once, as a user's threads may do
     with ThreadPoolExecutor(max_workers=3) as pool:
-        emus = dict(zip(
-            [("ops", "f64"), ("opspos", "f64"), ("ops", "f32")],
-            pool.map(lambda a: _emulation(models[a[0]], a[1], tmp_path),
-                     [("ops", "f64"), ("opspos", "f64"), ("ops", "f32")]),
-        ))
+        emus = dict(zip(cases, pool.map(lambda a: _emulation(models[a[0]], a[1], tmp_path), cases)))
     weights = np.linspace(0.5, 1.5, N_EVENTS)
     for name, transform in (("ops", "real"), ("opspos", "log_positive_real")):
         cm, emu = models[name], emus[(name, "f64")]

@@ -83,6 +83,8 @@ from laddu_dask.errors import DataError, LadduDaskError, ModelError, ParameterEr
 from laddu_dask.expr.node import Expr
 from laddu_dask.expr.ops import COMPLEX
 
+_AST_LOCK = threading.Lock()
+
 __all__ = [
     "DEFAULT_BLOCK",
     "DEFAULT_OPTIONS",
@@ -474,7 +476,9 @@ def translate(src: str, names: dict[str, str], f32: bool) -> str:
                 return real_literal(float(v), f32)
         raise ModelError(f"no CUDA translation of {ast.unparse(node)!r} in {src!r}")
 
-    return emit(ast.parse(src, mode="eval").body)
+    with _AST_LOCK:  # CPython 3.11's parser is not safe to enter from two threads at once
+        tree = ast.parse(src, mode="eval")
+    return emit(tree.body)
 
 
 # ---------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Event data: schemas, event batches, partitioned datasets and Parquet I/O.
+"""Event data: schemas, event batches, partitioned datasets (Dask collections) and Parquet I/O.
 
 Examples
 --------
@@ -8,15 +8,14 @@ Examples
 3
 """
 
+from laddu_dask.data.arrays import ArrayPartition
 from laddu_dask.data.batch import EventBatch, array_module
-from laddu_dask.data.dataset import (
-    DEFAULT_CHUNK_SIZE,
-    MEMORY_POLICIES,
-    ArrayPartition,
-    Dataset,
-    Partition,
-)
-from laddu_dask.data.parquet import ParquetPartition, read_parquet, write_parquet
+from laddu_dask.data.blocks import BlockPartition
+from laddu_dask.data.checks import DEFAULT_CHUNK_SIZE, MEMORY_POLICIES
+from laddu_dask.data.dataset import Dataset
+from laddu_dask.data.parquet import ParquetPartition, read_parquet
+from laddu_dask.data.parquet_writer import write_parquet
+from laddu_dask.data.partition import Partition
 from laddu_dask.data.schema import P4_COMPONENTS, WEIGHT_COLUMN, Schema, p4_columns
 
 __all__ = [
@@ -25,6 +24,7 @@ __all__ = [
     "P4_COMPONENTS",
     "WEIGHT_COLUMN",
     "ArrayPartition",
+    "BlockPartition",
     "Dataset",
     "EventBatch",
     "ParquetPartition",

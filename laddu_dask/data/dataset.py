@@ -1,13 +1,15 @@
-"""Event datasets split into partitions that load lazily as :class:`EventBatch`.
+"""Event datasets split into partitions that load lazily as :class:`EventBatch`; Dask collections.
 
-A :class:`Dataset` is an immutable view of event columns (from NumPy arrays or
-Parquet files) cut into partitions of at most ``chunk_size`` events. Each
-:class:`Partition` knows how to load its events, and only the columns asked for;
-:meth:`Dataset.to_dask` exposes them as Dask arrays, one chunk per partition.
+A :class:`Dataset` is an immutable view of event columns (from NumPy arrays, Parquet
+files or a Dask collection) cut into partitions. Each :class:`Partition` knows how to
+load its events, and only the columns asked for. A dataset is itself a Dask collection
+whose keys compute its partitions' batches: ``dask.persist(ds)`` holds them in memory (on
+a cluster, as futures), ``dask.compute(ds)`` brings them into the process, and
+:meth:`Dataset.to_dask` exposes the columns as Dask arrays, one chunk per partition.
 
 Examples
 --------
->>> import numpy as np
+>>> import dask, numpy as np
 >>> from laddu_dask.data.dataset import Dataset
 >>> ds = Dataset.from_arrays(p4s={"beam": np.tile([8.5, 0, 0, 8.5], (10, 1))},
 ...                          scalars={"pol": np.linspace(0, 1, 10)}, chunk_size=4)
@@ -15,280 +17,46 @@ Examples
 (10, 3, [4, 4, 2])
 >>> float(ds.load_partition(1, ["pol"]).columns["pol"][0])
 0.4444444444444444
+>>> dask.is_dask_collection(ds), ds.persist().n_partitions
+(True, 3)
 """
 
 from __future__ import annotations
 
 import html
-import itertools
-import math
 import numbers
 import os
-import uuid
-from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
+from dask.base import is_dask_collection, tokenize
 from dask.highlevelgraph import HighLevelGraph
 
+from laddu_dask.data.arrays import ArrayOrigin, ArrayPartition, array_inputs, as_numbers
 from laddu_dask.data.batch import EventBatch
-from laddu_dask.data.schema import WEIGHT_COLUMN, Schema, p4_columns
-from laddu_dask.errors import DataError, NonFiniteError, SchemaError
+from laddu_dask.data.checks import (
+    DEFAULT_CHUNK_SIZE,
+    MEMORY_POLICIES,
+    check_dtype,
+    check_memory_policy,
+    configured_chunk_size,
+    resolve_chunk_size,
+    resolve_columns,
+)
+from laddu_dask.data.collection import DatasetCollection
+from laddu_dask.data.dask_input import dask_origin
+from laddu_dask.data.parquet_writer import write_parquet
+from laddu_dask.data.partition import DataOrigin, Partition
+from laddu_dask.data.schema import Schema
+from laddu_dask.data.weights import exact_weight_sum
 from laddu_dask.views import Raw, bytes_text, key_values
 
-DEFAULT_CHUNK_SIZE = 262_144
-"""Events per partition when ``chunk_size`` is None."""
-
-MEMORY_POLICIES: tuple[str, ...] = ("resident", "streaming", "fastest")
-"""Allowed values of ``memory_policy``."""
-
-_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
+__all__ = ["DEFAULT_CHUNK_SIZE", "MEMORY_POLICIES", "ArrayPartition", "DataOrigin", "Dataset",
+           "Partition"]
 
 
-# ----------------------------------------------------------------------------- checks
-
-
-def check_memory_policy(memory_policy: str) -> str:
-    """Return ``memory_policy`` if allowed, else raise ValueError naming the allowed values.
-
-    Examples
-    --------
-    >>> check_memory_policy("streaming")
-    'streaming'
-    """
-    if not isinstance(memory_policy, str) or memory_policy not in MEMORY_POLICIES:
-        allowed = ", ".join(repr(p) for p in MEMORY_POLICIES)
-        raise ValueError(f"memory_policy must be one of {allowed}, got {memory_policy!r}")
-    return memory_policy
-
-
-def resolve_chunk_size(chunk_size: int | None) -> int:
-    """Return the events per partition: ``DEFAULT_CHUNK_SIZE`` for None.
-
-    Raises ValueError unless ``chunk_size`` is None or a positive integer.
-
-    Examples
-    --------
-    >>> resolve_chunk_size(None) == DEFAULT_CHUNK_SIZE, resolve_chunk_size(1000)
-    (True, 1000)
-    """
-    if chunk_size is None:
-        return DEFAULT_CHUNK_SIZE
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, numbers.Integral):
-        raise ValueError(  # documented contract: a bad chunk_size is a ValueError
-            f"chunk_size must be a positive integer or None, got {chunk_size!r}"
-        )
-    if chunk_size < 1:
-        raise ValueError(f"chunk_size must be at least 1 event, got {chunk_size}")
-    return int(chunk_size)
-
-
-def check_dtype(dtype: Any) -> np.dtype:
-    """Return ``np.dtype(dtype)`` if it is float64 or float32, else raise ValueError."""
-    try:
-        dt = np.dtype(dtype)
-    except TypeError:
-        dt = None
-    if dt not in _DTYPES:
-        raise ValueError(f"dtype must be numpy.float64 or numpy.float32, got {dtype!r}")
-    return dt
-
-
-def check_finite(array: np.ndarray, column: str, offset: int, source: str,
-                 original: np.ndarray | None = None) -> None:
-    """Raise DataError naming ``column``, ``source`` and the first non-finite event.
-
-    ``offset`` is the global index of ``array[0]``. ``original`` holds the values
-    before a dtype conversion, to tell an overflow from a stored non-finite value.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> check_finite(np.array([1.0, np.nan]), "beam_px", 10, "arrays")
-    Traceback (most recent call last):
-    ...
-    laddu_dask.errors.DataError: column 'beam_px' has a non-finite value (nan) at event 11 ...
-    """
-    finite = np.isfinite(array)
-    if finite.all():
-        return
-    i = int(np.argmin(finite))
-    value = array[i] if original is None else original[i]
-    what = f"a non-finite value ({float(value)!r})"
-    if original is not None and np.isfinite(original[i]):
-        what = f"a value ({float(value)!r}) that overflows {array.dtype}"
-    raise DataError(f"column {column!r} has {what} at event {offset + i} ({source})")
-
-
-def split_rows(n_rows: int, chunk_size: int) -> list[tuple[int, int]]:
-    """Cut ``range(n_rows)`` into ``(start, stop)`` pieces of ``chunk_size`` (last shorter).
-
-    Examples
-    --------
-    >>> split_rows(10, 4)
-    [(0, 4), (4, 8), (8, 10)]
-    """
-    return [(s, min(s + chunk_size, n_rows)) for s in range(0, n_rows, chunk_size)]
-
-
-def resolve_columns(schema: Schema, columns: Sequence[str] | None, source: str) -> list[str]:
-    """Columns to load: all of ``schema`` for None, else ``columns`` less ``weight``.
-
-    Raises SchemaError (via :meth:`Schema.require`) naming any unknown column and ``source``.
-    """
-    if columns is None:
-        return schema.columns()
-    if isinstance(columns, str):
-        columns = [columns]
-    cols = list(dict.fromkeys(c for c in columns if c != WEIGHT_COLUMN))
-    schema.require(cols, source, needed_by="load")
-    return cols
-
-
-# ----------------------------------------------------------------------------- partitions
-
-
-@dataclass(frozen=True)
-class Partition(ABC):
-    """A contiguous block of events of a dataset that can load itself.
-
-    Attributes
-    ----------
-    n_events : int
-        Events in the partition.
-    offset : int
-        Global index of its first event within the dataset.
-    source : str
-        Where its events come from (file path and row range), for messages.
-    """
-
-    n_events: int
-    offset: int
-    source: str
-
-    @property
-    def decoded_rows(self) -> int:
-        """Rows of one column decoded at once while loading (a Parquet row group; else 0)."""
-        return 0
-
-    @property
-    def read_bytes(self) -> int:
-        """Peak bytes a load holds besides the arrays it returns (decoding; 0 for arrays)."""
-        return 0
-
-    @abstractmethod
-    def load(self, columns: Sequence[str] | None = None, dtype: Any = np.float64) -> EventBatch:
-        """Load the events: only ``columns`` (all for None) plus the weights.
-
-        Values come back as contiguous, writable arrays of ``dtype`` (float64 or
-        float32), checked to be finite.
-
-        Raises
-        ------
-        SchemaError
-            If a requested column does not exist.
-        DataError
-            If a loaded value is missing or not finite (naming column, source, event).
-        """
-
-
-@dataclass(frozen=True, eq=False)
-class ArrayPartition(Partition):
-    """A partition over in-memory arrays (views into the dataset's columns)."""
-
-    schema: Schema = field(repr=False)
-    arrays: Mapping[str, np.ndarray] = field(repr=False)
-    weight_array: np.ndarray | None = field(repr=False)
-
-    def load(self, columns: Sequence[str] | None = None, dtype: Any = np.float64) -> EventBatch:
-        dt = check_dtype(dtype)
-        cols = resolve_columns(self.schema, columns, "arrays")
-        with np.errstate(over="ignore"):
-            return self._load(cols, dt)
-
-    def _load(self, cols: list[str], dt: np.dtype) -> EventBatch:
-        out: dict[str, np.ndarray] = {}
-        for c in cols:
-            raw = self.arrays[c]
-            arr = np.array(raw, dtype=dt, copy=True)
-            if dt != raw.dtype:
-                check_finite(arr, c, self.offset, self.source, original=raw)
-            out[c] = arr
-        if self.weight_array is None:
-            w = np.ones(self.n_events, dtype=dt)
-        else:
-            w = np.array(self.weight_array, dtype=dt, copy=True)
-            if dt != self.weight_array.dtype:
-                check_finite(w, WEIGHT_COLUMN, self.offset, self.source, self.weight_array)
-        return EventBatch(out, w, offset=self.offset, source=self.source)
-
-
-class DataOrigin(Protocol):
-    """Where a dataset's events live; makes partitions for a chunk size."""
-
-    schema: Schema
-    sources: tuple[str, ...]
-    n_events: int
-    token: str
-
-    def make_partitions(self, chunk_size: int) -> tuple[Partition, ...]: ...
-
-
-def _as_float_array(value: Any, what: str) -> np.ndarray:
-    try:
-        arr = np.asarray(value)
-    except (TypeError, ValueError) as exc:
-        raise DataError(f"{what} is not a numeric array: {exc}") from None
-    if arr.dtype.kind not in "biuf":
-        raise DataError(f"{what} must hold real numbers, got dtype {arr.dtype}")
-    return arr
-
-
-class ArrayOrigin:
-    """Events held in memory as flat float64 columns (built by :meth:`Dataset.from_arrays`)."""
-
-    sources: tuple[str, ...] = ("arrays",)
-
-    def __init__(self, schema: Schema, columns: dict[str, np.ndarray],
-                 weights: np.ndarray | None, n_events: int) -> None:
-        self.schema = schema
-        self.columns = columns
-        self.weights = weights
-        self.n_events = n_events
-        self.token = f"arrays-{uuid.uuid4().hex}"
-
-    def make_partitions(self, chunk_size: int) -> tuple[Partition, ...]:
-        ranges = split_rows(self.n_events, chunk_size) or [(0, 0)]
-        return tuple(
-            ArrayPartition(
-                n_events=b - a, offset=a, source=f"arrays [rows {a}:{b}]", schema=self.schema,
-                arrays={k: v[a:b] for k, v in self.columns.items()},
-                weight_array=None if self.weights is None else self.weights[a:b],
-            )
-            for a, b in ranges
-        )
-
-
-# ----------------------------------------------------------------------------- dataset
-
-
-def _exact_partials(values: np.ndarray) -> list[float]:
-    """Floats whose exact sum equals the exact sum of ``values`` (repeated fsum residuals)."""
-    vals = values.tolist()
-    parts: list[float] = []
-    while True:
-        s = math.fsum(vals)
-        if s == 0.0:
-            return parts
-        parts.append(s)
-        vals.append(-s)
-
-
-def _load_partials(*partitions: Partition) -> list[float]:
-    """Floats whose exact sum is that of the weights of ``partitions`` (read one at a time)."""
-    return [s for p in partitions for s in _exact_partials(p.load([], np.float64).weights)]
+# ----------------------------------------------------------------------------- helpers
 
 
 def _batch_column(batch: EventBatch, name: str) -> Any:
@@ -299,23 +67,50 @@ def _batch_weights(batch: EventBatch) -> Any:
     return batch.weights
 
 
-class Dataset:
-    """Weighted events in partitions, from arrays or Parquet files.
+def _is_origin(obj: Any) -> bool:
+    return hasattr(obj, "make_partitions") and hasattr(obj, "schema")
 
-    Build one with :meth:`from_arrays` or :func:`laddu_dask.data.parquet.read_parquet`.
+
+def _holds_dask(*groups: Any) -> bool:
+    values = [v for g in groups if isinstance(g, Mapping) for v in g.values()]
+    values += [g for g in groups if g is not None and not isinstance(g, Mapping)]
+    return any(is_dask_collection(v) for v in values)
+
+
+# ----------------------------------------------------------------------------- dataset
+
+
+class Dataset(DatasetCollection):
+    """Weighted events in partitions, from arrays, Parquet files or a Dask collection.
+
+    Build one with :meth:`from_arrays`, :meth:`from_dask` or
+    :func:`laddu_dask.data.parquet.read_parquet`; ``Dataset(ddf)`` is
+    ``Dataset.from_dask(ddf)``.
+
+    A dataset is a Dask collection (``dask.is_dask_collection(ds)`` is true) whose key
+    ``i`` computes partition ``i`` as an :class:`EventBatch` of every column in float64:
+    :meth:`persist` (and ``dask.persist``) returns a dataset whose partitions are held in
+    memory, or as futures on a cluster when a ``distributed.Client`` is active;
+    :meth:`compute` (and ``dask.compute``) returns one whose partitions are in this
+    process. Both keep the partitioning, the events, the weights and the schema.
 
     Attributes
     ----------
     schema : Schema
         Four-vectors, scalars and whether weights are stored.
     partitions : tuple of Partition
-        The event blocks, in order; never spanning two files.
+        The event blocks, in order; never spanning two files or two blocks of a Dask
+        collection.
     memory_policy : str
         ``"resident"``, ``"streaming"`` or ``"fastest"`` (a hint to the runtime).
     chunk_size : int
         Maximum events per partition (resolved).
+    chunk_size_given : bool
+        Whether the user chose the partitioning (a ``chunk_size``, the Dask config's
+        ``laddu-dask.chunk-size``, or a Dask collection's partitions); otherwise the
+        runtime may re-partition for speed.
     sources : tuple of str
-        File paths, or ``("arrays",)``.
+        File paths, ``("arrays",)`` or the Dask collection's name.
 
     Examples
     --------
@@ -325,17 +120,25 @@ class Dataset:
     15.5
     """
 
-    def __init__(self, origin: DataOrigin, chunk_size: int | None = None,
+    def __init__(self, origin: DataOrigin | Any, chunk_size: int | None = None,
                  memory_policy: str = "fastest") -> None:
-        self._origin = origin
         self.memory_policy = check_memory_policy(memory_policy)
-        self.chunk_size = resolve_chunk_size(chunk_size)
-        #: whether the user chose the chunk size (else the runtime may re-partition for speed)
-        self.chunk_size_given = chunk_size is not None
+        if not _is_origin(origin):
+            origin = dask_origin(origin)
+        self._origin: DataOrigin = origin
+        if chunk_size is None and not origin.has_blocks:
+            chunk_size = configured_chunk_size()
+        chosen = None if chunk_size is None else resolve_chunk_size(chunk_size)
+        self._chunk_arg = chosen
+        self.chunk_size_given = chosen is not None or origin.chosen_by_user
+        if chosen is None and not origin.has_blocks:
+            chosen = DEFAULT_CHUNK_SIZE
         self.schema: Schema = origin.schema
         self.sources: tuple[str, ...] = tuple(origin.sources)
-        self.partitions: tuple[Partition, ...] = tuple(origin.make_partitions(self.chunk_size))
+        self.partitions: tuple[Partition, ...] = tuple(origin.make_partitions(chosen))
+        self.chunk_size = chosen or max([1, *(p.n_events for p in self.partitions)])
         self._sum_weights: float | None = None
+        self._collection: tuple[HighLevelGraph, list[tuple[str, int]]] | None = None
 
     # -- construction ------------------------------------------------------------------
 
@@ -343,7 +146,11 @@ class Dataset:
     def from_arrays(cls, p4s: Mapping[str, Any] | None = None,
                     scalars: Mapping[str, Any] | None = None, weights: Any = None,
                     chunk_size: int | None = None, memory_policy: str = "fastest") -> Dataset:
-        """Build a dataset from in-memory arrays (copied; validated now).
+        """Build a dataset from in-memory arrays (copied; validated now), or from Dask arrays.
+
+        Given any Dask array, this is :meth:`from_dask` with the same arrays (NumPy arrays
+        among them are chunked like the Dask ones): nothing is computed, and a
+        ``chunk_size`` only splits the Dask chunks further.
 
         Parameters
         ----------
@@ -354,7 +161,8 @@ class Dataset:
         weights : array of shape (n,), optional
             Event weights (1 when omitted).
         chunk_size : int, optional
-            Events per partition (default :data:`DEFAULT_CHUNK_SIZE`).
+            Events per partition (default: the Dask config's ``laddu-dask.chunk-size``,
+            else :data:`DEFAULT_CHUNK_SIZE`).
         memory_policy : {"fastest", "resident", "streaming"}
             Hint for the runtime.
 
@@ -377,61 +185,77 @@ class Dataset:
         """
         check_memory_policy(memory_policy)
         resolve_chunk_size(chunk_size)  # validate now; None stays 'not chosen by the user'
-        p4s = dict(p4s or {})
-        scalars = dict(scalars or {})
-        if not p4s and not scalars:
-            raise DataError("from_arrays needs at least one four-vector (p4s) or scalar")
-        for kind, names in (("four-vector", p4s), ("scalar", scalars)):
-            for name in names:
-                if not isinstance(name, str) or not name:
-                    raise SchemaError(f"{kind} names must be non-empty strings, got {name!r}")
-        lengths: dict[str, int] = {}
-        columns: dict[str, np.ndarray] = {}
-        for name, value in p4s.items():
-            arr = _as_float_array(value, f"four-vector {name!r}")
-            if arr.ndim != 2 or arr.shape[1] != 4:
-                raise DataError(
-                    f"four-vector {name!r} must have shape (n_events, 4) with columns "
-                    f"(E, px, py, pz), got shape {arr.shape}"
-                )
-            lengths[f"four-vector {name!r}"] = arr.shape[0]
-            for j, col in enumerate(p4_columns(name)):
-                columns[col] = np.array(arr[:, j], dtype=np.float64, copy=True)
-        for name, value in scalars.items():
-            arr = _as_float_array(value, f"scalar {name!r}")
-            if arr.ndim != 1:
-                raise DataError(f"scalar {name!r} must be 1-D, got shape {arr.shape}")
-            lengths[f"scalar {name!r}"] = arr.shape[0]
-            if name in columns:
-                raise SchemaError(f"scalar {name!r} clashes with a four-vector column")
-            columns[name] = np.array(arr, dtype=np.float64, copy=True)
-        w = None
-        if weights is not None:
-            warr = _as_float_array(weights, "weights")
-            if warr.ndim != 1:
-                raise DataError(f"weights must be 1-D, got shape {warr.shape}")
-            lengths["weights"] = warr.shape[0]
-            w = np.array(warr, dtype=np.float64, copy=True)
-        if len(set(lengths.values())) > 1:
-            desc = ", ".join(f"{k}: {v}" for k, v in lengths.items())
-            raise DataError(f"arrays have different numbers of events ({desc})")
-        schema = Schema(p4s=tuple(p4s), scalars=tuple(scalars), has_weight=w is not None)
-        flat = schema.columns() + ([WEIGHT_COLUMN] if w is not None else [])
-        if Schema.from_column_names(flat, "arrays") != schema:
-            raise SchemaError(
-                f"scalar names {list(scalars)} would be read back from Parquet as "
-                "four-vector columns; pass four-vectors in p4s"
-            )
-        for name, arr in columns.items():
-            check_finite(arr, name, 0, "arrays")
-        if w is not None:
-            check_finite(w, WEIGHT_COLUMN, 0, "arrays")
-        n = next(iter(lengths.values()))
-        origin = ArrayOrigin(schema, columns, w, n)
-        return cls(origin, chunk_size=chunk_size, memory_policy=memory_policy)
+        if _holds_dask(p4s, scalars, weights):
+            ds = cls.from_dask(p4s=p4s, scalars=scalars, weights=weights, memory_policy=memory_policy)
+            return ds if chunk_size is None else ds.with_chunk_size(chunk_size)
+        schema, inputs = array_inputs(p4s, scalars, weights, as_numbers)
+        return cls(ArrayOrigin.from_inputs(schema, inputs), chunk_size=chunk_size,
+                   memory_policy=memory_policy)
+
+    @classmethod
+    def from_dask(cls, obj: Any = None, *, p4s: Mapping[str, Any] | None = None,
+                  scalars: Mapping[str, Any] | None = None, weights: Any = None,
+                  lengths: Sequence[int] | bool | None = None,
+                  memory_policy: str = "fastest") -> Dataset:
+        """A dataset over a Dask collection: one partition per partition (or chunk) of it.
+
+        Nothing is computed or read now: each partition later computes only its part of
+        the collection's graph, and graphs built on the dataset (:meth:`partition_graph`,
+        :meth:`persist`) run the collection's own tasks on the scheduler in use. The
+        runtime keeps this partitioning (:attr:`chunk_size_given` is true).
+
+        Parameters
+        ----------
+        obj : dask.dataframe.DataFrame or dask_awkward.Array, optional
+            Columns in laddu's convention (``NAME_e, NAME_px, NAME_py, NAME_pz`` per
+            four-vector, scalars, an optional ``weight``), as from
+            ``dd.read_parquet(...)`` of a laddu file, or a record array of flat fields as
+            ``uproot.dask(...)`` gives. Columns of integers or booleans are numbers;
+            others (strings, objects, dates) are kept as not numeric, as in files.
+        p4s, scalars, weights : mappings of Dask arrays, and a Dask array, optional
+            Instead of ``obj``: the arguments of :meth:`from_arrays` as Dask arrays (or
+            flat dask-awkward arrays), whose chunks along the events must agree; a
+            four-vector ``(n, 4)`` is chunked along the events only.
+        lengths : sequence of int or True, optional
+            Rows per partition when Dask does not know them (a frame after a filter or
+            ``map_partitions``, an array with unknown chunks): the numbers, or True to
+            count them now (one pass over the collection, like Dask's
+            ``to_dask_array(lengths=True)``). Without it such a collection is an error,
+            since a dataset must know its events. Dask knows the lengths of
+            ``dd.read_parquet`` (from the files' metadata), ``dd.from_pandas``, column
+            selections and element-wise operations on these, Dask arrays with known
+            chunks, and ``uproot.dask`` arrays.
+        memory_policy : {"fastest", "resident", "streaming"}
+            Hint for the runtime.
+
+        Raises
+        ------
+        SchemaError
+            A partial four-vector, or a non-numeric weight or four-vector column (naming it).
+        DataError
+            Chunks that do not line up (naming the arrays and their chunks), a
+            four-vector chunked along its components, non-numeric arrays, or unknown
+            lengths without ``lengths`` (naming the collection and what to do).
+        TypeError
+            ``obj`` is not a Dask DataFrame or dask-awkward record array.
+
+        Examples
+        --------
+        >>> import dask.array as da
+        >>> ds = Dataset.from_dask(p4s={"k": da.ones((10, 4), chunks=(4, 4))},
+        ...                        scalars={"s": da.zeros(10, chunks=4)})
+        >>> ds.n_partitions, [p.n_events for p in ds.partitions], ds.chunk_size_given
+        (3, [4, 4, 2], True)
+        """
+        check_memory_policy(memory_policy)
+        origin = dask_origin(obj, p4s=p4s, scalars=scalars, weights=weights, lengths=lengths)
+        return cls(origin, memory_policy=memory_policy)
 
     def with_chunk_size(self, chunk_size: int | None) -> Dataset:
         """Return the same events re-partitioned into blocks of ``chunk_size``.
+
+        A dataset over a Dask collection (or persisted) only splits its blocks: partitions
+        never span two of them, and None gives the blocks back.
 
         Examples
         --------
@@ -443,8 +267,7 @@ class Dataset:
 
     def with_memory_policy(self, memory_policy: str) -> Dataset:
         """Return the same dataset with another memory policy."""
-        return Dataset(self._origin, chunk_size=self.chunk_size if self.chunk_size_given else None,
-                       memory_policy=memory_policy)
+        return Dataset(self._origin, chunk_size=self._chunk_arg, memory_policy=memory_policy)
 
     # -- sizes -------------------------------------------------------------------------
 
@@ -472,6 +295,9 @@ class Dataset:
             return self.sources[0]
         return f"{self.sources[0]} (and {len(self.sources) - 1} more files)"
 
+    def _layout(self) -> tuple[tuple[int, int], ...]:
+        return tuple((p.offset, p.n_events) for p in self.partitions)
+
     # -- data access -------------------------------------------------------------------
 
     def load_partition(self, i: int, columns: Sequence[str] | None = None,
@@ -493,8 +319,10 @@ class Dataset:
         """A Dask graph whose key ``i`` computes partition ``i`` as an :class:`EventBatch`.
 
         Only ``columns`` (all for None) and the weights are loaded, in ``dtype``. This is the
-        one place a dataset's partitions become Dask tasks: :meth:`to_dask` and the
-        runtime's preparation graphs build on it.
+        one place a dataset's partitions become Dask tasks: :meth:`to_dask`, the Dask
+        collection protocol and the runtime's preparation graphs build on it. For a dataset
+        over a Dask collection the graph holds the collection's tasks, and for a persisted
+        one its persisted keys (futures on a cluster), which the new keys depend on.
 
         Returns
         -------
@@ -510,14 +338,18 @@ class Dataset:
         >>> [b.n_events for b in dask.get(graph, keys)]
         [2, 2, 1]
         """
-        from dask.base import tokenize
-
         dt = check_dtype(dtype)
         cols = resolve_columns(self.schema, columns, self._source_label())
-        layer_name = f"{name}-{tokenize(self._origin.token, self.chunk_size, cols, dt.str)}"
-        layer = {(layer_name, i): (p.load, cols, dt) for i, p in enumerate(self.partitions)}
-        graph = HighLevelGraph.from_collections(layer_name, layer, dependencies=())
-        return graph, list(layer)
+        layer_name = f"{name}-{tokenize(self._origin.token, self._layout(), cols, dt.str)}"
+        keys = [(layer_name, i) for i in range(self.n_partitions)]
+        layer = {k: p.graph_task(k, cols, dt) for k, p in zip(keys, self.partitions, strict=True)}
+        deps = self._origin.graph()
+        if deps is None:
+            graph = HighLevelGraph.from_collections(layer_name, layer, dependencies=())
+        else:
+            graph = HighLevelGraph({**deps.layers, layer_name: layer},
+                                   {**deps.dependencies, layer_name: set(deps.layers)})
+        return graph, keys
 
     def to_dask(self, columns: Sequence[str] | None = None,
                 dtype: Any = np.float64) -> tuple[dict[str, Any], Any]:
@@ -585,29 +417,11 @@ class Dataset:
             if not self.schema.has_weight:
                 self._sum_weights = float(self.n_events)
             else:
-                import dask
-                from dask import delayed
-
-                parts = self.partitions
-                bounded: dict[str, Any] = {}
-                if num_workers is None:
-                    tasks = [delayed(_load_partials)(p) for p in parts]
-                else:  # two tasks a thread, each reading its partitions one at a time
-                    bounded = {"scheduler": "threads", "num_workers": num_workers}
-                    size = -(-len(parts) // (2 * num_workers))
-                    tasks = [delayed(_load_partials)(*parts[a:b])
-                             for a, b in split_rows(len(parts), size)]
-                try:
-                    partials = dask.compute(*tasks, **bounded)
-                    total = math.fsum(itertools.chain.from_iterable(partials))
-                except OverflowError:
-                    total = math.inf
-                if not math.isfinite(total):
-                    raise NonFiniteError(
-                        f"the weights of {self._source_label()} sum to more than the largest "
-                        "double (the sum overflows)"
-                    )
-                self._sum_weights = total
+                loads = None
+                if self._origin.graph() is not None:  # a Dask collection's blocks, or persisted
+                    loads = self.partition_graph([], np.float64, name="laddu-weights")
+                self._sum_weights = exact_weight_sum(self.partitions, loads, num_workers,
+                                                     self._source_label())
         return self._sum_weights
 
     def write_parquet(self, path: str | os.PathLike[str], precision: str = "f64") -> None:
@@ -625,8 +439,6 @@ class Dataset:
         ValueError
             If ``precision`` is not ``"f64"`` or ``"f32"`` (nothing is written).
         """
-        from laddu_dask.data.parquet import write_parquet
-
         write_parquet(self, path, precision=precision)
 
     # -- display -----------------------------------------------------------------------

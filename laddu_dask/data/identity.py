@@ -10,7 +10,12 @@ column statistics); :meth:`FileIdentity.check` compares them with the file being
 and raises :class:`~laddu_dask.errors.DataChangedError` naming the file and what changed.
 
 It costs one ``fstat`` and one read of the footer (a few kilobytes, already in the page
-cache) per read. A rewrite that keeps the size, restores the modification time and leaves
+cache) per read. A file behind an fsspec URL (see :mod:`laddu_dask.data.fs`) is checked the
+same way, its size and modification time asked of its filesystem (one metadata request,
+``fs.modified``); a filesystem without modification times (fsspec raises
+NotImplementedError) records 0, and such a file is checked by its size and footer alone.
+
+A rewrite that keeps the size, restores the modification time and leaves
 the footer byte for byte the same (same sizes and same column minima and maxima) is not
 detected; no cheap check can tell it from the original.
 
@@ -37,9 +42,11 @@ import datetime
 import hashlib
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 
+from laddu_dask.data.fs import modified_ns
 from laddu_dask.errors import DataChangedError
 
 _MAGIC = b"PAR1"
@@ -60,7 +67,7 @@ class FileIdentity:
     size : int
         Bytes.
     mtime_ns : int
-        Modification time, nanoseconds since the epoch.
+        Modification time, nanoseconds since the epoch (0 where the filesystem has none).
     footer : str
         BLAKE2b hash of the Parquet footer (file metadata) bytes; empty without one.
     """
@@ -70,21 +77,25 @@ class FileIdentity:
     footer: str
 
     @classmethod
-    def read(cls, handle: pa.NativeFile, path: str) -> FileIdentity:
-        """The identity of the open file ``handle`` (a local file opened from ``path``).
+    def read(cls, handle: pa.NativeFile, path: str, fs: Any = None) -> FileIdentity:
+        """The identity of the open file ``handle`` (opened from ``path``, on the fsspec
+        filesystem ``fs``, or locally for None).
 
         ``footer`` is empty when the file does not end in a Parquet footer (pyarrow then
         says why when it opens the file).
         """
-        st = os.fstat(handle.fileno())
-        size = st.st_size
+        if fs is None:
+            st = os.fstat(handle.fileno())
+            size, mtime_ns = st.st_size, st.st_mtime_ns
+        else:
+            size, mtime_ns = handle.size(), modified_ns(fs, path)
         tail = handle.read_at(_TAIL, size - _TAIL) if size >= _TAIL + len(_MAGIC) else b""
         length = int.from_bytes(tail[:4], "little") if tail[4:] == _MAGIC else 0
         footer = ""
         if 0 < length <= size - _TAIL - len(_MAGIC):
             data = handle.read_at(length, size - _TAIL - length)
             footer = hashlib.blake2b(data, digest_size=16).hexdigest()
-        return cls(size, st.st_mtime_ns, footer)
+        return cls(size, mtime_ns, footer)
 
     def check(self, now: FileIdentity, path: str) -> None:
         """Raise :class:`DataChangedError` naming ``path`` and what differs from ``now``."""

@@ -19,20 +19,18 @@ from __future__ import annotations
 
 import bisect
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from dask.base import tokenize
+from dask.base import is_dask_collection, tokenize
 
 from laddu_dask.data.batch import EventBatch
-from laddu_dask.data.dataset import (
-    Dataset,
-    Partition,
+from laddu_dask.data.checks import (
     check_dtype,
     check_finite,
     check_memory_policy,
@@ -40,13 +38,14 @@ from laddu_dask.data.dataset import (
     resolve_columns,
     split_rows,
 )
+from laddu_dask.data.dataset import Dataset
+from laddu_dask.data.fs import filesystem, is_url, open_input
 from laddu_dask.data.identity import FileIdentity
+from laddu_dask.data.partition import Partition
 from laddu_dask.data.paths import PathArg, expand_paths
-from laddu_dask.data.schema import P4_COMPONENTS, WEIGHT_COLUMN, Schema
+from laddu_dask.data.schema import WEIGHT_COLUMN, Schema
 from laddu_dask.errors import DataChangedError, DataError, SchemaError
-from laddu_dask.files import atomic_path
 
-PRECISIONS = {"f64": pa.float64(), "f32": pa.float32()}
 """Storage precisions accepted by :func:`write_parquet`."""
 
 
@@ -71,22 +70,8 @@ def _schema_of(path: str, arrow_schema: pa.Schema) -> Schema:
     A non-numeric weight or four-vector component is an error now; any other non-numeric
     column is an error only if a model needs it (see :meth:`Schema.require`).
     """
-    numeric = [f.name for f in arrow_schema if _is_numeric(f.type)]
-    component_heads = {
-        f.name.rpartition("_")[0] for f in arrow_schema
-        if f.name.rpartition("_")[2] in P4_COMPONENTS and _is_numeric(f.type)
-    }
-    other = []
-    for f in arrow_schema:
-        if _is_numeric(f.type):
-            continue
-        head, _, tail = f.name.rpartition("_")
-        if f.name == WEIGHT_COLUMN or (tail in P4_COMPONENTS and head in component_heads):
-            raise SchemaError(
-                f"column {f.name!r} in {path} has type {f.type}; expected a number"
-            )
-        other.append((f.name, str(f.type), path))
-    return replace(Schema.from_column_names(numeric, path), non_numeric=tuple(other))
+    return Schema.from_typed_columns(
+        [(f.name, str(f.type), _is_numeric(f.type)) for f in arrow_schema], path)
 
 
 @dataclass(frozen=True)
@@ -95,19 +80,20 @@ class _FileInfo:
     n_rows: int
     row_group_rows: tuple[int, ...]
     identity: FileIdentity
+    filesystem: Any = None
 
 
-def _inspect(path: str) -> tuple[_FileInfo, Schema]:
+def _inspect(path: str, fs: Any = None) -> tuple[_FileInfo, Schema]:
     try:
-        with pa.OSFile(path) as handle:
-            identity = FileIdentity.read(handle, path)
+        with open_input(path, fs) as handle:
+            identity = FileIdentity.read(handle, path, fs)
             with pq.ParquetFile(handle) as f:
                 md = f.metadata
                 arrow_schema = f.schema_arrow
                 rg = tuple(md.row_group(i).num_rows for i in range(md.num_row_groups))
     except _READ_ERRORS as exc:
         raise DataError(f"{path} is not a readable Parquet file: {exc}") from None
-    return _FileInfo(path, int(md.num_rows), rg, identity), _schema_of(path, arrow_schema)
+    return _FileInfo(path, int(md.num_rows), rg, identity, fs), _schema_of(path, arrow_schema)
 
 
 def _numbers(chunked: pa.ChunkedArray) -> np.ndarray:
@@ -175,6 +161,7 @@ class ParquetPartition(Partition):
     schema: Schema = field(repr=False)
     identity: FileIdentity = field(repr=False)
     group_rows: int = 0
+    filesystem: Any = field(default=None, repr=False)
 
     @property
     def decoded_rows(self) -> int:
@@ -212,8 +199,8 @@ class ParquetPartition(Partition):
     def _read(self, columns: list[str], dt: np.dtype) -> dict[str, np.ndarray]:
         """Check the file's identity, then read ``columns`` of the partition's rows."""
         try:
-            with pa.OSFile(self.path) as handle:
-                self.identity.check(FileIdentity.read(handle, self.path), self.path)
+            with open_input(self.path, self.filesystem) as handle:
+                self.identity.check(FileIdentity.read(handle, self.path, self.filesystem), self.path)
                 if not columns:
                     return {}
                 with pq.ParquetFile(handle, page_checksum_verification=True, pre_buffer=False,
@@ -272,16 +259,24 @@ class ParquetPartition(Partition):
 class ParquetOrigin:
     """Parquet files with one schema; cuts each file into partitions of rows."""
 
+    has_blocks = False
+    chosen_by_user = False
+
     def __init__(self, files: Sequence[_FileInfo], schema: Schema) -> None:
         self.files = tuple(files)
         self.schema = schema
         self.sources = tuple(f.path for f in self.files)
         self.n_events = sum(f.n_rows for f in self.files)
         self.token = "parquet-" + tokenize(
-            [(os.path.abspath(f.path), f.identity, f.n_rows) for f in self.files]
+            [(f.path if f.filesystem is not None else os.path.abspath(f.path), f.identity, f.n_rows)
+             for f in self.files]
         )
 
-    def make_partitions(self, chunk_size: int) -> tuple[Partition, ...]:
+    def graph(self) -> None:
+        return None
+
+    def make_partitions(self, chunk_size: int | None) -> tuple[Partition, ...]:
+        assert chunk_size is not None
         parts: list[Partition] = []
         offset = 0
         for f in self.files:
@@ -295,7 +290,7 @@ class ParquetOrigin:
                     n_events=b - a, offset=offset + a, source=f"{f.path} [rows {a}:{b}]",
                     path=f.path, start=a, row_groups=tuple(range(first, last + 1)),
                     skip=a - starts[first], schema=self.schema, identity=f.identity,
-                    group_rows=max(f.row_group_rows[first:last + 1]),
+                    group_rows=max(f.row_group_rows[first:last + 1]), filesystem=f.filesystem,
                 ))
             offset += f.n_rows
         if not parts:
@@ -303,6 +298,7 @@ class ParquetOrigin:
             parts.append(ParquetPartition(
                 n_events=0, offset=0, source=f"{f.path} [rows 0:0]", path=f.path, start=0,
                 row_groups=(), skip=0, schema=self.schema, identity=f.identity,
+                filesystem=f.filesystem,
             ))
         return tuple(parts)
 
@@ -311,7 +307,8 @@ class ParquetOrigin:
 
 
 def read_parquet(path: PathArg | Sequence[PathArg], chunk_size: int | None = None,
-                 memory_policy: str = "fastest") -> Dataset:
+                 memory_policy: str = "fastest",
+                 storage_options: Mapping[str, Any] | None = None) -> Dataset:
     """Open Parquet event files lazily as a :class:`Dataset`.
 
     Only the files' metadata are read now. Each file's identity (size, modification
@@ -329,11 +326,17 @@ def read_parquet(path: PathArg | Sequence[PathArg], chunk_size: int | None = Non
         A file, a folder (every ``*.parquet`` in it, sorted), a glob pattern such
         as ``"accmc/*.parquet"``, or a list of these. A path that exists is never a
         pattern (``"run[1].parquet"`` is that file). Each file may be named only once.
+        fsspec URLs (``"s3://bucket/accmc/*.parquet"``, ``"memory://..."``,
+        ``"file://..."``) are read through pyarrow's filesystems, folders and patterns
+        included (see :mod:`laddu_dask.data.fs`).
     chunk_size : int, optional
-        Maximum events per partition (default ``DEFAULT_CHUNK_SIZE``); partitions
-        never span two files.
+        Maximum events per partition (default: the Dask config's
+        ``laddu-dask.chunk-size``, else ``DEFAULT_CHUNK_SIZE``); partitions never span
+        two files.
     memory_policy : {"fastest", "resident", "streaming"}
         Hint for the runtime.
+    storage_options : dict, optional
+        Options of the fsspec filesystem of URLs (credentials, endpoints), as in Dask.
 
     Raises
     ------
@@ -347,18 +350,24 @@ def read_parquet(path: PathArg | Sequence[PathArg], chunk_size: int | None = Non
         Files disagree on their columns (naming both), or a four-vector is incomplete.
     ValueError
         Bad ``chunk_size`` or ``memory_policy``.
+    TypeError
+        ``path`` is a Dask collection (use :meth:`Dataset.from_dask`).
 
     Examples
     --------
     >>> ds = read_parquet("accmc/*.parquet", chunk_size=100_000)  # doctest: +SKIP
+    >>> ds = read_parquet("s3://bucket/accmc/", storage_options={"anon": True})  # doctest: +SKIP
     """
+    if is_dask_collection(path):
+        raise TypeError(f"read_parquet reads files; for a Dask collection ({type(path).__name__}) "
+                        "use ld.Dataset.from_dask")
     check_memory_policy(memory_policy)
     resolve_chunk_size(chunk_size)  # validate before touching any file
-    files = expand_paths(path)
+    files = expand_paths(path, storage_options)
     infos: list[_FileInfo] = []
     schema: Schema | None = None
     for p in files:
-        info, s = _inspect(p)
+        info, s = _inspect(p, filesystem(p, storage_options)[0] if is_url(p) else None)
         if schema is None:
             schema = s
         elif s != schema and (set(s.p4s) != set(schema.p4s)
@@ -372,43 +381,3 @@ def read_parquet(path: PathArg | Sequence[PathArg], chunk_size: int | None = Non
     assert schema is not None
     return Dataset(ParquetOrigin(infos, schema), chunk_size=chunk_size,
                    memory_policy=memory_policy)
-
-
-def write_parquet(dataset: Dataset, path: PathArg, precision: str = "f64") -> None:
-    """Write ``dataset`` (all columns and weights) to one Parquet file, atomically.
-
-    Each partition becomes one row group, and every page carries a CRC checksum that
-    :func:`read_parquet` verifies. The file is first written to a hidden temporary file
-    in the same folder and then renamed over ``path``.
-
-    Raises
-    ------
-    ValueError
-        If ``precision`` is not ``"f64"`` or ``"f32"``; nothing is written.
-    FileNotFoundError
-        If the folder of ``path`` does not exist.
-    """
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision must be 'f64' or 'f32', got {precision!r}")
-    target = os.path.abspath(os.fspath(path))
-    folder = os.path.dirname(target)
-    if not os.path.isdir(folder):
-        raise FileNotFoundError(f"cannot write {target}: folder {folder!r} does not exist")
-    if os.path.isdir(target):
-        raise IsADirectoryError(f"cannot write Parquet file over folder {target!r}")
-    ptype = PRECISIONS[precision]
-    names = dataset.schema.columns() + [WEIGHT_COLUMN]
-    arrow_schema = pa.schema([pa.field(n, ptype, nullable=False) for n in names])
-    dt = np.float32 if precision == "f32" else np.float64
-    with atomic_path(target) as tmp, pq.ParquetWriter(tmp, arrow_schema,
-                                                   write_page_checksum=True) as writer:
-        for batch in dataset.iter_batches(None, np.float64):
-            arrays = [batch.columns[n] for n in names[:-1]] + [batch.weights]
-            stored = []
-            for n, a in zip(names, arrays, strict=True):
-                with np.errstate(over="ignore"):
-                    b = a.astype(dt, copy=False)
-                if b is not a:
-                    check_finite(b, n, batch.offset, batch.source, original=a)
-                stored.append(pa.array(b, type=ptype))
-            writer.write_table(pa.Table.from_arrays(stored, schema=arrow_schema))

@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
+from laddu_dask.data.fs import expand_url, is_url
 from laddu_dask.errors import DataError
 
 PathArg = str | os.PathLike[str]
@@ -58,16 +60,21 @@ def _spelling(item: str, found: str) -> str:
     return repr(item) if item == found else f"{item!r} (as {found!r})"
 
 
-def expand_paths(path: PathArg | Sequence[PathArg]) -> list[str]:
+def expand_paths(path: PathArg | Sequence[PathArg],
+                 storage_options: Mapping[str, Any] | None = None) -> list[str]:
     """Resolve a file, folder (its ``*.parquet``, sorted), glob, or a list of these.
 
     A path that exists is taken literally even when it contains glob characters;
-    a path that does not exist and has them is a pattern.
+    a path that does not exist and has them is a pattern. A URL (``s3://...``,
+    ``memory://...``, ``file://...``) is resolved the same way by fsspec, and its files
+    come back as full URLs.
 
     Parameters
     ----------
     path : path-like or sequence of path-like
         What the user gave; ``~`` is expanded.
+    storage_options : dict, optional
+        Passed to fsspec for URLs (credentials, endpoints), as in Dask.
 
     Returns
     -------
@@ -95,8 +102,20 @@ def expand_paths(path: PathArg | Sequence[PathArg]) -> list[str]:
         raise FileNotFoundError("no Parquet paths given (empty list)")
     files: list[str] = []
     seen: dict[tuple[int, int], tuple[str, str]] = {}  # (device, inode) -> (file, spelling)
+    urls: dict[str, str] = {}  # a URL's file -> its spelling
     for item in items:
-        p = os.path.expanduser(os.fspath(item))
+        p = os.fspath(item)
+        if is_url(p):
+            for f in expand_url(p, storage_options):
+                if f in urls:
+                    raise DataError(
+                        f"file {f} is given twice: as {urls[f]} and as {_spelling(p, f)}; name "
+                        "each file once (reading it twice would count its events twice)"
+                    )
+                urls[f] = _spelling(p, f)
+                files.append(f)
+            continue
+        p = os.path.expanduser(p)
         for f in _expand_one(p):
             st = os.stat(f)
             key = (st.st_dev, st.st_ino)

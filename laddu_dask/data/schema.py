@@ -17,7 +17,7 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from laddu_dask.errors import SchemaError
 
@@ -159,6 +159,47 @@ class Schema:
         in_p4 = {c for p in p4s for c in p4_columns(p)}
         scalars = tuple(n for n in names if n not in in_p4 and n != WEIGHT_COLUMN)
         return cls(p4s=tuple(p4s), scalars=scalars, has_weight=WEIGHT_COLUMN in seen)
+
+    @classmethod
+    def from_typed_columns(cls, columns: Iterable[tuple[str, str, bool]], source: str) -> Schema:
+        """Infer the schema from ``(name, type, is_number)`` of every column of a source.
+
+        Columns that hold no numbers (strings, objects, dates) are kept in
+        :attr:`non_numeric` with their type: an error only if a model needs one. A
+        non-numeric ``weight`` or four-vector component is an error now.
+
+        Raises
+        ------
+        SchemaError
+            A non-numeric weight or four-vector column (naming it, its type and
+            ``source``), a column name that is not a string, and the errors of
+            :meth:`from_column_names`.
+
+        Examples
+        --------
+        >>> s = Schema.from_typed_columns([("x", "double", True), ("run", "string", False)], "f")
+        >>> s.scalars, s.non_numeric
+        (('x',), (('run', 'string', 'f'),))
+        >>> Schema.from_typed_columns([("weight", "string", False)], "f")
+        Traceback (most recent call last):
+        ...
+        laddu_dask.errors.SchemaError: column 'weight' in f has type string; expected a number
+        """
+        columns = list(columns)
+        for name, _, _ in columns:
+            if not isinstance(name, str):
+                raise SchemaError(f"column names must be strings; {source} has column {name!r}")
+        numeric = [name for name, _, is_number in columns if is_number]
+        heads = {split[0] for n in numeric if (split := _split_component(n)) is not None}
+        other = []
+        for name, kind, is_number in columns:
+            if is_number:
+                continue
+            split = _split_component(name)
+            if name == WEIGHT_COLUMN or (split is not None and split[0] in heads):
+                raise SchemaError(f"column {name!r} in {source} has type {kind}; expected a number")
+            other.append((name, kind, source))
+        return replace(cls.from_column_names(numeric, source), non_numeric=tuple(other))
 
     def require(self, columns: Iterable[str], source: str, *, needed_by: str = "model") -> None:
         """Check that every column in ``columns`` exists and holds numbers.

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from laddu_dask.data.paths import expand_paths
 from laddu_dask.errors import ClusterError, KernelCacheError, LadduDaskError
 from laddu_dask.files import atomic_write
 from laddu_dask.jobs.cluster import cluster_client
@@ -78,8 +79,6 @@ def default_output(config_path: str) -> str:
 
 def _inputs(config: FitConfig) -> Iterator[tuple[str, str]]:
     """``(what, path)`` of every file the job reads: config, model files, data, certificates."""
-    from laddu_dask.data.parquet import expand_paths
-
     yield "the config file", config.path
     for term in config.terms:
         if term.model.file is not None:

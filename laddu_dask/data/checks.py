@@ -1,0 +1,178 @@
+"""The checks every dataset shares: chunk sizes, memory policies, dtypes, columns, finite values.
+
+Examples
+--------
+>>> from laddu_dask.data.checks import split_rows
+>>> split_rows(5, 2)
+[(0, 2), (2, 4), (4, 5)]
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from laddu_dask import config
+from laddu_dask.data.schema import WEIGHT_COLUMN, Schema
+from laddu_dask.errors import DataError
+
+DEFAULT_CHUNK_SIZE = 262_144
+"""Events per partition when ``chunk_size`` is None."""
+
+MEMORY_POLICIES: tuple[str, ...] = ("resident", "streaming", "fastest")
+"""Allowed values of ``memory_policy``."""
+
+_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
+
+
+# ----------------------------------------------------------------------------- checks
+
+
+def check_memory_policy(memory_policy: str) -> str:
+    """Return ``memory_policy`` if allowed, else raise ValueError naming the allowed values.
+
+    Examples
+    --------
+    >>> check_memory_policy("streaming")
+    'streaming'
+    """
+    if not isinstance(memory_policy, str) or memory_policy not in MEMORY_POLICIES:
+        allowed = ", ".join(repr(p) for p in MEMORY_POLICIES)
+        raise ValueError(f"memory_policy must be one of {allowed}, got {memory_policy!r}")
+    return memory_policy
+
+
+def resolve_chunk_size(chunk_size: int | None) -> int:
+    """Return the events per partition: ``DEFAULT_CHUNK_SIZE`` for None.
+
+    Raises ValueError unless ``chunk_size`` is None or a positive integer.
+
+    Examples
+    --------
+    >>> resolve_chunk_size(None) == DEFAULT_CHUNK_SIZE, resolve_chunk_size(1000)
+    (True, 1000)
+    """
+    if chunk_size is None:
+        return DEFAULT_CHUNK_SIZE
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, numbers.Integral):
+        raise ValueError(  # documented contract: a bad chunk_size is a ValueError
+            f"chunk_size must be a positive integer or None, got {chunk_size!r}"
+        )
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be at least 1 event, got {chunk_size}")
+    return int(chunk_size)
+
+
+def configured_chunk_size() -> int | None:
+    """The chunk size set in Dask's config (``laddu-dask.chunk-size``), or None when unset.
+
+    Raises ValueError naming the key unless it is None or a positive integer.
+
+    Examples
+    --------
+    >>> import dask
+    >>> with dask.config.set({"laddu-dask.chunk-size": 50_000}):
+    ...     configured_chunk_size()
+    50000
+    >>> configured_chunk_size() is None
+    True
+    """
+    value = config.get("chunk-size")
+    if value is None:
+        return None
+    try:
+        return resolve_chunk_size(value)
+    except ValueError as exc:
+        raise ValueError(f"Dask config 'laddu-dask.chunk-size': {exc}") from None
+
+
+def check_dtype(dtype: Any) -> np.dtype:
+    """Return ``np.dtype(dtype)`` if it is float64 or float32, else raise ValueError."""
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        dt = None
+    if dt not in _DTYPES:
+        raise ValueError(f"dtype must be numpy.float64 or numpy.float32, got {dtype!r}")
+    return dt
+
+
+def check_finite(array: np.ndarray, column: str, offset: int, source: str,
+                 original: np.ndarray | None = None) -> None:
+    """Raise DataError naming ``column``, ``source`` and the first non-finite event.
+
+    ``offset`` is the global index of ``array[0]``. ``original`` holds the values
+    before a dtype conversion, to tell an overflow from a stored non-finite value.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> check_finite(np.array([1.0, np.nan]), "beam_px", 10, "arrays")
+    Traceback (most recent call last):
+    ...
+    laddu_dask.errors.DataError: column 'beam_px' has a non-finite value (nan) at event 11 ...
+    """
+    finite = np.isfinite(array)
+    if finite.all():
+        return
+    i = int(np.argmin(finite))
+    value = array[i] if original is None else original[i]
+    what = f"a non-finite value ({float(value)!r})"
+    if original is not None and np.isfinite(original[i]):
+        what = f"a value ({float(value)!r}) that overflows {array.dtype}"
+    raise DataError(f"column {column!r} has {what} at event {offset + i} ({source})")
+
+
+def split_rows(n_rows: int, chunk_size: int) -> list[tuple[int, int]]:
+    """Cut ``range(n_rows)`` into ``(start, stop)`` pieces of ``chunk_size`` (last shorter).
+
+    Examples
+    --------
+    >>> split_rows(10, 4)
+    [(0, 4), (4, 8), (8, 10)]
+    """
+    return [(s, min(s + chunk_size, n_rows)) for s in range(0, n_rows, chunk_size)]
+
+
+def resolve_columns(schema: Schema, columns: Sequence[str] | None, source: str) -> list[str]:
+    """Columns to load: all of ``schema`` for None, else ``columns`` less ``weight``.
+
+    Raises SchemaError (via :meth:`Schema.require`) naming any unknown column and ``source``.
+    """
+    if columns is None:
+        return schema.columns()
+    if isinstance(columns, str):
+        columns = [columns]
+    cols = list(dict.fromkeys(c for c in columns if c != WEIGHT_COLUMN))
+    schema.require(cols, source, needed_by="load")
+    return cols
+
+
+
+
+def cast_column(raw: np.ndarray, dtype: np.dtype, column: str, offset: int, source: str,
+                checked: bool = False) -> np.ndarray:
+    """A contiguous, writable copy of the numbers ``raw`` in ``dtype``, checked to be finite.
+
+    ``checked`` says ``raw`` is known to be finite already (then only a narrowing cast
+    that overflows is looked for). Raises DataError naming ``column``, ``source`` and the
+    event (``offset`` is the global index of ``raw[0]``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> cast_column(np.array([1, 2]), np.dtype("f8"), "x", 0, "arrays")
+    array([1., 2.])
+    >>> cast_column(np.array([1e300]), np.dtype("f4"), "x", 5, "arrays", checked=True)
+    Traceback (most recent call last):
+    ...
+    laddu_dask.errors.DataError: column 'x' has a value (1e+300) that overflows float32 at event 5 (arrays)
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        arr = np.array(raw, dtype=dtype, copy=True)
+    if not checked or arr.dtype != raw.dtype:
+        check_finite(arr, column, offset, source, original=raw if raw.dtype != arr.dtype else None)
+    return arr

@@ -1,0 +1,437 @@
+"""Datasets as Dask collections: from_dask, persist/compute, fsspec URLs, the chunk-size config.
+
+The K_S K_S sample of ``conftest.py`` read through Dask (``dd.read_parquet``,
+``dd.from_pandas``, Dask arrays, ``uproot.dask``) must give the NLL value and gradient of
+``read_parquet`` of the same file to the last bit, keep the collection's partitioning and
+compute nothing when built; wrong inputs get the typed, naming errors files get.
+"""
+
+from __future__ import annotations
+
+import pickle
+import threading
+import uuid
+
+import dask
+import dask.array as da
+import dask.dataframe as dd
+import fsspec
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from dask.callbacks import Callback
+
+import laddu_dask as ld
+from laddu_dask import ksks
+from laddu_dask.data.checks import DEFAULT_CHUNK_SIZE
+from laddu_dask.errors import DataChangedError, DataError, SchemaError
+
+P4S = ksks.P4_NAMES
+POINT = dict(ksks.TRUTH)
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+class CountTasks(Callback):
+    """Counts the tasks Dask's local schedulers run while it is active."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.n = 0
+        self._lock = threading.Lock()
+
+    def _pretask(self, key, dsk, state) -> None:
+        with self._lock:
+            self.n += 1
+
+
+CALLS: list[int] = []  # rows of every partition _counted saw
+BLOCKS: list[int] = []  # rows of every block _counted_block saw
+
+
+def _counted(frame: pd.DataFrame) -> pd.DataFrame:
+    """A partition passed through unchanged, counting the call (a task of the user's graph)."""
+    CALLS.append(len(frame))
+    return frame
+
+
+def _counted_block(block: np.ndarray) -> np.ndarray:
+    BLOCKS.append(len(block))
+    return block
+
+
+def _load_rows(partition) -> int:
+    return partition.load().n_events
+
+
+def _nll(data: ld.Dataset, mc: ld.Dataset, **kw) -> tuple[float, np.ndarray]:
+    lik = ld.Likelihood([ld.NLL(ksks.model(), data=data, accepted_mc=mc)], **kw)
+    return lik.value_and_gradient(POINT)
+
+
+@pytest.fixture(scope="module")
+def reference(ksks_sample) -> tuple[float, np.ndarray]:
+    """Value and gradient of read_parquet of the sample files."""
+    return _nll(ld.read_parquet(ksks_sample["data"]), ld.read_parquet(ksks_sample["accmc"]))
+
+
+@pytest.fixture(scope="module")
+def row_groups(ksks_sample, tmp_path_factory) -> dict[str, str]:
+    """The sample rewritten with row groups of 1000 rows (dd.read_parquet splits on them)."""
+    out = tmp_path_factory.mktemp("rowgroups")
+    paths = {}
+    for key in ("data", "accmc"):
+        paths[key] = str(out / f"{key}.parquet")
+        pq.write_table(pq.read_table(ksks_sample[key]), paths[key], row_group_size=1000)
+    return paths
+
+
+def _assert_same(got: tuple[float, np.ndarray], ref: tuple[float, np.ndarray]) -> None:
+    assert got[0] == ref[0]
+    np.testing.assert_array_equal(got[1], ref[1])
+
+
+def _batches(ds: ld.Dataset) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    parts = [ds.load_partition(i) for i in range(ds.n_partitions)]
+    cols = {c: np.concatenate([b.columns[c] for b in parts]) for c in parts[0].columns}
+    return cols, np.concatenate([b.weights for b in parts])
+
+
+def _assert_same_events(a: ld.Dataset, b: ld.Dataset) -> None:
+    (ca, wa), (cb, wb) = _batches(a), _batches(b)
+    assert ca.keys() == cb.keys()
+    for c in ca:
+        np.testing.assert_array_equal(ca[c], cb[c])
+    np.testing.assert_array_equal(wa, wb)
+
+
+# ----------------------------------------------------------------------------- from_dask
+
+
+def test_from_dask_dataframes_keep_partitions_compute_nothing_and_match(ksks_sample, row_groups,
+                                                                        reference):
+    frames = {
+        "data": dd.read_parquet(row_groups["data"], split_row_groups=True),
+        "accmc": dd.from_pandas(pd.read_parquet(ksks_sample["accmc"]), npartitions=3),
+    }
+    with CountTasks() as counter:
+        data, mc = (ld.Dataset.from_dask(frames[k]) for k in ("data", "accmc"))
+        assert (data.n_events, mc.n_events) == (3000, 4000)
+        repr(data), data._repr_html_()
+    assert counter.n == 0  # nothing computed, nothing read
+    assert data.n_partitions == frames["data"].npartitions == 3
+    assert mc.n_partitions == frames["accmc"].npartitions == 3
+    assert data.chunk_size_given and mc.chunk_size_given  # the runtime keeps the user's partitions
+    assert data.schema == ld.read_parquet(ksks_sample["data"]).schema
+    _assert_same(_nll(data, mc), reference)
+    assert ld.Dataset(frames["data"]).n_partitions == 3  # Dataset(ddf) is from_dask(ddf)
+
+
+def test_from_dask_counts_its_tasks_only_when_evaluated(ksks_sample, row_groups, reference):
+    """A counting task in the user's graph runs at the first evaluation, never at construction."""
+    base = dd.read_parquet(row_groups["data"], split_row_groups=True)
+    frame = base.map_partitions(_counted, meta=base._meta)
+    with pytest.raises(DataError, match=r"Dask does not know how many rows the 3 partition\(s\) of "
+                                        r"dask DataFrame '.*' hold .* pass lengths=True"):
+        ld.Dataset.from_dask(frame)
+    CALLS.clear()
+    BLOCKS.clear()
+    data = ld.Dataset.from_dask(frame, lengths=[1000, 1000, 1000])
+    table = pq.read_table(ksks_sample["accmc"])
+    p4s = {n: da.from_array(np.column_stack([table.column(f"{n}_{c}").to_numpy()
+                                             for c in ("e", "px", "py", "pz")]), chunks=(1500, 4))
+           for n in P4S}
+    counted = {n: a.map_blocks(_counted_block, meta=np.empty((0, 4))) for n, a in p4s.items()}
+    mc = ld.Dataset.from_dask(p4s=counted,
+                              weights=da.from_array(table.column("weight").to_numpy(), chunks=1500))
+    assert (CALLS, BLOCKS) == ([], [])  # built, nothing computed
+    assert (data.n_partitions, mc.n_partitions) == (3, 3)
+    _assert_same(_nll(data, mc), reference)
+    assert set(CALLS) == {1000} and len(CALLS) >= 3  # every partition computed by its own graph
+    assert set(BLOCKS) == {1500, 1000} and len(BLOCKS) >= 4 * 3
+    CALLS.clear()
+    counted = ld.Dataset.from_dask(frame, lengths=True)  # counting the rows runs the graph once
+    assert counted.n_events == 3000 and CALLS == [1000] * 3
+
+
+def test_from_dask_arrays_and_from_arrays_of_dask_arrays(ksks_arrays, reference):
+    (dp4, dw), (mp4, mw) = ksks_arrays["data"], ksks_arrays["accmc"]
+    with CountTasks() as counter:
+        data = ld.Dataset.from_dask(p4s={n: da.from_array(a, chunks=(700, 4)) for n, a in dp4.items()},
+                                    weights=da.from_array(dw, chunks=700))
+        mc = ld.Dataset.from_arrays(p4s={n: da.from_array(a, chunks=(1000, 4)) for n, a in mp4.items()},
+                                    weights=mw)  # NumPy weights are chunked like the Dask arrays
+        split = ld.Dataset.from_arrays(p4s={n: da.from_array(a, chunks=(1000, 4)) for n, a in mp4.items()},
+                                       chunk_size=300)
+    assert counter.n == 0
+    assert [p.n_events for p in data.partitions] == [700] * 4 + [200]
+    assert mc.n_partitions == 4 and mc.chunk_size_given
+    assert [p.n_events for p in split.partitions][:5] == [300, 300, 300, 100, 300]  # chunks split
+    _assert_same(_nll(data, mc), reference)
+    assert ld.Dataset.from_dask({"p4s": {"k": da.ones((5, 4), chunks=(2, 4))}}).n_partitions == 3
+
+
+def test_dask_partitions_pickle_with_only_their_block(ksks_sample):
+    frame = dd.from_pandas(pd.read_parquet(ksks_sample["data"]), npartitions=3)
+    ds = ld.Dataset.from_dask(frame)
+    whole = len(pickle.dumps(pd.read_parquet(ksks_sample["data"])))
+    for i, part in enumerate(ds.partitions):
+        blob = pickle.dumps(part)
+        assert len(blob) < whole / 2  # one block's graph, not the whole frame
+        batch = pickle.loads(blob).load(["beam_e"], np.float32)
+        expected = frame.partitions[i].compute()["beam_e"].to_numpy().astype(np.float32)
+        np.testing.assert_array_equal(batch.columns["beam_e"], expected)
+        assert batch.columns["beam_e"].dtype == np.float32 and batch.offset == 1000 * i
+    x = np.random.default_rng(1).normal(size=(3000, 4))
+    arrays = ld.Dataset.from_dask(p4s={"k": da.from_array(x, chunks=(1000, 4))})
+    blob = pickle.dumps(arrays.partitions[2])
+    assert len(blob) < x.nbytes / 2
+    np.testing.assert_array_equal(pickle.loads(blob).load(["k_py"]).columns["k_py"], x[2000:, 2])
+
+
+def test_with_chunk_size_splits_dask_blocks(ksks_sample):
+    ds = ld.Dataset.from_dask(dd.from_pandas(pd.read_parquet(ksks_sample["data"]), npartitions=2))
+    split = ds.with_chunk_size(600)
+    assert [p.n_events for p in split.partitions] == [600, 600, 300, 600, 600, 300]
+    # a piece computes its whole block: the runtime's memory plan counts it
+    assert split.partitions[0].read_bytes == 1500 * 8 * (16 + 1)
+    assert split.persist().partitions[0].read_bytes == 0
+    assert split.sum_weights() == ds.sum_weights() == 3000.0
+    _assert_same_events(split, ds)
+    assert ds.with_chunk_size(None).n_partitions == 2 and ds.with_memory_policy("streaming").n_partitions == 2
+
+
+# ----------------------------------------------------------------------------- errors
+
+
+def _frame(**columns) -> dd.DataFrame:
+    return dd.from_pandas(pd.DataFrame(columns), npartitions=2)
+
+
+def test_from_dask_wrong_frames_get_typed_naming_errors():
+    n = 6
+    ones = np.ones(n)
+    with pytest.raises(SchemaError, match=r"four-vector 'beam' in dask DataFrame 'frompandas-\w+' is "
+                                          r"incomplete: it lacks column\(s\) 'beam_pz'"):
+        ld.Dataset.from_dask(_frame(beam_e=ones, beam_px=ones, beam_py=ones))
+    with pytest.raises(SchemaError, match=r"column 'weight' in dask DataFrame '.*' has type (string|object)"
+                                          r"; expected a number"):
+        ld.Dataset.from_dask(_frame(x=ones, weight=["a"] * n))
+    with pytest.raises(SchemaError, match=r"column 'k_px' in dask DataFrame '.*' has type (string|object)"):
+        ld.Dataset.from_dask(_frame(k_e=ones, k_px=np.array([object()] * n), k_py=ones, k_pz=ones))
+    kept = ld.Dataset.from_dask(_frame(x=ones, run=["r1"] * n))  # a string scalar is kept aside
+    assert kept.schema.scalars == ("x",)
+    with pytest.raises(SchemaError, match=r"load needs column 'run', which in dask DataFrame .* has "
+                                          r"type (string|object): not a number"):
+        kept.load_partition(0, ["run"])
+    with pytest.raises(SchemaError, match="column names must be strings"):
+        ld.Dataset.from_dask(dd.from_pandas(pd.DataFrame({0: ones}), npartitions=1))
+    filtered = _frame(x=np.arange(6.0))
+    with pytest.raises(DataError, match=r"Dask does not know how many rows .* lengths=True"):
+        ld.Dataset.from_dask(filtered[filtered.x > 2])
+    with pytest.raises(DataError, match=r"lengths must hold one non-negative integer per partition .*\(2\)"):
+        ld.Dataset.from_dask(filtered[filtered.x > 2], lengths=[3])
+    with pytest.raises(DataError, match=r"lengths=\(2, 2\) contradict the lengths Dask knows .*: \(3, 3\)"):
+        ld.Dataset.from_dask(filtered, lengths=[2, 2])
+    wrong = ld.Dataset.from_dask(filtered[filtered.x > 2], lengths=[3, 3])  # really [0, 3]
+    with pytest.raises(DataError, match=r"dask DataFrame '.*' partition 0 has 0 rows, but the dataset "
+                                        r"was built for 3"):
+        wrong.load_partition(0)
+    assert ld.Dataset.from_dask(filtered[filtered.x > 2], lengths=True).n_events == 3
+
+
+def test_from_dask_bad_values_name_column_and_event():
+    x = np.arange(6.0)
+    x[4] = np.inf
+    with pytest.raises(DataError, match=r"column 'x' has a non-finite value \(inf\) at event 4 "
+                                        r"\(dask DataFrame '.*' partition 1\)"):
+        ld.Dataset.from_dask(_frame(x=x)).load_partition(1)
+    nullable = pd.array([1.0, 2.0, None, 4.0], dtype="Float64")
+    ds = ld.Dataset.from_dask(dd.from_pandas(pd.DataFrame({"x": nullable}), npartitions=2))
+    with pytest.raises(DataError, match=r"column 'x' has a missing \(null\) value at event 2 "):
+        ds.load_partition(1)
+    big = ld.Dataset.from_dask(scalars={"s": da.from_array(np.array([1.0, 1e300]), chunks=1)})
+    with pytest.raises(DataError, match=r"column 's' has a value \(1e\+300\) that overflows float32 at "
+                                        r"event 1 \(dask arrays chunk 1\)"):
+        big.load_partition(1, dtype=np.float32)
+
+
+def test_from_dask_wrong_arrays_get_typed_naming_errors():
+    p4 = da.ones((10, 4), chunks=(5, 4))
+    with pytest.raises(DataError, match=r"the chunks of dask arrays along the events do not line up: "
+                                        r"four-vector 'k' has \(5, 5\), scalar 's' has \(4, 6\)"):
+        ld.Dataset.from_dask(p4s={"k": p4}, scalars={"s": da.ones(10, chunks=((4, 6),))})
+    with pytest.raises(DataError, match=r"four-vector 'k' is chunked along its components"):
+        ld.Dataset.from_dask(p4s={"k": da.ones((10, 4), chunks=(5, 2))})
+    with pytest.raises(DataError, match=r"scalar 's' must hold real numbers, got dtype <U1"):
+        ld.Dataset.from_dask(p4s={"k": p4}, scalars={"s": da.from_array(np.array(["a"] * 10), chunks=5)})
+    with pytest.raises(DataError, match=r"four-vector 'k' must have shape \(n_events, 4\)"):
+        ld.Dataset.from_dask(p4s={"k": da.ones((10, 3), chunks=5)})
+    with pytest.raises(DataError, match=r"arrays have different numbers of events \(four-vector 'k': 10, "
+                                        r"weights: 9\)"):
+        ld.Dataset.from_dask(p4s={"k": p4}, weights=da.ones(9, chunks=5))
+    s = da.arange(10.0, chunks=5)
+    with pytest.raises(DataError, match=r"Dask does not know how many rows the 2 partition\(s\) of "
+                                        r"dask arrays"):
+        ld.Dataset.from_dask(scalars={"s": s[s > 2]})
+    assert ld.Dataset.from_dask(scalars={"s": s[s > 2]}, lengths=True).n_events == 7
+    with pytest.raises(TypeError, match=r"pass Dask arrays as from_dask\(p4s=..."):
+        ld.Dataset.from_dask(p4)
+    with pytest.raises(TypeError, match="use from_arrays for NumPy arrays"):
+        ld.Dataset.from_dask(scalars={"s": np.ones(3)})
+    with pytest.raises(TypeError, match="read_parquet reads files; for a Dask collection .*from_dask"):
+        ld.read_parquet(_frame(x=np.ones(4)))
+    with pytest.raises(TypeError, match=r"got str \(for Parquet files use read_parquet\)"):
+        ld.Dataset("data.parquet")
+
+
+# ----------------------------------------------------------------------------- the collection
+
+
+def test_dataset_is_a_dask_collection_that_computes_and_persists(ksks_sample):
+    CALLS.clear()
+    base = dd.from_pandas(pd.read_parquet(ksks_sample["data"]), npartitions=3)
+    frame = base.map_partitions(_counted, meta=base._meta)  # with meta, Dask does not call it
+    ds = ld.Dataset.from_dask(frame, lengths=[1000] * 3)
+    files = ld.read_parquet(ksks_sample["data"], chunk_size=1200)
+    assert dask.is_dask_collection(ds) and dask.is_dask_collection(files)
+    assert dask.base.tokenize(files) == dask.base.tokenize(files)
+    assert len(ds.__dask_keys__()) == 3 and CALLS == []
+    assert ds.load_partition(1).offset == 1000 and CALLS == [1000]  # that partition's graph alone
+    CALLS.clear()
+    (computed,) = dask.compute(ds)
+    assert len(CALLS) == 3
+    assert isinstance(computed, ld.Dataset) and [p.n_events for p in computed.partitions] == [1000] * 3
+    assert computed.schema == ds.schema and computed.sources == ds.sources
+    persisted = files.persist()
+    assert [p.n_events for p in persisted.partitions] == [1200, 1200, 600]
+    assert persisted.chunk_size_given and not ld.read_parquet(ksks_sample["data"]).persist().chunk_size_given
+    _assert_same_events(persisted, files)
+    _assert_same_events(computed, files)
+    assert persisted.sum_weights() == files.sum_weights() == 3000.0
+    # graphs built on the persisted dataset depend on its persisted keys, holding the batches
+    graph, keys = persisted.partition_graph(["beam_e"], name="prep")
+    held = graph.layers[files.__dask_layers__()[0]]
+    assert set(held) == set(files.__dask_keys__())
+    assert graph.dependencies[keys[0][0]] == {files.__dask_layers__()[0]}
+    assert all(isinstance(v, ld.EventBatch) for v in dict(held).values())
+    CALLS.clear()
+    (again,) = dask.persist(ds)
+    assert len(CALLS) == 3
+    again.sum_weights(), [again.load_partition(i) for i in range(3)]
+    assert len(CALLS) == 3  # reading a persisted dataset computes nothing again
+
+
+def test_persist_on_a_cluster_holds_futures_and_gives_the_same_nll(ksks_sample, row_groups, reference):
+    distributed = pytest.importorskip("distributed")
+    data = ld.Dataset.from_dask(dd.read_parquet(row_groups["data"], split_row_groups=True))
+    mc = ld.read_parquet(ksks_sample["accmc"], chunk_size=1500)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
+        # a partition computes its block with the synchronous scheduler inside a worker's task
+        assert client.submit(_load_rows, data.partitions[1]).result(timeout=30) == 1000
+        pdata, pmc = dask.persist(data, mc)
+        distributed.wait([pdata, pmc], timeout=30)
+        for ds in (pdata, pmc):
+            held = [p.graph[p.inputs] for p in ds.partitions]
+            assert all(isinstance(f, distributed.Future) and f.status == "finished" for f in held)
+            # a graph built on the persisted dataset depends on the futures' keys
+            graph, keys = ds.partition_graph([], name="prep")
+            layer = held[0].key[0]
+            assert set(graph.layers[layer]) == {f.key for f in held}
+            assert graph.dependencies[keys[0][0]] == {layer}
+            assert all(client.who_has(held).values())  # held by the workers
+        assert pdata.n_partitions == 3 and pmc.n_partitions == 3
+        assert pmc.sum_weights() == 4000.0
+        _assert_same(_nll(pdata, pmc), reference)  # the local pool, fetching the futures
+        _assert_same(_nll(pdata, pmc, execution=ld.Execution(client=client)), reference)
+        local = pmc.compute()
+    _assert_same_events(local, mc)  # in this process: readable with the cluster gone
+
+
+# ----------------------------------------------------------------------------- uproot, dask-awkward
+
+
+def test_uproot_dask_arrays_go_through_from_dask(ksks_sample, tmp_path, reference):
+    uproot = pytest.importorskip("uproot", reason="uproot is not installed (optional input)")
+    pytest.importorskip("dask_awkward", reason="dask-awkward is not installed (optional input)")
+    root = {}
+    for key in ("data", "accmc"):
+        table = pq.read_table(ksks_sample[key])
+        root[key] = str(tmp_path / f"{key}.root")
+        with uproot.recreate(root[key]) as f:
+            f["events"] = {n: table.column(n).to_numpy() for n in table.column_names}
+    arrays = {k: uproot.dask(f"{path}:events", step_size=1000) for k, path in root.items()}
+    with CountTasks() as counter:
+        data, mc = (ld.Dataset.from_dask(arrays[k]) for k in ("data", "accmc"))
+    assert counter.n == 0
+    assert (data.n_partitions, mc.n_partitions) == (3, 4) == (arrays["data"].npartitions, 4)
+    _assert_same(_nll(data, mc), reference)
+    flat = ld.Dataset.from_dask(scalars={"w": arrays["data"]["weight"]})  # a flat dask-awkward array
+    assert flat.n_partitions == 3 and flat.load_partition(2).columns["w"].sum() == 1000.0
+    unknown = uproot.dask({root["data"]: "events"}, open_files=False)
+    with pytest.raises(DataError, match="Dask does not know how many rows .* dask-awkward array"):
+        ld.Dataset.from_dask(unknown)
+    assert ld.Dataset.from_dask(unknown, lengths=True).n_events == 3000
+
+
+# ----------------------------------------------------------------------------- fsspec URLs
+
+
+def test_read_parquet_reads_fsspec_urls(ksks_sample, tmp_path):
+    fs = fsspec.filesystem("memory")
+    root = f"/laddu-{uuid.uuid4().hex}"
+    fs.put(ksks_sample["data"], f"{root}/run/a.parquet")
+    fs.put(ksks_sample["accmc"], f"{root}/run/b.parquet")
+    local = ld.read_parquet([ksks_sample["data"], ksks_sample["accmc"]], chunk_size=1000)
+    for url in (f"memory://{root}/run", f"memory://{root}/run/*.parquet",
+                [f"memory://{root}/run/a.parquet", f"memory://{root}/run/b.parquet"]):
+        ds = ld.read_parquet(url, chunk_size=1000)
+        assert ds.sources == (f"memory://{root}/run/a.parquet", f"memory://{root}/run/b.parquet")
+        _assert_same_events(ds, local)
+    (tmp_path / "run").mkdir()
+    fsspec.filesystem("file").put(ksks_sample["data"], str(tmp_path / "run" / "a.parquet"))
+    on_disk = ld.read_parquet(f"file://{tmp_path}/run", chunk_size=1000)
+    assert on_disk.sources == (f"file://{tmp_path}/run/a.parquet",)
+    assert on_disk.partitions[0].identity.mtime_ns > 0
+    _assert_same_events(on_disk, ld.read_parquet(ksks_sample["data"], chunk_size=1000))
+    part = pickle.loads(pickle.dumps(ld.read_parquet(f"memory://{root}/run/a.parquet").partitions[0]))
+    assert part.load().n_events == 3000  # the filesystem travels with the partition
+
+    ds = ld.read_parquet(f"memory://{root}/run/a.parquet")
+    fs.put(ksks_sample["accmc"], f"{root}/run/a.parquet")  # rewritten under the dataset
+    with pytest.raises(DataChangedError, match=rf"memory://{root}/run/a.parquet changed on disk since "
+                                               r"it was opened \(size 3\d+ -> 4\d+ bytes; modified"):
+        ds.load_partition(0)
+    fs.rm(f"{root}/run/a.parquet")
+    with pytest.raises(DataChangedError, match=rf"memory://{root}/run/a.parquet was deleted or moved"):
+        ds.load_partition(0)
+    with pytest.raises(DataError, match=rf"file memory://{root}/run/b.parquet is given twice"):
+        ld.read_parquet([f"memory://{root}/run", f"memory://{root}/run/b.parquet"])
+    with pytest.raises(FileNotFoundError, match=rf"no files match 'memory://{root}/none/\*.parquet'"):
+        ld.read_parquet(f"memory://{root}/none/*.parquet")
+
+
+# ----------------------------------------------------------------------------- chunk-size config
+
+
+def test_chunk_size_comes_from_the_dask_config(ksks_sample):
+    frame = dd.from_pandas(pd.read_parquet(ksks_sample["data"]), npartitions=2)
+    default = ld.read_parquet(ksks_sample["data"])
+    assert (default.chunk_size, default.chunk_size_given) == (DEFAULT_CHUNK_SIZE, False)
+    with dask.config.set({"laddu-dask.chunk-size": 700}):
+        files = ld.read_parquet(ksks_sample["data"])
+        arrays = ld.Dataset.from_arrays(scalars={"x": np.zeros(1500)})
+        explicit = ld.read_parquet(ksks_sample["data"], chunk_size=1000)
+        kept = ld.Dataset.from_dask(frame)  # a Dask collection keeps its own partitions
+        assert default.with_chunk_size(None).chunk_size == 700
+    assert [p.n_events for p in files.partitions] == [700] * 4 + [200] and files.chunk_size_given
+    assert [p.n_events for p in arrays.partitions] == [700, 700, 100] and arrays.chunk_size_given
+    assert explicit.n_partitions == 3 and kept.n_partitions == 2
+    assert files.with_memory_policy("streaming").chunk_size == 700  # the choice sticks
+    with dask.config.set({"laddu-dask.chunk-size": "lots"}):
+        with pytest.raises(ValueError, match="Dask config 'laddu-dask.chunk-size': chunk_size must be a "
+                                             "positive integer or None, got 'lots'"):
+            ld.read_parquet(ksks_sample["data"])
