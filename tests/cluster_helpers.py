@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
+import logging
 import time
 
 import pytest
+
+
+def local_cluster(n_workers: int = 2, threads: int = 1, silence_logs: int = 50):
+    """Yield a client of a fresh LocalCluster of worker processes; close both after."""
+    import distributed
+
+    cluster = distributed.LocalCluster(n_workers=n_workers, threads_per_worker=threads, processes=True,
+                                       dashboard_address=":0", silence_logs=silence_logs)
+    client = distributed.Client(cluster)
+    yield client
+    client.close()
+    cluster.close()
 
 
 def holders(client, prepared) -> dict[str, list[int]]:
@@ -31,3 +44,46 @@ def wait_until(condition, seconds: float, what: str) -> None:
         if time.monotonic() > end:
             pytest.fail(f"waited {seconds} s for {what}")
         time.sleep(0.02)
+
+
+#: Loggers whose records a user sees (distributed's and tornado's do not propagate to the root).
+LOGGERS = ("", "distributed", "tornado")
+
+
+class Printed(logging.Handler):
+    """What a test's cluster printed: this process's file descriptors (``capfd``), its log
+    records of level ERROR or with a traceback (distributed's handlers write to the stream
+    they found at import, which ``capfd`` does not see), and the logs the workers and
+    their nannies keep (what they print; LocalCluster's ``silence_logs`` sets their level).
+    """
+
+    def __init__(self, capfd) -> None:
+        super().__init__(logging.NOTSET)
+        self.capfd = capfd
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno >= logging.ERROR or record.exc_info:
+            self.records.append(record)
+
+    def assert_quiet(self, client) -> None:
+        """Fail if anything printed a traceback or an error."""
+        err = self.capfd.readouterr().err
+        assert "Traceback" not in err, err
+        assert " - ERROR - " not in err and " - CRITICAL - " not in err, err
+        assert not self.records, [self.format(r) for r in self.records]
+        for nanny in (False, True):
+            for addr, lines in client.get_worker_logs(nanny=nanny).items():
+                bad = [text for level, text in lines if level in ("ERROR", "CRITICAL") or "Traceback" in text]
+                assert not bad, (addr, bad)
+
+
+@pytest.fixture
+def printed(capfd):
+    """A :class:`Printed` on this process's loggers; start a cluster fixture after it."""
+    handler = Printed(capfd)
+    for name in LOGGERS:
+        logging.getLogger(name).addHandler(handler)
+    yield handler
+    for name in LOGGERS:
+        logging.getLogger(name).removeHandler(handler)

@@ -12,7 +12,7 @@ import os
 
 import numpy as np
 import pytest
-from cluster_helpers import holders, recomputed
+from cluster_helpers import holders, local_cluster, recomputed
 
 import laddu_dask as ld
 from laddu_dask import ksks
@@ -22,19 +22,16 @@ distributed = pytest.importorskip("distributed")
 pytestmark = pytest.mark.slow
 
 
-def _cluster():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=":0", silence_logs=50)
-    c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
+@pytest.fixture(scope="module")
+def client():
+    """The cluster shared by the tests that leave it as they found it."""
+    yield from local_cluster()
 
 
-#: The cluster shared by the tests that leave it as they found it.
-client = pytest.fixture(scope="module")(_cluster)
-#: A cluster of its own for a test that kills a worker (later tests count worker processes).
-own_client = pytest.fixture(scope="function")(_cluster)
+@pytest.fixture
+def own_client():
+    """A cluster of its own for a test that kills a worker (later tests count worker processes)."""
+    yield from local_cluster()
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +89,7 @@ def test_partitions_are_dask_managed_memory(client, sample):
     # what the dashboard's Workers page shows as managed memory, summed over the workers
     total = client.run_on_scheduler(
         lambda dask_scheduler: sum(ws.memory.managed for ws in dask_scheduler.workers.values()))
-    assert total >= mine
+    assert total >= mine >= 0.9 * prepared.stats.resident_bytes
 
 
 def test_fit_survives_a_killed_worker(own_client, sample):

@@ -4,7 +4,9 @@ Each test runs a MIGRAD fit on a fresh two-process LocalCluster, changes the clu
 from the fit's progress callback (between two evaluations), and checks that the fit
 ends with the local scheduler's result to the last bit and that nothing printed a
 traceback or an error: the client process's and the workers' output is captured at
-the file-descriptor level, with Dask's logs at level ERROR (what a user would see).
+the file-descriptor level (the workers' proven seen by a line each prints), with Dask's
+logs at level ERROR (what a user would see), and this process's log records of level
+ERROR or with a traceback are collected (:class:`cluster_helpers.Printed`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import signal
 import time
 
 import pytest
-from cluster_helpers import holders, wait_until
+from cluster_helpers import holders, printed, wait_until  # noqa: F401 - printed is a fixture
 
 import laddu_dask as ld
 from laddu_dask import ksks
@@ -26,7 +28,7 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def cluster():
+def cluster(printed):  # noqa: F811 - after the capture started, so the workers inherit it
     lc = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=":0", silence_logs=logging.ERROR)
     client = distributed.Client(lc)
@@ -61,18 +63,12 @@ def _same(result, reference):
     assert result.n_calls == reference.n_calls
 
 
-def _quiet(capfd) -> None:
-    err = capfd.readouterr().err
-    assert "Traceback" not in err, err
-    assert " - ERROR - " not in err and " - CRITICAL - " not in err, err
-
-
 def _prepared(lik):
     prep = lik.terms[0].prepare(lik.execution)
     return prep.data, prep.mc
 
 
-def test_killed_worker_mid_fit(cluster, ksks_sample, reference, capfd):
+def test_killed_worker_mid_fit(cluster, ksks_sample, reference, printed):  # noqa: F811
     _, client = cluster
     lik = _likelihood(ksks_sample, ld.Execution(client=client, normalization="general"))
     killed = []
@@ -89,10 +85,10 @@ def test_killed_worker_mid_fit(cluster, ksks_sample, reference, capfd):
     _same(result, reference)
     for prepared in _prepared(lik):
         assert killed[0] not in holders(client, prepared)
-    _quiet(capfd)
+    printed.assert_quiet(client)
 
 
-def test_retired_worker_mid_fit(cluster, ksks_sample, reference, capfd):
+def test_retired_worker_mid_fit(cluster, ksks_sample, reference, printed):  # noqa: F811
     _, client = cluster
     lik = _likelihood(ksks_sample, ld.Execution(client=client, normalization="general"))
     retired = []
@@ -110,10 +106,11 @@ def test_retired_worker_mid_fit(cluster, ksks_sample, reference, capfd):
     for prepared in _prepared(lik):
         assert set(holders(client, prepared)) == set(client.scheduler_info()["workers"])
     assert lik.execution.runner.moves == []  # Dask moved them: nothing was rebalanced by hand
-    _quiet(capfd)
+    printed.assert_quiet(client)
 
 
-def test_scale_up_mid_fit_gives_the_new_worker_partitions(cluster, ksks_sample, reference, capfd):
+def test_scale_up_mid_fit_gives_the_new_worker_partitions(cluster, ksks_sample, reference,
+                                                          printed):  # noqa: F811
     lc, client = cluster
     before = set(client.scheduler_info()["workers"])
     lik = _likelihood(ksks_sample, ld.Execution(client=client, normalization="general"))
@@ -135,10 +132,10 @@ def test_scale_up_mid_fit_gives_the_new_worker_partitions(cluster, ksks_sample, 
         assert new <= set(holders(client, prepared))  # its share, moved at the next evaluation
     moved = lik.execution.runner.moves
     assert moved and moved[0]["partitions"] >= 1 + 2  # a third of 4 and of 8, at least
-    _quiet(capfd)
+    printed.assert_quiet(client)
 
 
-def test_adapt_during_a_fit(cluster, ksks_sample, reference, capfd):
+def test_adapt_during_a_fit(cluster, ksks_sample, reference, printed):  # noqa: F811
     lc, client = cluster
     lik = _likelihood(ksks_sample, ld.Execution(client=client, normalization="general"))
     lik.value(ksks.displaced_start())  # prepared on both workers
@@ -156,4 +153,4 @@ def test_adapt_during_a_fit(cluster, ksks_sample, reference, capfd):
     result = _fit(lik, adapt_once)
     assert seen == [1]
     _same(result, reference)
-    _quiet(capfd)
+    printed.assert_quiet(client)

@@ -26,6 +26,7 @@ from typing import Any
 
 import dask
 import dask.threaded
+from dask.task_spec import TaskRef
 
 from laddu_dask.data.dataset import Dataset
 from laddu_dask.runtime.accumulate import CertifiedPartials, ExactPartials
@@ -78,6 +79,19 @@ def evaluation_graph(jobs: list[ReductionJob], threads: int, split_every: int
     return graph, roots, workers
 
 
+def fetched(graph: Mapping[Hashable, Any]) -> tuple[Mapping[Hashable, Any], dict[Hashable, Any]]:
+    """``graph`` without its distributed futures, and their values (a dataset persisted on a
+    cluster, prepared in this process); ``(graph, {})`` when it holds none."""
+    held = {k: v for k, v in graph.items() if isinstance(v, TaskRef) and hasattr(v, "result")}
+    if not held:
+        return graph, {}
+    from laddu_dask.runtime.cluster_waits import gather
+
+    futures = list(held.values())
+    values = gather(futures[0].client, futures, "the persisted partitions of a dataset held by a cluster")
+    return {k: v for k, v in graph.items() if k not in held}, dict(zip(held, values))
+
+
 def with_empty(jobs: list[ReductionJob], roots: list[Hashable | None], merged: list[Any]
                ) -> list[CertifiedPartials]:
     """One result per job: the merged ones in order, the empty sums where a job had no root."""
@@ -110,15 +124,21 @@ class ThreadedRunner(Runner):
 
     def get(self, graph: Mapping[Hashable, Any], keys: Any, num_workers: int | None = None,
             progress: str | None = None) -> Any:
-        """Run ``graph`` on ``num_workers`` threads (all by default); ``progress`` labels a bar."""
+        """Run ``graph`` on ``num_workers`` threads (all by default); ``progress`` labels a bar.
+
+        A graph on a dataset persisted on a cluster holds its futures: they are fetched
+        first (within ``laddu-dask.cluster.preparation-timeout``) and given to the
+        scheduler as computed values.
+        """
         workers = num_workers or self.num_workers
+        graph, cache = fetched(graph)
         if progress and self.progress:
             from dask.diagnostics import ProgressBar
 
             print(progress, flush=True)
             with ProgressBar(minimum=0.5):
-                return dask.threaded.get(graph, keys, num_workers=workers)
-        return dask.threaded.get(graph, keys, num_workers=workers)
+                return dask.threaded.get(graph, keys, num_workers=workers, cache=cache)
+        return dask.threaded.get(graph, keys, num_workers=workers, cache=cache)
 
     def prepare(self, reducer: PartitionReducer, dataset: Dataset, name: str,
                 decision: MemoryDecision, stream_workers: int) -> PreparedDataset:
