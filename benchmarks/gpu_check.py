@@ -52,14 +52,10 @@ if ROOT not in sys.path:
 
 from laddu_dask import ksks  # noqa: E402
 from laddu_dask.compile.compiled import CompiledModel  # noqa: E402
-from laddu_dask.compile.cuda import (  # noqa: E402
-    CudaKernels,
-    HostEmulation,
-    compile_with_nvcc,
-    generate_cuda_source,
-)
+from laddu_dask.compile.cuda import compile_with_nvcc, generate_cuda_source  # noqa: E402
 from laddu_dask.compile.plan import ReductionPlan  # noqa: E402
 from laddu_dask.runtime.accumulate import ExactPartials  # noqa: E402
+from laddu_dask.runtime.cuda_backend import CudaKernels  # noqa: E402
 from laddu_dask.runtime.reducer import (  # noqa: E402
     CertifiedPartials,
     Params,
@@ -207,6 +203,9 @@ def dry_run(args: argparse.Namespace) -> int:
         else:
             log("  nvcc not found: not compiled")
         if shutil.which("g++"):
+            sys.path.insert(0, os.path.join(ROOT, "tests"))
+            from cuda_emulation import HostEmulation  # the tests' host emulation of the source
+
             emu = HostEmulation(src)
             params = tuple(np.float64(v) for v in cm.parameter_vector(ksks.displaced_start()))
             for key, transform in SAMPLES.items():

@@ -56,6 +56,7 @@ from laddu_dask.expr import (
 )
 from laddu_dask.expr import complex_ as complex  # noqa: A001 - laddu's name
 from laddu_dask.likelihood import NLL, ExtendedNLL, FitResult, Likelihood, fit
+from laddu_dask.options import Device, FitMethod, Kernel, MemoryPolicy, Normalization, Precision, Scheduler
 from laddu_dask.runtime import (
     ExactPartials,
     Execution,
@@ -72,7 +73,6 @@ from laddu_dask.runtime import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "NLL",
     "BudgetError",
     "ClusterError",
     "ClusterTimeoutError",
@@ -80,32 +80,40 @@ __all__ = [
     "DataChangedError",
     "DataError",
     "Dataset",
+    "Device",
     "EventBatch",
     "ExactPartials",
     "Execution",
     "Expr",
     "ExtendedNLL",
+    "FitMethod",
     "FitResult",
+    "Kernel",
     "KernelCacheError",
     "LadduDaskError",
     "Likelihood",
     "MemoryBudget",
     "MemoryDecision",
     "MemoryPlan",
+    "MemoryPolicy",
     "Model",
     "ModelError",
+    "NLL",
     "NonFiniteError",
     "NonPositiveIntensityError",
+    "Normalization",
     "NormalizationError",
     "ParameterError",
     "ParameterSpec",
+    "Precision",
     "PreparedDataset",
     "PreparedModel",
     "PreparedStats",
     "ReductionEvaluation",
     "ReductionPlan",
-    "Schema",
+    "Scheduler",
     "SchedulerLostError",
+    "Schema",
     "SchemaError",
     "Vec3",
     "Vec4",

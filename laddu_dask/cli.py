@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from laddu_dask.files import atomic_write
 from laddu_dask.jobs.command import EXIT_BAD_INPUT, EXIT_INVALID, EXIT_VALID, run_command
 from laddu_dask.jobs.command import main as fit_main
+from laddu_dask.options import FitMethod
 
 
 def run_demo(
@@ -119,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="Breit-Wigner of the fitted model: bw constant width (the form the "
                            "sample was generated with), rbw relativistic (l = 0 S wave, l = 2 D "
                            "wave) (default bw)")
-    demo.add_argument("--method", choices=("migrad", "lbfgsb"), default="migrad",
+    demo.add_argument("--method", choices=FitMethod.values(), default="migrad",
                       help="minimiser: iminuit's MIGRAD or SciPy's L-BFGS-B, both followed by "
                            "HESSE for the errors (default migrad)")
     demo.add_argument("--outdir", help="write the sample (data.parquet, accmc.parquet) here and "

@@ -1,4 +1,5 @@
-"""Generated CUDA kernels (:mod:`laddu_dask.compile.cuda`).
+"""Generated CUDA kernels (:mod:`laddu_dask.compile.cuda`, launched by
+:mod:`laddu_dask.runtime.cuda_backend`).
 
 Three levels, so that a machine without a GPU still checks what it can:
 
@@ -20,29 +21,28 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from cuda_emulation import HostEmulation
 from gpu_reference import needs_gpu
 
 import laddu_dask as ld
 from laddu_dask import ksks
 from laddu_dask.compile.compiled import CompiledModel
 from laddu_dask.compile.cuda import (
-    CUDA_TEMPLATES,
     MERGE_KERNEL,
     ROLES,
     CudaCompileError,
-    CudaKernels,
-    HostEmulation,
+    CudaPrinter,
     combine_sources,
     compile_with_nvcc,
     generate_cuda_source,
     real_literal,
-    translate,
 )
-from laddu_dask.compile.fused import _boundary
-from laddu_dask.compile.plan import ReductionPlan
-from laddu_dask.errors import DataError, ModelError, NonFiniteError, ParameterError
-from laddu_dask.expr.ops import OPS
+from laddu_dask.compile.graph import boundary
+from laddu_dask.compile.plan import TRANSFORM_CODES, ReductionPlan
+from laddu_dask.errors import DataError, NonFiniteError, ParameterError
+from laddu_dask.expr.ops import OPS, REAL, Term, call, conj
 from laddu_dask.runtime.accumulate import ExactPartials
+from laddu_dask.runtime.cuda_backend import CudaKernels
 from laddu_dask.runtime.reducer import CertifiedPartials, Params, PartitionReducer, PreparedPartition
 
 NVCC = shutil.which("nvcc")
@@ -105,7 +105,7 @@ test_models.__test__ = False  # a helper, not a test
 # ---------------------------------------------------------------------------------------
 def test_every_op_model_reaches_every_operation_and_kind():
     split = CompiledModel.from_expr(every_op_model()).split
-    assert set(CUDA_TEMPLATES) == set(OPS)
+    assert all(spec.cuda for spec in OPS.values())  # every operation has a CUDA spelling
     assert {n.op for n in split.mixed_nodes} == set(OPS)
     kinds = {(n.op, tuple(a.kind for a in n.args)) for n in split.mixed_nodes}
     for op in ("sin", "cos", "tan", "exp", "log", "sqrt", "abs", "norm_sqr", "powi", "neg"):
@@ -123,9 +123,9 @@ def test_source_structure(precision):
         assert f'extern "C" __global__ void __launch_bounds__(256) m_{role}(' in src.body
     assert src.kernels["merge"] == MERGE_KERNEL and f"void {MERGE_KERNEL}(" in src.prelude
     # the rows follow the CPU fused kernels' boundary layout
-    boundary = _boundary(cm.split)
-    assert list(src.boundary) == boundary
-    assert src.rows == 1 + sum(2 if b.kind == "complex" else 1 for b in boundary)
+    nodes = boundary(cm.split)
+    assert list(src.boundary) == nodes
+    assert src.rows == 1 + sum(2 if b.kind == "complex" else 1 for b in nodes)
     assert src.n_params == len(cm.parameter_names) == 10
     assert src.cache_kinds == tuple(n.kind for n in cm.split.cache)
     # every constant of the model is spelled exactly in hexadecimal, and no decimal
@@ -162,16 +162,16 @@ def test_literals_are_exact():
     assert real_literal(float("nan"), True) == "ld_nan()"
 
 
-def test_translate_gradient_rules():
-    names = {"v1": "h.v1", "k2": "0x1p+1"}
-    assert translate("(g * xp.conj((v1 ** -2)))", names, False) == "(g * ld_conj(ld_powi(h.v1, -2)))"
-    assert translate("(1j * g)", {}, True) == "(ld_c(0x0p+0f, 0x1p+0f) * g)"
-    assert translate("(g * xp.power(v1, k2 - 1))", names, False) == \
-        "(g * ld_pow(h.v1, (0x1p+1 - 0x1p+0)))"
-    with pytest.raises(ModelError, match="no CUDA translation of the call 'np.sin"):
-        translate("np.sin(g)", {}, False)
-    with pytest.raises(ModelError, match="non-integer power"):
-        translate("(g ** 0.5)", {}, False)
+def test_cuda_printer_spells_rule_terms():
+    """Derivative rules print through the operations' CUDA spellings (once, from the spec)."""
+    v1, g = Term.symbol("x0", REAL), Term.symbol("g", REAL)
+    leaves = {"x0": "h.v1", "g": "g"}
+    printer = CudaPrinter([], f32=False)
+    assert printer.term(g * conj(v1 ** -2), leaves) == "(g * ld_powi(h.v1, -2))"
+    assert printer.term(g * conj(call("to_complex", v1) ** -2), leaves) == \
+        "(g * ld_conj(ld_powi(ld_to_c(h.v1), -2)))"
+    assert CudaPrinter([], f32=True).term(1j * g, leaves) == "(ld_c(0x0p+0f, 0x1p+0f) * g)"
+    assert printer.term(g * call("pow", v1, v1 - 1), leaves) == "(g * ld_pow(h.v1, (h.v1 - 0x1p+0)))"
 
 
 def test_generator_errors():
@@ -180,7 +180,7 @@ def test_generator_errors():
     with pytest.raises(ValueError, match="root that depends on events and parameters"):
         generate_cuda_source(event_only, "f64")
     split = CompiledModel.from_expr(a * x).split
-    with pytest.raises(ValueError, match="precision must be 'f64' or 'f32', got 'f16'"):
+    with pytest.raises(ValueError, match="precision must be one of 'f64', 'f32', got 'f16'"):
         generate_cuda_source(split, "f16")
     with pytest.raises(ValueError, match="prefix must be a C identifier start, got '1x'"):
         generate_cuda_source(split, "f64", prefix="1x")
@@ -339,7 +339,7 @@ def test_host_emulation_reports_the_first_rejected_event(tmp_path):
     terms, bad = emu.terms(cache, w, [2.0], "real", True)
     assert bad == -1
     np.testing.assert_array_equal(terms, [2.0 * xs, xs])  # w a x, and d/da of it
-    with pytest.raises(ValueError, match="unknown reduction transform 'log'"):
+    with pytest.raises(ValueError, match="reduction transform must be one of 'real', .*, got 'log'"):
         emu.terms(cache, w, [2.0], "log", True)
 
 
@@ -425,8 +425,7 @@ class _FakeFunction:
             out[:] = emu.values(cols, p, int(n))
             return
         w, n, transform, out, bad = args[nc: nc + 5]
-        name = {v: k for k, v in __import__("laddu_dask.compile.fused",
-                                              fromlist=["x"]).TRANSFORM_CODES.items()}[int(transform)]
+        name = {v: k for k, v in TRANSFORM_CODES.items()}[int(transform)]
         with_gradient = role.startswith("gradient")
         if role.endswith("_sum"):
             triples, first = emu.sums(cols, w, p, name, with_gradient, threads=grid[0] * block[0])
@@ -535,7 +534,7 @@ def test_launcher_marshalling_with_a_cupy_stand_in(precision, tmp_path, monkeypa
         small.reduce([xs], cp.ones(3, real), [2.0], "real", False)
     with pytest.raises(ParameterError, match="expected 1 parameter values, got 2"):
         small.reduce([xs], cp.ones(4, real), [2.0, 1.0], "real", False)
-    with pytest.raises(ValueError, match="unknown reduction transform 'sqrt'"):
+    with pytest.raises(ValueError, match="reduction transform must be one of .*, got 'sqrt'"):
         small.reduce([xs], cp.ones(4, real), [2.0], "sqrt", False)
 
 

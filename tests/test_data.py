@@ -286,7 +286,7 @@ def test_write_unweighted_stores_unit_weights(tmp_path):
 
 def test_bad_precision_writes_nothing(tmp_path):
     ds = Dataset.from_arrays(scalars={"x": np.ones(2)})
-    with pytest.raises(ValueError, match=r"precision must be 'f64' or 'f32', got 'f16'"):
+    with pytest.raises(ValueError, match=r"precision must be one of 'f64', 'f32', got 'f16'"):
         ds.write_parquet(tmp_path / "x.parquet", precision="f16")
     assert os.listdir(tmp_path) == []
 

@@ -301,7 +301,7 @@ def test_fit_starts_from_the_given_point_and_checks_it():
     assert a.values == b.values
     with pytest.raises(ParameterError, match=r"start value 7\.0 of 'p1' lies outside its bounds"):
         lik.fit(initial={"p1": 7.0})
-    with pytest.raises(ValueError, match="method must be one of migrad, lbfgsb, got 'newton'"):
+    with pytest.raises(ValueError, match="method must be one of 'migrad', 'lbfgsb', got 'newton'"):
         lik.fit(method="newton")
 
 
@@ -583,7 +583,7 @@ def test_bad_term_arguments():
 @pytest.mark.parametrize("precision", ["f16", "float64", ""])
 def test_nothing_is_written_before_an_error(tmp_path, precision):
     target = tmp_path / "out.parquet"
-    with pytest.raises(ValueError, match=rf"precision must be 'f64' or 'f32', got '{precision}'"):
+    with pytest.raises(ValueError, match=rf"precision must be one of 'f64', 'f32', got '{precision}'"):
         _ones().write_parquet(target, precision=precision)
     assert os.listdir(tmp_path) == []
 

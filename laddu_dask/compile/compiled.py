@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from laddu_dask.compile.codegen import Kernels, generate
+from laddu_dask.compile.array_code import Kernels, broadcast, generate
+from laddu_dask.compile.dtypes import complex_dtype, real_dtype
 from laddu_dask.compile.graph import Split, split
 from laddu_dask.compile.layout import ParameterValues, resolve_parameters
 from laddu_dask.expr.arrayfuncs import array_module
@@ -30,17 +31,9 @@ from laddu_dask.expr.model import Model
 from laddu_dask.expr.node import Expr
 from laddu_dask.expr.ops import COMPLEX
 
-PRECISIONS = {"f64": np.float64, "f32": np.float32}
+__all__ = ["CompiledModel", "real_dtype"]
 
 _COMPILED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def real_dtype(precision: str) -> Any:
-    """The NumPy real dtype of ``"f64"`` or ``"f32"``."""
-    try:
-        return PRECISIONS[precision]
-    except KeyError:
-        raise ValueError(f"precision must be 'f64' or 'f32', got {precision!r}") from None
 
 
 class CompiledModel:
@@ -131,8 +124,9 @@ class CompiledModel:
             raw = self.kernels.event_kernel(cols, xp)
         out = []
         for value, kind in zip(raw, self.cache_kinds):
-            cdt = (np.complex64 if dt is np.float32 else np.complex128) if kind == COMPLEX else dt
-            out.append(_broadcast(value, n, xp, cdt))
+            cdt = complex_dtype(dt) if kind == COMPLEX else dt
+            a = broadcast(value, n, xp, cdt)
+            out.append(a if a.dtype == cdt else a.astype(cdt))
         return out
 
     def values(self, cache: list, params: ParameterValues, n: int | None = None,
@@ -163,8 +157,7 @@ class CompiledModel:
         value, re_part = self.values_and_vjp(cache, params, 1.0, n, precision)
         xp = array_module(value)
         k = len(self.parameter_names)
-        cdt = np.complex64 if value.dtype in (np.float32, np.complex64) else np.complex128
-        jac = xp.zeros((len(value), k), dtype=cdt)
+        jac = xp.zeros((len(value), k), dtype=complex_dtype(value.dtype))
         for j, g in enumerate(re_part):
             jac[:, j].real = g
         if self.split.root.kind == COMPLEX:
@@ -181,10 +174,3 @@ def _length(cache: list, n: int | None) -> int:
         raise ValueError("a model without event columns needs the event count n")
     return len(cache[0])
 
-
-def _broadcast(value: Any, n: int, xp: Any, dtype: Any) -> Any:
-    if getattr(value, "shape", ()) == (n,) and value.dtype == dtype:
-        return value
-    out = xp.empty(n, dtype=dtype)
-    out[...] = value
-    return out

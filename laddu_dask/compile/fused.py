@@ -1,8 +1,10 @@
-"""Fused CPU kernels: one compiled pass over a partition per evaluation.
+"""The Numba printer: fused CPU kernels, one compiled pass over a partition per evaluation.
 
-From the split graph of a model this module generates Numba source for two
-functions, compiled once and cached on disk by :mod:`laddu_dask.compile.kernel_cache`
-(a second process loads the machine code instead of recompiling):
+From the split graph of a model this module prints Numba source (the operations in the
+spellings of the spec, :mod:`laddu_dask.expr.ops`, below the text of
+:mod:`laddu_dask.compile.numba_prelude`), compiled once and cached on disk by
+:mod:`laddu_dask.compile.kernel_cache` (a second process loads the machine code instead
+of recompiling).  Its main functions:
 
 ``value_sum``
     for every event: the parameter-dependent part, the reduction transform
@@ -36,173 +38,27 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from laddu_dask.compile.gradient import python_accumulate, reverse_sweep
-from laddu_dask.compile.graph import Split
+from laddu_dask.compile.array_code import backprop_function
+from laddu_dask.compile.graph import Split, boundary_rows
 from laddu_dask.compile.kernel_cache import load_module
-from laddu_dask.expr.arrayfuncs import make_complex, norm_sqr
+from laddu_dask.compile.plan import TRANSFORM_CODES
+from laddu_dask.compile.sweep import PythonPrinter
 from laddu_dask.expr.node import Expr
-from laddu_dask.expr.ops import COMPLEX, OPS, REAL
+from laddu_dask.expr.ops import COMPLEX, REAL, SPEC
+
+__all__ = ["BLOCK", "TRANSFORM_CODES", "FusedKernels", "NumbaPrinter", "fused_kernels",
+           "generate_fused_source"]
 
 #: Events per block of the fused sums (the buffer of one block stays in L1/L2).
 BLOCK = 512
 
-#: Reduction transforms as the kernels number them.
-TRANSFORM_CODES = {"real": 0, "positive_real": 1, "log_positive_real": 2}
-
-_SCALAR_TEMPLATES = {
-    "add": "({0} + {1})",
-    "sub": "({0} - {1})",
-    "mul": "({0} * {1})",
-    "div": "({0} / {1})",
-    "neg": "(-{0})",
-    "powi": "({0} ** {attr})",
-    "pow": "np.power({0}, {1})",
-    "sin": "np.sin({0})",
-    "cos": "np.cos({0})",
-    "tan": "np.tan({0})",
-    "exp": "np.exp({0})",
-    "log": "np.log({0})",
-    "sqrt": "np.sqrt({0})",
-    "abs": "abs({0})",
-    "conj": "np.conj({0})",
-    "real": "({0}).real",
-    "imag": "({0}).imag",
-    "norm_sqr": "_nsq({0})",
-    "atan2": "np.arctan2({0}, {1})",
-    "complex": "_cplx({0}, {1})",
-    "to_complex": "_cplx({0}, 0.0)",
-}
-
-_PRELUDE = '''\
-import math
-import numpy as np
-import numba
-
-_nb = numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
-
-
-@_nb
-def _nsq(z):
-    return z.real * z.real + z.imag * z.imag
-
-
-@_nb
-def _re(z):
-    return z.real
-
-
-@_nb
-def _im(z):
-    return z.imag
-
-
-@_nb
-def _sign(x):
-    return np.sign(x)
-
-
-@_nb
-def _conj(z):
-    return np.conj(z)
-
-
-@_nb
-def _cplx(a, b):
-    return complex(a, b)
-
-
-_fm = numba.njit(cache=True, nogil=True, fastmath={"reassoc", "nsz"}, error_model="numpy")
-_U2 = 2.0**-106
-
-
-@_fm
-def _absmax(x, m):
-    # exact in any order (max), so reassociation only lets it vectorise
-    out = 0.0
-    for k in range(m):
-        a = abs(x[k])
-        out = a if a > out else out
-    return out
-
-
-@_nb
-def _split(x, m, sigma, q, r):
-    # Rump's ExtractScalar: q on the grid of ulp(sigma), r = x - q, both exact
-    for k in range(m):
-        t = (sigma + x[k]) - sigma
-        q[k] = t
-        r[k] = x[k] - t
-
-
-@_fm
-def _sums(q, r, m):
-    # the q sum is exact in any order (a grid sum far below 2**53 grid steps); the r sum's
-    # rounding is bounded by the caller
-    hi = 0.0
-    lo = 0.0
-    for k in range(m):
-        hi += q[k]
-        lo += r[k]
-    return hi, lo
-
-
-@_nb
-def _add_pair(lanes, j, col, x):
-    s = lanes[j, col]
-    t = s + x
-    b = t - s
-    lanes[j, col + 1] += (s - (t - b)) + (x - b)
-    lanes[j, col] = t
-
-
-@_nb
-def _accumulate(row, m, lanes, j, q, r):
-    # one block of one row: exact high parts and bounded low parts, then TwoSum into
-    # lanes[j, 0:2] (high) and lanes[j, 2:4] (low); lanes[j, 4] collects an explicit error
-    # bound of the low sums and lanes[j, 5] the magnitudes the cascades add
-    big = _absmax(row, m)
-    if big == 0.0:
-        return
-    if not (big < 2.0**1000):  # inf, nan or near overflow: no certificate, the exact path decides
-        lanes[j, 4] = np.inf
-        for k in range(m):
-            lanes[j, 0] += row[k]
-        return
-    e = math.frexp(big)[1] + math.frexp(float(m))[1] + 1
-    sigma = math.ldexp(1.0, e)
-    _split(row, m, sigma, q, r)
-    hi, lo = _sums(q, r, m)
-    _add_pair(lanes, j, 0, hi)
-    _add_pair(lanes, j, 2, lo)
-    lanes[j, 4] += (m * m) * _U2 * sigma * 2.0
-    lanes[j, 5] += abs(hi) + abs(lo)
-
-
-@_nb
-def _cdiv(a, z):
-    # a / z for complex z through one real division (a may be real or complex)
-    zr = z.real
-    zi = z.imag
-    f = 1.0 / (zr * zr + zi * zi)
-    return a * complex(zr * f, -zi * f)
-
-
-'''
-
-
-def _scalar_src(src: str) -> str:
-    """Translate array-kernel source of the gradient rules to scalar Numba source."""
-    return (
-        src.replace("xp.real(", "_re(")
-        .replace("xp.imag(", "_im(")
-        .replace("xp.conj(", "_conj(")
-        .replace("xp.sign(", "_sign(")
-        .replace("xp.", "np.")
-    )
+#: The head of every kernel module: :mod:`laddu_dask.compile.numba_prelude`'s text.
+PRELUDE = (Path(__file__).parent / "numba_prelude.py").read_text()
 
 
 @dataclass(frozen=True)
@@ -242,64 +98,36 @@ class FusedKernels:
     source: str
 
 
-class _Names:
-    def __init__(self, split: Split, precision: str) -> None:
-        self.index = {n.serial: i for i, n in enumerate(split.nodes)}
+class NumbaPrinter(PythonPrinter):
+    """Scalar Numba source: the spec's Numba spellings; constants are module-level names
+    of the kernel precision (exact hexadecimal literals)."""
+
+    backend = "Numba"
+    indent = "        "  # the reverse sweep runs inside the loop over events
+
+    def __init__(self, nodes: list[Expr], precision: str) -> None:
+        super().__init__(nodes)
         self.consts: dict[str, Any] = {}
         self.f32 = precision == "f32"
 
-    def name(self, node: Expr) -> str:
-        i = self.index[node.serial]
-        if node.op == "const":
-            key = f"k{i}"
-            v = node.attr
-            if isinstance(v, complex):
-                self.consts[key] = np.complex64(v) if self.f32 else complex(v)
-            else:
-                self.consts[key] = np.float32(v) if self.f32 else float(v)
-            return key
-        return f"v{i}"
+    def constant(self, node: Expr) -> str:
+        key = f"k{self.index[node.serial]}"
+        v = node.attr
+        if isinstance(v, complex):
+            self.consts[key] = np.complex64(v) if self.f32 else complex(v)
+        else:
+            self.consts[key] = np.float32(v) if self.f32 else float(v)
+        return key
 
-    def scalar_line(self, node: Expr, indent: str) -> str:
-        args = [self.name(a) for a in node.args]
-        template = _SCALAR_TEMPLATES[node.op]
-        if node.op == "div" and node.args[1].kind == COMPLEX:
-            template = "_cdiv({0}, {1})"
-        return f"{indent}{self.name(node)} = " + template.format(*args, attr=node.attr)
-
-
-def boundary_rows(split: Split) -> tuple[list[Expr], dict[int, int], int]:
-    """The boundary nodes, the first accumulator row of each, and the number of rows.
-
-    Row 0 holds the value terms; a real boundary node takes one row of adjoint sums, a
-    complex one two (real and imaginary parts).  Every kernel generator uses this layout.
-    """
-    boundary = _boundary(split)
-    rows: dict[int, int] = {}
-    row = 1
-    for b in boundary:
-        rows[b.serial] = row
-        row += 2 if b.kind == COMPLEX else 1
-    return boundary, rows, row
-
-
-def _boundary(split: Split) -> list[Expr]:
-    """Parameter-dependent, event-independent nodes read by per-event nodes."""
-    pdep_scalar = {n.serial for n in split.param_nodes + split.free}
-    seen: dict[int, Expr] = {}
-    for node in split.mixed_nodes:
-        for a in node.args:
-            if a.serial in pdep_scalar and a.serial not in seen:
-                seen[a.serial] = a
-    index = {n.serial: i for i, n in enumerate(split.nodes)}
-    return sorted(seen.values(), key=lambda n: index[n.serial])
+    def form(self, op: str, kinds: tuple[str, ...], forward: bool) -> str | None:
+        return SPEC[op].numba_form(kinds, forward)
 
 
 def generate_fused_source(split: Split, precision: str = "f64") -> tuple[str, dict, list[Expr]]:
     """Numba source of the fused kernels, their constants, and the boundary nodes."""
     if split.root.serial not in {n.serial for n in split.mixed_nodes}:
         raise ValueError("fused kernels need a root that depends on events and parameters")
-    nm = _Names(split, precision)
+    nm = NumbaPrinter(list(split.nodes), precision)
     boundary, b_rows, row = boundary_rows(split)
     cache_args = [f"c{j}" for j in range(len(split.cache))]
     cache_pos = {n.serial: j for j, n in enumerate(split.cache)}
@@ -312,9 +140,9 @@ def generate_fused_source(split: Split, precision: str = "f64") -> tuple[str, di
     for node in split.free:
         head.append(f"    {nm.name(node)} = p[{free_pos[node.serial]}]")
     for node in split.param_nodes:
-        head.append(nm.scalar_line(node, "    "))
+        head.append(nm.assign(node, "    "))
     loads = [f"        {nm.name(n)} = c{cache_pos[n.serial]}[i]" for n in split.cache]
-    forward = [nm.scalar_line(n, "        ") for n in split.mixed_nodes]
+    forward = nm.forward(split.mixed_nodes, "        ")
     rv = root if real_root else f"{root}.real"
 
     # The value is rounded to the kernel precision (Numba promotes some f32 intermediates to
@@ -347,12 +175,7 @@ def generate_fused_source(split: Split, precision: str = "f64") -> tuple[str, di
     bset = set(b_rows)
     sweep: list[str] = [f"        g_root = {cast}(seed)"]
     adjoint: dict[int, str] = {split.root.serial: "g_root"}
-    sweep += reverse_sweep(
-        list(split.mixed_nodes), adjoint, nm.name, lambda n: f"g{nm.index[n.serial]}",
-        lambda n: n.serial in mixed or n.serial in bset,
-        lambda arg, t, src, kind, first: python_accumulate(
-            arg, t, _scalar_src(src), kind, first, indent="        ", real="_re"),
-    )
+    sweep += nm.sweep(split.mixed_nodes, adjoint, lambda n: n.serial in mixed or n.serial in bset)
 
     def rev(emit) -> list[str]:
         out = list(sweep)
@@ -458,7 +281,7 @@ def generate_fused_source(split: Split, precision: str = "f64") -> tuple[str, di
     ]
     consts = "\n".join(f"{k} = {_const_src(v)}" for k, v in sorted(nm.consts.items()))
     consts += f"\nBLOCK = {BLOCK}"
-    source = _PRELUDE + "\n" + consts + "\n\n\n" + "\n\n\n".join(functions) + "\n"
+    source = PRELUDE + "\n\n" + consts + "\n\n\n" + "\n\n\n".join(functions) + "\n"
     return source, nm.consts, boundary
 
 
@@ -473,44 +296,11 @@ def _const_src(v: Any) -> str:
     return f"float.fromhex({float(v).hex()!r})"
 
 
-def _backprop_source(split: Split, boundary: list[Expr]) -> tuple[str, dict]:
-    """NumPy source of ``backprop(p, totals) -> gradient`` over the parameter-only nodes."""
-    nm = _Names(split, "f64")
-    free_pos = {n.serial: j for j, n in enumerate(split.free)}
-    lines = ["def backprop(p, totals):"]
-    for node in split.free:
-        lines.append(f"    {nm.name(node)} = np.float64(p[{free_pos[node.serial]}])")
-    for node in split.param_nodes:
-        args = [nm.name(a) for a in node.args]
-        lines.append(f"    {nm.name(node)} = " + OPS[node.op].template.format(*args, attr=node.attr))
-    adjoint: dict[int, str] = {}
-    row = 0
-    for b in boundary:
-        target = f"g{nm.index[b.serial]}"
-        adjoint[b.serial] = target
-        if b.kind == COMPLEX:
-            lines.append(f"    {target} = complex(totals[{row}], totals[{row + 1}])")
-            row += 2
-        else:
-            lines.append(f"    {target} = totals[{row}]")
-            row += 1
-    pdep = {n.serial for n in split.param_nodes + split.free}
-    lines += reverse_sweep(list(split.param_nodes), adjoint, nm.name,
-                           lambda n: f"g{nm.index[n.serial]}", lambda n: n.serial in pdep,
-                           python_accumulate)
-    grads = [f"float(np.real({adjoint[n.serial]}))" if n.serial in adjoint else "0.0" for n in split.free]
-    lines.append("    return np.array([" + ", ".join(grads) + "], dtype=np.float64)")
-    return "\n".join(lines) + "\n", nm.consts
-
-
 def fused_kernels(split: Split, precision: str = "f64") -> FusedKernels:
     """Generate, compile (or load from the disk cache) the fused kernels of ``split``."""
     source, _, boundary = generate_fused_source(split, precision)
     mod = load_module(source)
-    bp_source, bp_consts = _backprop_source(split, boundary)
-    namespace: dict[str, Any] = {"np": np, "xp": np, "_complex": make_complex, "_norm_sqr": norm_sqr}
-    namespace.update(bp_consts)
-    exec(compile(bp_source, "<laddu_dask backprop>", "exec"), namespace)  # noqa: S102
+    backprop, bp_source = backprop_function(split, boundary)
     size = sum(2 if b.kind == COMPLEX else 1 for b in boundary)
     return FusedKernels(mod.value_sum, mod.gradient_sum, mod.value_terms, mod.gradient_terms,
-                        mod.values, namespace["backprop"], size, source + "\n\n" + bp_source)
+                        mod.values, backprop, size, source + "\n\n" + bp_source)

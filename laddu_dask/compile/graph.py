@@ -15,6 +15,8 @@ Examples
 >>> parts = split((x.sin() * a).norm_sqr())
 >>> [n.op for n in parts.cache]
 ['sin']
+>>> [n.op for n in boundary(parts)]
+['param']
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from laddu_dask.expr.node import Expr, apply, constant, powi, walk
+from laddu_dask.expr.ops import COMPLEX
 
 
 def fix_parameters(root: Expr) -> Expr:
@@ -116,3 +119,34 @@ def split(root: Expr) -> Split:
         needed.add(root.serial)
     cache = tuple(n for n in event_nodes if n.serial in needed)
     return Split(root, tuple(nodes), event_nodes, cache, param_nodes, mixed, free)
+
+
+def boundary(split: Split) -> list[Expr]:
+    """The *boundary*: parameter-dependent, event-independent nodes that per-event nodes read.
+
+    The fused and the CUDA kernels sum the adjoints of these nodes over the events; the
+    chain rule through the parameter-only part then runs once per evaluation.
+    """
+    pdep_scalar = {n.serial for n in split.param_nodes + split.free}
+    seen: dict[int, Expr] = {}
+    for node in split.mixed_nodes:
+        for a in node.args:
+            if a.serial in pdep_scalar and a.serial not in seen:
+                seen[a.serial] = a
+    index = {n.serial: i for i, n in enumerate(split.nodes)}
+    return sorted(seen.values(), key=lambda n: index[n.serial])
+
+
+def boundary_rows(split: Split) -> tuple[list[Expr], dict[int, int], int]:
+    """The boundary nodes, the first accumulator row of each, and the number of rows.
+
+    Row 0 holds the value terms; a real boundary node takes one row of adjoint sums, a
+    complex one two (real and imaginary parts).  Every kernel printer uses this layout.
+    """
+    nodes = boundary(split)
+    rows: dict[int, int] = {}
+    row = 1
+    for b in nodes:
+        rows[b.serial] = row
+        row += 2 if b.kind == COMPLEX else 1
+    return nodes, rows, row

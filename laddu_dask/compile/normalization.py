@@ -36,12 +36,10 @@ from typing import Any
 
 import numpy as np
 
-from laddu_dask.compile.codegen import Kernels, generate
-from laddu_dask.compile.fused import _backprop_source, _boundary
-from laddu_dask.compile.graph import Split, split
-from laddu_dask.expr.arrayfuncs import make_complex, norm_sqr
+from laddu_dask.compile.array_code import Kernels, backprop_function, broadcast, generate, parameter_function
+from laddu_dask.compile.graph import Split, boundary, split
+from laddu_dask.expr.arrayfuncs import array_module
 from laddu_dask.expr.node import Expr, apply, column, constant, walk
-from laddu_dask.expr.ops import OPS
 
 #: Most products one amplitude may expand to before the decomposition gives up.
 MAX_TERMS = 64
@@ -94,14 +92,14 @@ class Decomposition:
 
     def matrix_terms(self, columns: dict, weights: Any) -> Any:
         """Per-event terms of every ``M_j`` entry as real rows ``(2 sum_j K_j^2, n)``."""
-        xp = np if isinstance(weights, np.ndarray) else _module(weights)
+        xp = array_module(weights)
         with np.errstate(all="ignore"):
             cache = self.event_kernels.event_kernel(columns, xp)
         n = len(weights)
-        cache = [c if getattr(c, "shape", ()) == (n,) else xp.full(n, c) for c in cache]
+        cache = [broadcast(c, n, xp) for c in cache]
         rows = []
         for slots in self.event_slots:
-            e = [cache[s] if isinstance(s, int) else xp.full(n, s) for s in slots]
+            e = [cache[s] if isinstance(s, int) else broadcast(s, n, xp) for s in slots]
             for k in range(len(e)):
                 wek = weights * e[k]
                 for l in range(len(e)):
@@ -138,12 +136,6 @@ class Decomposition:
         # then the scales' adjoints (real: d value / d s_j = q_j)
         adjoints.append(np.column_stack([squares, np.zeros(len(squares))]).reshape(-1))
         return value, self.backprop(params, np.concatenate(adjoints))
-
-
-def _module(a: Any) -> Any:
-    from laddu_dask.expr.arrayfuncs import array_module
-
-    return array_module(a)
 
 
 def _classify(root: Expr) -> tuple[set[int], set[int]]:
@@ -305,31 +297,9 @@ def decompose(model_split: Split) -> Decomposition | None:
 def _coefficient_function(coeff_exprs: list[Expr], groups: list[list[_Pair]],
                           free_names: list[str]
                           ) -> Callable[[Any], tuple[list[np.ndarray], np.ndarray]]:
-    """Generated NumPy code evaluating every coefficient ``P_jk`` (then every scale ``s_j``)
+    """Printed NumPy code evaluating every coefficient ``P_jk`` (then every scale ``s_j``)
     from the parameters."""
-    order: list[Expr] = []
-    seen: set[int] = set()
-    for e in coeff_exprs:
-        for n in walk(e):
-            if n.serial not in seen:
-                seen.add(n.serial)
-                order.append(n)
-    names = {n.serial: f"v{i}" for i, n in enumerate(order)}
-    consts: dict[str, Any] = {}
-    lines = ["def coefficients(p):"]
-    for n in order:
-        if n.op == "const":
-            consts[names[n.serial]] = n.attr
-        elif n.op == "param":
-            lines.append(f"    {names[n.serial]} = np.float64(p[{free_names.index(n.attr.name)}])")
-        else:
-            args = [names[a.serial] for a in n.args]
-            lines.append(f"    {names[n.serial]} = " + OPS[n.op].template.format(*args, attr=n.attr))
-    lines.append("    return [" + ", ".join(names[e.serial] for e in coeff_exprs) + "]")
-    namespace: dict[str, Any] = {"np": np, "xp": np, "_complex": make_complex, "_norm_sqr": norm_sqr}
-    namespace.update(consts)
-    exec(compile("\n".join(lines) + "\n", "<laddu_dask coefficients>", "exec"), namespace)  # noqa: S102
-    raw = namespace["coefficients"]
+    raw = parameter_function(coeff_exprs, free_names)
     sizes = [len(g) for g in groups]
 
     def coefficients(params: Any) -> tuple[list[np.ndarray], np.ndarray]:
@@ -347,22 +317,18 @@ def _coefficient_backprop(coeff_exprs: list[Expr], csplit: Split,
                           free_names: list[str]) -> Callable[[Any, np.ndarray], np.ndarray]:
     names = [n.attr.name for n in csplit.free]
     where = [free_names.index(n) for n in names]
-    boundary = _boundary(csplit)
+    nodes = boundary(csplit)
     # adjoint rows of each boundary node: every coefficient slot that is that node
     rows_of: dict[int, list[int]] = {}
     for k, p in enumerate(coeff_exprs):
         rows_of.setdefault(p.to_complex().serial, []).append(2 * k)
-    source, consts = _backprop_source(csplit, boundary)
-    namespace: dict[str, Any] = {"np": np, "xp": np, "_complex": make_complex, "_norm_sqr": norm_sqr}
-    namespace.update(consts)
-    exec(compile(source, "<laddu_dask coefficient backprop>", "exec"), namespace)  # noqa: S102
-    inner = namespace["backprop"]
+    inner, _ = backprop_function(csplit, nodes)
     n_free = len(free_names)
 
     def backprop(params: Any, adjoints: np.ndarray) -> np.ndarray:
         p = np.asarray(params, dtype=np.float64)
         totals = []
-        for b in boundary:
+        for b in nodes:
             rows = rows_of.get(b.serial)
             if rows is None:
                 raise RuntimeError("internal: a coefficient boundary node has no adjoint row")

@@ -26,8 +26,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from laddu_dask.errors import LadduDaskError, NonFiniteError, NonPositiveIntensityError
+from laddu_dask.expr.arrayfuncs import array_module
+from laddu_dask.options import Transform
 
-TRANSFORMS = ("real", "positive_real", "log_positive_real")
+TRANSFORMS = Transform.values()
+
+#: Reduction transforms as the generated kernels number them.
+TRANSFORM_CODES = {t: code for code, t in enumerate(TRANSFORMS)}
+
+
+def transform_code(transform: str) -> int:
+    """The kernels' number of a reduction transform.
+
+    Examples
+    --------
+    >>> transform_code("log_positive_real")
+    2
+    """
+    return TRANSFORM_CODES[Transform.check(transform, "reduction transform")]
 
 
 def rejected_value_error(value: float, event: int, source: str, transform: str) -> LadduDaskError:
@@ -75,10 +91,7 @@ class ReductionPlan:
     transform: str = "real"
 
     def __post_init__(self) -> None:
-        if self.transform not in TRANSFORMS:
-            raise ValueError(
-                f"unknown reduction transform {self.transform!r}; use one of {', '.join(TRANSFORMS)}"
-            )
+        transform_code(self.transform)
 
     @classmethod
     def weighted_real(cls) -> ReductionPlan:
@@ -111,7 +124,7 @@ class ReductionPlan:
         NonPositiveIntensityError
             The same for a finite value ``<= 0`` under a positive transform.
         """
-        xp = _xp(real_value)
+        xp = array_module(real_value)
         if self.needs_positive:
             bad = ~((real_value > 0) & (real_value < math.inf))
         else:
@@ -124,7 +137,7 @@ class ReductionPlan:
         """Per-event terms ``w t(v)`` after :meth:`check`."""
         self.check(real_value, offset=offset, source=source)
         if self.transform == "log_positive_real":
-            return weights * _xp(real_value).log(real_value)
+            return weights * array_module(real_value).log(real_value)
         return weights * real_value
 
     def seed(self, real_value: Any, weights: Any) -> Any:
@@ -133,8 +146,3 @@ class ReductionPlan:
             return weights / real_value
         return weights
 
-
-def _xp(a: Any) -> Any:
-    from laddu_dask.expr.arrayfuncs import array_module
-
-    return array_module(a)

@@ -18,11 +18,12 @@ import numpy as np
 from laddu_dask import config
 from laddu_dask.data.schema import WEIGHT_COLUMN, Schema
 from laddu_dask.errors import DataError
+from laddu_dask.options import MemoryPolicy
 
 DEFAULT_CHUNK_SIZE = 262_144
 """Events per partition when ``chunk_size`` is None."""
 
-MEMORY_POLICIES: tuple[str, ...] = ("resident", "streaming", "fastest")
+MEMORY_POLICIES: tuple[str, ...] = MemoryPolicy.values()
 """Allowed values of ``memory_policy``."""
 
 _DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
@@ -39,10 +40,7 @@ def check_memory_policy(memory_policy: str) -> str:
     >>> check_memory_policy("streaming")
     'streaming'
     """
-    if not isinstance(memory_policy, str) or memory_policy not in MEMORY_POLICIES:
-        allowed = ", ".join(repr(p) for p in MEMORY_POLICIES)
-        raise ValueError(f"memory_policy must be one of {allowed}, got {memory_policy!r}")
-    return memory_policy
+    return MemoryPolicy.check(memory_policy, "memory_policy")
 
 
 def resolve_chunk_size(chunk_size: int | None) -> int:

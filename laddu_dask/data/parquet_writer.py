@@ -28,6 +28,7 @@ from laddu_dask.data.checks import check_finite
 from laddu_dask.data.paths import PathArg
 from laddu_dask.data.schema import WEIGHT_COLUMN
 from laddu_dask.files import atomic_path
+from laddu_dask.options import Precision
 
 if TYPE_CHECKING:
     from laddu_dask.data.dataset import Dataset
@@ -51,8 +52,7 @@ def write_parquet(dataset: Dataset, path: PathArg, precision: str = "f64") -> No
     FileNotFoundError
         If the folder of ``path`` does not exist.
     """
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision must be 'f64' or 'f32', got {precision!r}")
+    precision = Precision.check(precision, "precision")
     target = os.path.abspath(os.fspath(path))
     folder = os.path.dirname(target)
     if not os.path.isdir(folder):

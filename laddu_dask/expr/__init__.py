@@ -29,6 +29,7 @@ from laddu_dask.expr.node import (
     scalar,
     walk,
 )
+from laddu_dask.expr.ops import register_operation, unregister_operation
 from laddu_dask.expr.parameter import ParameterSpec, merge_parameters, parameter
 from laddu_dask.expr.vectors import Vec3, Vec4
 
@@ -53,7 +54,9 @@ __all__ = [
     "polar_complex",
     "relativistic_breit_wigner",
     "powi",
+    "register_operation",
     "scalar",
     "spherical_harmonic",
+    "unregister_operation",
     "walk",
 ]

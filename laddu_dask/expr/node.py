@@ -29,8 +29,7 @@ from typing import Any, Union
 import numpy as np
 
 from laddu_dask.errors import ModelError
-from laddu_dask.expr.arrayfuncs import make_complex, norm_sqr
-from laddu_dask.expr.ops import COMPLEX, LEAVES, OPS, REAL, REAL_ONLY
+from laddu_dask.expr.ops import COMPLEX, LEAVES, OPS, REAL, evaluate
 
 Number = int | float | complex
 ExprLike = Union["Expr", int, float, complex]
@@ -280,12 +279,7 @@ def _const_value(node: Expr) -> Any:
 
 
 def _fold(op: str, args: tuple[Expr, ...], attr: Any) -> Expr:
-    vals = [_const_value(a) for a in args]
-    env = {"xp": np, "_complex": make_complex, "_norm_sqr": norm_sqr}
-    src = OPS[op].template.format(*[f"v{i}" for i in range(len(vals))], attr=attr)
-    env.update({f"v{i}": v for i, v in enumerate(vals)})
-    with np.errstate(all="ignore"):
-        out = eval(src, env)  # noqa: S307 - template from our own table
+    out = evaluate(op, [_const_value(a) for a in args], attr)
     if np.iscomplexobj(out):
         return Expr._intern("const", (), complex(out), COMPLEX)
     return Expr._intern("const", (), float(out), REAL)
@@ -319,7 +313,7 @@ def apply(op: str, *args: Expr, attr: Any = None) -> Expr:
     if len(args) != info.arity:
         raise ModelError(f"{op} takes {info.arity} arguments, got {len(args)}")
     args = tuple(as_expr(a) for a in args)
-    if op in REAL_ONLY:
+    if info.real_args:
         for a in args:
             if a.kind != REAL:
                 raise ModelError(f"{op} needs real arguments; take .real() or .imag() first")

@@ -39,6 +39,7 @@ from laddu_dask.jobs.schema import (
     one_line,
     resolve_path,
 )
+from laddu_dask.options import Device, FitMethod, Kernel, MemoryPolicy, Normalization, Precision
 
 
 def load_config(path: str | os.PathLike[str]) -> FitConfig:
@@ -104,10 +105,8 @@ def load_config(path: str | os.PathLike[str]) -> FitConfig:
 
     fit_table = check.table(doc.get("fit", {}), "[fit]")
     check.keys(fit_table, "[fit]", FIT_KEYS)
-    from laddu_dask.likelihood.fit import METHODS
-
     fit = FitSettings(
-        method=check.get(fit_table, "method", "[fit]", "str", "migrad", choices=METHODS),
+        method=check.get(fit_table, "method", "[fit]", "str", "migrad", choices=FitMethod.values()),
         tolerance=check.get(fit_table, "tolerance", "[fit]", "number", 0.1, minimum=0.0),
         strategy=check.get(fit_table, "strategy", "[fit]", "int", 1, choices=(0, 1, 2)),
         max_calls=check.get(fit_table, "max_calls", "[fit]", "int", None, minimum=1),
@@ -125,8 +124,6 @@ def load_config(path: str | os.PathLike[str]) -> FitConfig:
 
 
 def _load_dataset(table: Any, name: str, where: str, check: Checker, folder: str) -> DatasetSpec:
-    from laddu_dask.data.dataset import MEMORY_POLICIES
-
     table = check.table(table, where)
     path = check.get(table, "path", where, "str_or_strlist", required=True)
     paths = [path] if isinstance(path, str) else list(path)
@@ -135,7 +132,7 @@ def _load_dataset(table: Any, name: str, where: str, check: Checker, folder: str
         paths=tuple(resolve_path(folder, p) for p in paths),
         chunk_size=check.get(table, "chunk_size", where, "int", minimum=1),
         memory_policy=check.get(table, "memory_policy", where, "str", "fastest",
-                                choices=MEMORY_POLICIES),
+                                choices=MemoryPolicy.values()),
         where=where,
     )
 
@@ -242,13 +239,13 @@ def _load_execution(doc: Mapping[str, Any], check: Checker) -> ExecutionSettings
     table = check.table(doc.get("execution", {}), where)
     check.keys(table, where, EXECUTION_KEYS)
     settings = ExecutionSettings(
-        device=check.get(table, "device", where, "str", "cpu", choices=("cpu", "gpu", "auto")),
-        precision=check.get(table, "precision", where, "str", "f64", choices=("f64", "f32")),
+        device=check.get(table, "device", where, "str", "cpu", choices=Device.values()),
+        precision=check.get(table, "precision", where, "str", "f64", choices=Precision.values()),
         memory=check.get(table, "memory", where, "size"),
         device_memory=check.get(table, "device_memory", where, "size"),
-        kernel=check.get(table, "kernel", where, "str", "auto", choices=("auto", "fused", "numpy")),
+        kernel=check.get(table, "kernel", where, "str", "auto", choices=Kernel.values()),
         normalization=check.get(table, "normalization", where, "str", "auto",
-                                choices=("auto", "general", "verify")),
+                                choices=Normalization.values()),
         split_every=check.get(table, "split_every", where, "int", 8, minimum=2),
         num_workers=check.get(table, "num_workers", where, "int", None, minimum=1),
     )

@@ -29,9 +29,11 @@ from typing import Any
 import numpy as np
 
 from laddu_dask.compile.layout import ParameterValues
+from laddu_dask.likelihood.cost import MinuitCost
+from laddu_dask.options import FitMethod
 from laddu_dask.views import format_bounds, table
 
-METHODS = ("migrad", "lbfgsb")
+METHODS = FitMethod.values()
 
 
 @dataclass
@@ -141,52 +143,29 @@ class FitResult:
         }
 
 
-class _Objective:
-    """Caches the last value-and-gradient so a minimiser asking for both pays once."""
+class _Watched(MinuitCost):
+    """The likelihood as iminuit's cost, counting evaluations for a progress display."""
 
     def __init__(self, likelihood: Any, callback: Any = None) -> None:
         self.likelihood = likelihood
         self.callback = callback
         self.calls = 0
-        self._x: np.ndarray | None = None
-        self._value = 0.0
-        self._grad: np.ndarray | None = None
 
-    def both(self, x: Any) -> tuple[float, np.ndarray]:
-        x = np.asarray(x, dtype=np.float64)
-        if self._x is None or not np.array_equal(x, self._x):
-            self._value, self._grad = self.likelihood.value_and_gradient(x)
-            self._x = x.copy()
-            self.calls += 1
-            if self.callback is not None:
-                self.callback(self.calls, self._value)
-        return self._value, self._grad
+    def _cost_likelihood(self) -> Any:
+        return self.likelihood
 
-    def value(self, x: Any) -> float:
-        # line searches and HESSE ask for values only: do not pay for a gradient
-        x = np.asarray(x, dtype=np.float64)
-        if self._x is not None and np.array_equal(x, self._x):
-            return self._value
+    def _compute(self, x: np.ndarray, with_gradient: bool) -> tuple[float, Any]:
+        value, grad = super()._compute(x, with_gradient)
         self.calls += 1
-        value = self.likelihood.value(x)
         if self.callback is not None:
             self.callback(self.calls, value)
-        return value
-
-    def grad(self, x: Any) -> np.ndarray:
-        return self.both(x)[1]
+        return value, grad
 
 
-def _limits(bounds: list) -> list[tuple[float, float]]:
-    return [(-np.inf if lo is None else lo, np.inf if hi is None else hi) for lo, hi in bounds]
-
-
-def _hesse(objective: _Objective, names: list[str], x: np.ndarray, bounds: list, tolerance: float) -> Any:
+def _hesse(objective: _Watched, names: list[str], x: np.ndarray, tolerance: float) -> Any:
     from iminuit import Minuit
 
-    m = Minuit(objective.value, x, grad=objective.grad, name=names)
-    m.errordef = Minuit.LEAST_SQUARES
-    m.limits = _limits(bounds)
+    m = Minuit(objective, x, name=names)  # errordef, gradient and limits from the cost
     m.tol = tolerance  # the EDM goal it reports
     m.hesse()
     return m
@@ -271,8 +250,7 @@ def fit(
     FitResult
         ``valid`` only when the minimum converged and HESSE gave an accurate covariance.
     """
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    method = FitMethod.check(method, "method")
     names = list(likelihood.parameter_names)
     x0 = likelihood.resolve({} if initial is None else initial)
     bounds = likelihood.bounds()
@@ -283,11 +261,11 @@ def fit(
             raise ParameterError(
                 f"start value {v} of {name!r} lies outside its bounds {format_bounds(lo, hi)}")
     printer = _Printer() if progress is True else None
-    objective = _Objective(likelihood, printer or progress or None)
+    objective = _Watched(likelihood, printer or progress or None)
     start = time.perf_counter()
     try:
         if method == "migrad":
-            run = _run_migrad(objective, names, x0, bounds, tolerance, max_calls, strategy)
+            run = _run_migrad(objective, names, x0, tolerance, max_calls, strategy)
         else:
             run = _run_lbfgsb(objective, names, x0, bounds, tolerance, max_calls)
     except BaseException:
@@ -324,13 +302,11 @@ def fit(
 _Run = tuple[Any, np.ndarray, float, list[str], str]  # minuit, values, fval, problems, note
 
 
-def _run_migrad(objective: _Objective, names: list[str], x0: np.ndarray, bounds: list, tolerance: float,
+def _run_migrad(objective: _Watched, names: list[str], x0: np.ndarray, tolerance: float,
                 max_calls: int | None, strategy: int) -> _Run:
     from iminuit import Minuit
 
-    m = Minuit(objective.value, x0, grad=objective.grad, name=names)
-    m.errordef = Minuit.LEAST_SQUARES
-    m.limits = _limits(bounds)
+    m = Minuit(objective, x0, name=names)  # errordef, gradient and limits from the cost
     m.strategy = strategy
     m.tol = tolerance
     m.migrad(ncall=max_calls)
@@ -345,20 +321,20 @@ def _run_migrad(objective: _Objective, names: list[str], x0: np.ndarray, bounds:
     return m, np.array(m.values, dtype=np.float64), float(m.fval), problems, ""
 
 
-def _run_lbfgsb(objective: _Objective, names: list[str], x0: np.ndarray, bounds: list, tolerance: float,
+def _run_lbfgsb(objective: _Watched, names: list[str], x0: np.ndarray, bounds: list, tolerance: float,
                 max_calls: int | None) -> _Run:
     from scipy.optimize import minimize
 
     # stop when -2 ln L changes by less than MIGRAD's EDM goal (0.002 tolerance), relative
-    f0 = abs(objective.value(x0))
+    f0 = abs(objective(x0))
     res = minimize(
-        objective.both, x0, jac=True, method="L-BFGS-B", bounds=_limits(bounds),
+        objective._both, x0, jac=True, method="L-BFGS-B", bounds=bounds,
         options={"maxfun": max_calls or 15000, "ftol": 0.002 * tolerance / max(f0, 1.0),
                  "gtol": 1e-8, "maxcor": 20},
     )
     values = np.asarray(res.x, dtype=np.float64)
-    fval, _ = objective.both(values)
-    minuit = _hesse(objective, names, values, bounds, tolerance)
+    fval, _ = objective._both(values)
+    minuit = _hesse(objective, names, values, tolerance)
     problems = []
     if not res.success:
         problems.append("call limit reached" if res.status == 1 else "L-BFGS-B did not converge")

@@ -26,6 +26,7 @@ import numpy as np
 
 from laddu_dask.compile.layout import ParameterValues, resolve_parameters
 from laddu_dask.expr.parameter import ParameterSpec, merge_parameters
+from laddu_dask.likelihood.cost import MinuitCost
 from laddu_dask.likelihood.terms import NLL, ExtendedNLL
 from laddu_dask.runtime.execution import Execution
 from laddu_dask.runtime.prepared import reduce_many
@@ -33,8 +34,13 @@ from laddu_dask.runtime.prepared import reduce_many
 Term = NLL | ExtendedNLL
 
 
-class Likelihood:
-    """The sum of likelihood terms, evaluated on one execution.
+class Likelihood(MinuitCost):
+    """The sum of likelihood terms, evaluated on one execution; an iminuit cost.
+
+    ``iminuit.Minuit(lik, a=1.0, ...)`` fits it directly (see
+    :mod:`laddu_dask.likelihood.cost`); ``lik.fit()`` runs MIGRAD and HESSE with progress
+    and a :class:`~laddu_dask.likelihood.FitResult`. ``lik + other`` is the likelihood of
+    both sets of terms.
 
     Parameters
     ----------
@@ -65,6 +71,7 @@ class Likelihood:
                 raise ValueError(f"two likelihood terms are named {t.name!r}; give each a unique name")
             names_seen.add(t.name)
         self.terms = terms
+        self._execution_given = execution is not None
         self.execution = execution if execution is not None else Execution()
         specs = merge_parameters(
             spec for t in terms for spec in t.model.parameters.values()
@@ -84,6 +91,28 @@ class Likelihood:
             f"Likelihood({len(self.terms)} term(s): {', '.join(t.name for t in self.terms)}; "
             f"{len(self.parameter_names)} free parameters)"
         )
+
+    def _cost_likelihood(self) -> Likelihood:
+        return self
+
+    def combined(self, other: Likelihood) -> Likelihood:
+        """The likelihood of this one's terms and ``other``'s (what ``self + other`` returns).
+
+        The sum evaluates on the execution either side was given; two different ones are
+        an error.
+
+        Raises
+        ------
+        ValueError
+            If both sides were given different executions, or two terms share a name.
+        """
+        given = [lik.execution for lik in (self, other) if lik._execution_given]
+        if len(given) == 2 and given[0] is not given[1]:
+            raise ValueError(
+                "cannot add likelihoods on two different executions; build "
+                "ld.Likelihood([...terms], execution=...) with the one to use"
+            )
+        return Likelihood([*self.terms, *other.terms], execution=given[0] if given else None)
 
     @property
     def default_parameters(self) -> list[float]:

@@ -44,6 +44,7 @@ from laddu_dask.data.dataset import Dataset
 from laddu_dask.errors import DataError, NonFiniteError, NormalizationError
 from laddu_dask.expr.model import Model
 from laddu_dask.expr.node import Expr
+from laddu_dask.likelihood.cost import MinuitCost
 from laddu_dask.runtime.execution import Execution
 from laddu_dask.runtime.normalization import NormalizationStatistics, prepare_statistics
 from laddu_dask.runtime.prepared import (
@@ -87,8 +88,8 @@ class _Prepared:
         self.data_weight = data.stats.sum_weights
 
 
-class _Term:
-    """Shared machinery of the model-backed terms."""
+class _Term(MinuitCost):
+    """Shared machinery of the model-backed terms; each term is an iminuit cost."""
 
     kind = "term"
 
@@ -111,6 +112,17 @@ class _Term:
         for ds in (self.data, self.accepted_mc):
             ds.schema.require(self.compiled.columns, ", ".join(ds.sources))
         self._prepared: dict[int, _Prepared] = {}
+        self._alone: Any = None
+
+    def _cost_likelihood(self) -> Any:
+        """The likelihood of this term alone, on the default execution (for iminuit and ``+``)."""
+        if self._alone is None:
+            # the same package: likelihood.py imports this module, so the import waits until here
+            from laddu_dask.likelihood.likelihood import Likelihood
+
+            self._alone = Likelihood([self])
+            self._alone._execution_given = False
+        return self._alone
 
     @property
     def parameter_names(self) -> list[str]:

@@ -29,9 +29,12 @@ import math
 import os
 import re
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+
+from dask.utils import format_bytes as dask_format_bytes
+from dask.utils import parse_bytes as dask_parse_bytes
 
 from laddu_dask.errors import BudgetError
+from laddu_dask.options import MemoryPolicy
 from laddu_dask.views import bytes_text, table
 
 __all__ = [
@@ -46,35 +49,10 @@ __all__ = [
 ]
 
 #: Allowed values of ``policy`` in :func:`decide_storage`.
-POLICIES = ("resident", "streaming", "fastest")
+POLICIES = MemoryPolicy.values()
 _RESOURCES = ("host", "device")
 
-_UNITS = {
-    "": 1,
-    "b": 1,
-    "k": 10**3,
-    "kb": 10**3,
-    "m": 10**6,
-    "mb": 10**6,
-    "g": 10**9,
-    "gb": 10**9,
-    "t": 10**12,
-    "tb": 10**12,
-    "p": 10**15,
-    "pb": 10**15,
-    "ki": 2**10,
-    "kib": 2**10,
-    "mi": 2**20,
-    "mib": 2**20,
-    "gi": 2**30,
-    "gib": 2**30,
-    "ti": 2**40,
-    "tib": 2**40,
-    "pi": 2**50,
-    "pib": 2**50,
-}
 _NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
-_SIZE_RE = re.compile(rf"^\s*({_NUMBER})\s*([a-zA-Z]*)\s*$")
 _PERCENT_RE = re.compile(rf"^\s*({_NUMBER})\s*%\s*(?:of\s+)?(total|available)?\s*$", re.I)
 _UNLIMITED = ("unlimited", "none")
 _SIZE_HINT = "expected a number of bytes such as 1024, '500 MB', '1.5GB' or '2 GiB'"
@@ -91,15 +69,11 @@ def format_bytes(n: int) -> str:
     '512 bytes'
     """
     n = int(n)
-    if abs(n) < 1024:
-        return f"{n} bytes"
-    units = ("KiB", "MiB", "GiB", "TiB", "PiB")
-    power = min(len(units), (abs(n).bit_length() - 1) // 10)
-    return f"{n / 1024**power:.2f} {units[power - 1]} ({n} bytes)"
+    return f"{n} bytes" if abs(n) < 1024 else f"{dask_format_bytes(n)} ({n} bytes)"
 
 
 def parse_bytes(spec: int | float | str) -> int:
-    """Parse a memory size into bytes.
+    """Parse a memory size into bytes (with :func:`dask.utils.parse_bytes`, as Dask's config does).
 
     Decimal units (``kB``, ``MB``, ``GB``, ``TB``, ``PB``; also ``k``, ``M``, ...)
     are powers of 1000, binary units (``KiB``, ``MiB``, ``GiB``, ``TiB``, ``PiB``;
@@ -128,15 +102,13 @@ def parse_bytes(spec: int | float | str) -> int:
         return int(spec)
     if not isinstance(spec, str):
         raise BudgetError(f"cannot parse memory size {spec!r} ({type(spec).__name__}): {_SIZE_HINT}")
-    match = _SIZE_RE.match(spec)
-    unit = match.group(2).lower() if match else None
-    if match is None or unit not in _UNITS:
-        raise BudgetError(f"cannot parse memory size {spec!r}: {_SIZE_HINT}")
     try:
-        number = Decimal(match.group(1))
-    except InvalidOperation as err:  # pragma: no cover - the pattern admits only numbers
-        raise BudgetError(f"cannot parse memory size {spec!r}: {_SIZE_HINT}") from err
-    return int(number * _UNITS[unit])
+        n = dask_parse_bytes(spec) if spec.strip() else -1  # dask reads "" as 1 byte
+    except (ValueError, OverflowError):
+        n = -1
+    if n < 0:
+        raise BudgetError(f"cannot parse memory size {spec!r}: {_SIZE_HINT}")
+    return n
 
 
 def _parse_percent(spec: str) -> tuple[str, float] | None:
@@ -420,9 +392,7 @@ def decide_storage(
     >>> d.strategy, d.peak_bytes
     ('streaming', 4194304)
     """
-    if policy not in POLICIES:
-        allowed = ", ".join(repr(p) for p in POLICIES)
-        raise ValueError(f"memory policy must be one of {allowed}, got {policy!r}")
+    policy = MemoryPolicy.check(policy, "memory policy")
     if resource not in _RESOURCES:
         allowed = ", ".join(repr(r) for r in _RESOURCES)
         raise ValueError(f"memory resource must be one of {allowed}, got {resource!r}")

@@ -9,7 +9,7 @@ gradient (the *aggregate* step).  Two kernels serve it:
     temporaries; the partials hold the value terms and the boundary adjoints, and
     the gradient is finished once per evaluation;
 ``"numpy"``
-    the generated array code of :mod:`laddu_dask.compile.codegen` (also the path for
+    the generated array code of :mod:`laddu_dask.compile.array_code` (also the path for
     CuPy arrays); the partials hold the value and every gradient component.
 
 Examples
@@ -112,7 +112,7 @@ class PartitionReducer:
             # generated CUDA kernels; the array code (on CuPy) when nothing is per event
             self.kernel = "cuda" if (mixed_root and kernel != "numpy") else "numpy"
             if self.kernel == "cuda":
-                from laddu_dask.compile.cuda import cuda_kernels
+                from laddu_dask.runtime.cuda_backend import cuda_kernels
 
                 self.cuda = cuda_kernels(compiled.split, precision)
             return
