@@ -133,4 +133,5 @@ class MinuitCost:
 
     def _compute(self, x: np.ndarray, with_gradient: bool) -> tuple[float, Any]:
         """One evaluation; the one place a subclass may watch them."""
-        return self._cost_likelihood()._evaluate(x, with_gradient)
+        lik = self._cost_likelihood()
+        return lik.value_and_gradient(x) if with_gradient else (lik.value(x), None)
