@@ -457,9 +457,9 @@ def test_execution_validates_its_arguments():
 RUNTIME = Path(__file__).resolve().parents[1] / "laddu_dask" / "runtime"
 
 #: The runtime's modules, lowest first: each may import only those before it.
-LAYERS = ("accumulate", "memory", "reduction", "cluster_waits", "reducer", "preparation", "jobs",
-          "placement", "dashboard", "worker", "threaded", "local", "cluster", "execution", "normalization",
-          "prepared", "__init__")
+LAYERS = ("accumulate", "memory", "reduction", "cluster_waits", "cuda_backend", "reducer", "preparation",
+          "jobs", "placement", "dashboard", "worker", "threaded", "local", "cluster", "execution",
+          "normalization", "prepared", "__init__")
 
 #: Packages above the runtime, which it never imports (DESIGN.md: likelihood sits above it).
 ABOVE = ("laddu_dask.likelihood", "laddu_dask.analysis", "laddu_dask.results", "laddu_dask.jobs",
