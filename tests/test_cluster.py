@@ -1,8 +1,9 @@
 """laddu-dask on a distributed cluster: a LocalCluster of two worker processes.
 
-The prepared partitions live in worker memory (one store per worker); results equal
-the local scheduler's to the last bit; a worker killed mid-fit costs nothing but a
-rebuild; an error raised on a worker reaches the client with its type and message.
+The prepared partitions are Dask data in worker memory (managed memory, named by
+dataset); results equal the local scheduler's to the last bit; a worker killed mid-fit
+costs nothing but Dask's recomputation of its partitions; an error raised on a worker
+reaches the client with its type and message.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import os
 
 import numpy as np
 import pytest
+from cluster_helpers import holders, local_cluster, recomputed
 
 import laddu_dask as ld
 from laddu_dask import ksks
@@ -20,19 +22,16 @@ distributed = pytest.importorskip("distributed")
 pytestmark = pytest.mark.slow
 
 
-def _cluster():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=":0", silence_logs=50)
-    c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
+@pytest.fixture(scope="module")
+def client():
+    """The cluster shared by the tests that leave it as they found it."""
+    yield from local_cluster()
 
 
-#: The cluster shared by the tests that leave it as they found it.
-client = pytest.fixture(scope="module")(_cluster)
-#: A cluster of its own for a test that kills a worker (later tests count worker processes).
-own_client = pytest.fixture(scope="function")(_cluster)
+@pytest.fixture
+def own_client():
+    """A cluster of its own for a test that kills a worker (later tests count worker processes)."""
+    yield from local_cluster()
 
 
 @pytest.fixture(scope="module")
@@ -63,19 +62,34 @@ def test_cluster_equals_local_to_the_last_bit(client, sample, policy):
     assert [d.strategy for d in decisions] == [policy, policy]
 
 
-def test_partitions_live_in_worker_memory(client, sample):
+def test_partitions_are_dask_managed_memory(client, sample):
+    from dask.utils import key_split
+
     ex = ld.Execution(client=client)
     lik = _likelihood(sample, ex, "resident")
     lik.value(POINT)
-    prepared = lik.terms[0].prepare(ex)
-    infos = prepared.data.stores.store_infos()
-    pids = {i["pid"] for i in infos}
-    assert os.getpid() not in pids and len(pids) == 2  # one store in each worker process
-    assert sum(i["events"] for i in infos) == 4000
-    assert sorted(i for info in infos for i in info["indices"]) == list(range(4))
-    assert prepared.data.stats.local_events == 0 and prepared.data.stats.global_events == 4000
-    assert prepared.data.stats.resident_bytes == sum(i["nbytes"] for i in infos) > 0
-    assert prepared.data.partitions == []  # nothing held on the client
+    prepared = lik.terms[0].prepare(ex).data
+    assert prepared.stats.local_events == 0 and prepared.stats.global_events == 4000
+    assert all(isinstance(f, distributed.Future) for f in prepared.partitions)
+    assert {key_split(f.key) for f in prepared.partitions} == {"prepared-ksks-data"}
+    placed = holders(client, prepared)
+    assert len(placed) == 2 and sorted(i for v in placed.values() for i in v) == list(range(4))
+
+    def held(dask_worker, keys):
+        return os.getpid(), sum(type(dask_worker.data[k]).__name__ == "PreparedPartition"
+                                for k in keys if k in dask_worker.data)
+
+    pids = client.run(held, keys=[f.key for f in prepared.partitions])
+    assert os.getpid() not in {pid for pid, _ in pids.values()}
+    assert sum(n for _, n in pids.values()) == 4  # in the workers' own data stores
+    managed = client.run_on_scheduler(lambda dask_scheduler: {
+        k: ts.nbytes for k, ts in dask_scheduler.tasks.items() if ts.state == "memory"})
+    mine = sum(managed[f.key] for f in prepared.partitions)
+    assert mine >= 0.9 * prepared.stats.resident_bytes > 0
+    # what the dashboard's Workers page shows as managed memory, summed over the workers
+    total = client.run_on_scheduler(
+        lambda dask_scheduler: sum(ws.memory.managed for ws in dask_scheduler.workers.values()))
+    assert total >= mine >= 0.9 * prepared.stats.resident_bytes
 
 
 def test_fit_survives_a_killed_worker(own_client, sample):
@@ -95,8 +109,9 @@ def test_fit_survives_a_killed_worker(own_client, sample):
 
     result = lik.fit(initial=ksks.displaced_start(), method="migrad", progress=kill_once)
     assert killed, "the worker was not killed"
-    stores = lik.terms[0].prepare(ex).data.stores
-    assert stores.rebuilt > 0  # partitions were rebuilt from their source files
+    prepared = lik.terms[0].prepare(ex).data
+    assert recomputed(client, prepared) > 0  # Dask recomputed them from their source files
+    assert killed[0] not in holders(client, prepared)
     assert result.valid
     assert result.fval == reference.fval
     assert result.values == reference.values
@@ -128,3 +143,25 @@ def test_bad_file_on_a_worker_fails_the_evaluation(client, tmp_path, sample):
     (folder / "part-1.parquet").write_bytes(b"not parquet any more")
     with pytest.raises(ld.DataChangedError, match=r"part-1\.parquet changed on disk"):
         lik.value(POINT)
+
+
+def test_one_call_per_worker_per_evaluation(client, sample):
+    """Every term's data and accepted MC (four datasets here) travel in one call per worker."""
+    ex = ld.Execution(client=client, normalization="general")
+    terms = []
+    for name in ("one", "two"):
+        data = ld.read_parquet(sample["data"], chunk_size=1000, memory_policy="resident")
+        mc = ld.read_parquet(sample["accmc"], chunk_size=4000, memory_policy="resident")
+        terms.append(ld.NLL(ksks.model(), data=data, accepted_mc=mc, name=name))
+    lik = ld.Likelihood(terms, execution=ex)
+    lik.value_and_gradient(POINT)  # prepared and placed
+
+    def calls(dask_worker):
+        return dask_worker.plugins["laddu-dask"].calls
+
+    before = client.run(calls)
+    for _ in range(5):
+        lik.value_and_gradient(POINT)
+    after = client.run(calls)
+    assert {a: after[a] - before[a] for a in after} == {a: 5 for a in after}
+    assert len(after) == 2

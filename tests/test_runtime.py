@@ -7,7 +7,9 @@ reduction under other chunkings, tree shapes and storages, compared with ``==``.
 
 from __future__ import annotations
 
+import ast
 import math
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -447,3 +449,91 @@ def test_execution_validates_its_arguments():
         Execution(device="tpu")
     with pytest.raises(ValueError, match="num_workers must be a positive integer"):
         Execution(num_workers=0)
+
+
+# ---------------------------------------------------------------------------
+# layout: no import circle, no import from a layer above
+# ---------------------------------------------------------------------------
+RUNTIME = Path(__file__).resolve().parents[1] / "laddu_dask" / "runtime"
+
+#: The runtime's modules, lowest first: each may import only those before it.
+LAYERS = ("accumulate", "memory", "reduction", "cluster_waits", "cuda_backend", "reducer", "preparation",
+          "jobs", "placement", "dashboard", "worker", "threaded", "local", "cluster", "execution",
+          "normalization", "prepared", "__init__")
+
+#: Packages above the runtime, which it never imports (DESIGN.md: likelihood sits above it).
+ABOVE = ("laddu_dask.likelihood", "laddu_dask.analysis", "laddu_dask.results", "laddu_dask.jobs",
+         "laddu_dask.cli", "laddu_dask.bench")
+
+
+def _imports(path: Path) -> set[str]:
+    """Every ``laddu_dask`` module ``path`` imports, at the top or inside a function."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names if a.name.startswith("laddu_dask")}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module.startswith("laddu_dask"):
+                out.add(node.module)
+                out |= {f"{node.module}.{a.name}" for a in node.names}  # a submodule imported by name
+    return out
+
+
+def _runtime_graph() -> dict[str, set[str]]:
+    graph = {}
+    for path in sorted(RUNTIME.glob("*.py")):
+        deps = set()
+        for module in _imports(path):
+            parts = module.split(".")
+            if parts[:2] == ["laddu_dask", "runtime"] and len(parts) > 2:
+                if (RUNTIME / f"{parts[2]}.py").exists():
+                    deps.add(parts[2])
+        graph[path.stem] = deps - {path.stem}
+    return graph
+
+
+def _upward(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    return sorted((m, d) for m, deps in graph.items() for d in deps if LAYERS.index(d) >= LAYERS.index(m))
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str]:
+    """A chain of imports that comes back to where it started, or ``[]``."""
+    done: set[str] = set()
+
+    def visit(node: str, stack: list[str]) -> list[str]:
+        if node in stack:
+            return [*stack[stack.index(node):], node]
+        if node in done:
+            return []
+        for dep in sorted(graph[node]):
+            found = visit(dep, [*stack, node])
+            if found:
+                return found
+        done.add(node)
+        return []
+
+    for module in sorted(graph):
+        found = visit(module, [])
+        if found:
+            return found
+    return []
+
+
+def test_runtime_imports_go_down_only():
+    graph = _runtime_graph()
+    unlisted = sorted(set(graph) - set(LAYERS))
+    assert not unlisted, f"runtime modules missing from LAYERS in tests/test_runtime.py: {unlisted}"
+    assert not _cycle(graph), f"import circle in the runtime: {' -> '.join(_cycle(graph))}"
+    assert not _upward(graph), f"runtime modules importing a module above them: {_upward(graph)}"
+    above = [(path.stem, m) for path in RUNTIME.glob("*.py") for m in _imports(path)
+             if m.startswith(ABOVE)]
+    assert not above, f"runtime modules importing a package above the runtime: {above}"
+
+
+def test_import_check_reports_a_circle():
+    """The checks themselves, on the runtime as if accumulate imported the cluster module."""
+    graph = _runtime_graph()
+    graph["accumulate"] = graph["accumulate"] | {"cluster"}
+    assert ("accumulate", "cluster") in _upward(graph)
+    circle = _cycle(graph)
+    assert circle[0] == circle[-1] and "accumulate" in circle and "cluster" in circle

@@ -33,8 +33,9 @@ from laddu_dask.data.parquet import DECODE_BYTES_PER_ROW, ParquetPartition, read
 from laddu_dask.expr import parameter, scalar
 from laddu_dask.expr.node import complex_
 from laddu_dask.runtime.execution import Execution
+from laddu_dask.runtime.jobs import stream_partitions
 from laddu_dask.runtime.memory import MemoryPlan
-from laddu_dask.runtime.prepared import PreparedModel, stream_partitions
+from laddu_dask.runtime.prepared import PreparedModel
 from laddu_dask.runtime.reducer import numba_available
 
 ROOT = Path(__file__).resolve().parents[1]

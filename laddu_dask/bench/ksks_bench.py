@@ -116,10 +116,9 @@ def scheduling_overhead(partitions: int = 8, repeats: int = 200, scheduler: str 
     exact merge tree) and runs through ``Execution.scheduler`` (``"pool"``, the default
     for evaluations, or ``"dask"``, the threaded scheduler).
     """
-    from laddu_dask.runtime.accumulate import ExactPartials
+    from laddu_dask.runtime.accumulate import CertifiedPartials, ExactPartials
     from laddu_dask.runtime.execution import Execution
-    from laddu_dask.runtime.prepared import _run_on_pool
-    from laddu_dask.runtime.reducer import CertifiedPartials
+    from laddu_dask.runtime.local import run_on_pool
     from laddu_dask.runtime.reduction import merge_list, tree_graph, unique_name
 
     ex = Execution(scheduler=scheduler)
@@ -135,7 +134,7 @@ def scheduling_overhead(partitions: int = 8, repeats: int = 200, scheduler: str 
         graph, root = tree_graph({(token, i): (noop, empty) for i in range(partitions)},
                                  ex.split_every, merge_list, f"{token}-merge")
         if scheduler == "pool":
-            (merged,) = _run_on_pool(ex, graph, [root])
+            (merged,) = run_on_pool(ex.runner.pool, graph, [root])
         else:
             merged = ex.get(graph, root)
         merged.certified_floats()

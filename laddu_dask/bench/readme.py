@@ -1,7 +1,8 @@
 """The README's Benchmarks section, rendered from the results files.
 
 ``python3 -m laddu_dask.bench.readme`` prints the section (Markdown) from
-``benchmarks/results/bench_ksks.json``, ``overhead.json`` and ``streaming.json``;
+``benchmarks/results/bench_ksks.json``, ``overhead.json``, ``streaming.json`` and
+``cluster.json``;
 ``--write`` puts it in ``README.md`` in place of the current one.  The tests check that
 the README's section is exactly what this renders from the committed files, so no
 figure in it can be edited by hand or left behind by a new run.
@@ -25,7 +26,7 @@ from laddu_dask.bench.results import RESULTS_DIR, ROOT, read_results
 
 README = os.path.join(ROOT, "README.md")
 HEADING = "## Benchmarks"
-FILES = ("bench_ksks.json", "overhead.json", "streaming.json")
+FILES = ("bench_ksks.json", "overhead.json", "streaming.json", "cluster.json")
 
 
 def seconds(x: float | None) -> str:
@@ -235,9 +236,48 @@ def _streaming(r: dict[str, Any]) -> list[str]:
     ]
 
 
+def _cluster(r: dict[str, Any]) -> list[str]:
+    from dask.utils import format_bytes
+
+    prov = r["provenance"]
+    o, k, b = r["overhead"], r["ksks"], r["rebalance"]
+    out = ["### On a LocalCluster", "",
+           "Value and gradient on `LocalCluster` worker processes of this machine, against the local "
+           "thread pool in the same run (alternating calls, medians of "
+           f"{prov['parameters']['ksks_repeats']}). " + run_line(prov, ("laddu-dask", "dask", "distributed",
+                                                                    "numba"))
+           + f" Two threads of GIL-free NumPy work got {r['available_cores_start']:.2f} cores at the start "
+           f"and {r['available_cores_end']:.2f} at the end: that is what the run had of the machine.", "",
+           f"One evaluation of an NLL whose data and accepted MC have 8 partitions each (16 events a "
+           f"partition, `normalization=\"general\"`: both reduced on the workers, in one call per worker) "
+           f"costs {seconds(o['cluster_s'])} on 2 worker processes of 1 thread "
+           f"({seconds(o['local_s'])} on the local pool), median of {prov['parameters']['repeats']}.", "",
+           "| 100,000 data / 1,000,000 accepted-MC KsKs events, value and gradient | local pool, 2 threads "
+           "| cluster | ratio | cores busy on the workers |",
+           "|---|---|---|---|---|"]
+    for name, row in k.items():
+        normalization, layout = name.split(" ")
+        workers, threads = layout.split("x")
+        what = ("accepted MC from sufficient statistics" if normalization == "auto"
+                else "all 1.1 M events reduced")
+        out.append(f"| {workers} worker(s) x {threads} thread(s), {what} | {seconds(row['local_s'])} "
+                   f"| {seconds(row['cluster_s'])} | {ratio(row['ratio'])} | {row['worker_cores']:.2f} |")
+    out += ["",
+            f"After `cluster.scale(3)` (the KsKs sample prepared on 2 workers, all events reduced), the "
+            f"first evaluation moves the new worker's share, {b['moved_partitions']} of "
+            f"{sum(b['partitions'].values())} partitions ({format_bytes(b['moved_bytes'])} of "
+            f"{format_bytes(b['resident_bytes'])}), and takes {seconds(b['first_after_scale_s'])} against "
+            f"{seconds(b['steady_3_workers_s'])} for the next ones on 3 workers "
+            f"({seconds(b['steady_2_workers_s'])} on 2): the rebalance costs "
+            f"{seconds(b['rebalance_s'])} once, {seconds(sum(m['seconds'] for m in b['moves']))} of it "
+            "moving the partitions and the rest the new worker's first call (it is sent the model and "
+            "loads its kernels).", ""]
+    return out
+
+
 def render(folder: str = RESULTS_DIR) -> str:
     """The Benchmarks section (heading included) from the results files in ``folder``."""
-    ksks, overhead, streaming = (read_results(name, folder) for name in FILES)
+    ksks, overhead, streaming, cluster = (read_results(name, folder) for name in FILES)
     lines = [
         HEADING, "",
         "<!-- Rendered by `python3 -m laddu_dask.bench.readme --write` from benchmarks/results/*.json; "
@@ -248,7 +288,7 @@ def render(folder: str = RESULTS_DIR) -> str:
         "sides measured in the same run on the same files. Absolute times depend on the machine and "
         "on its load; compare the ratios. To measure again, run the command given with each table, "
         "then `python3 -m laddu_dask.bench.readme --write`.", "",
-        *_ksks(ksks), *_overhead(overhead), *_streaming(streaming),
+        *_ksks(ksks), *_overhead(overhead), *_streaming(streaming), *_cluster(cluster),
         "`benchmarks/gpu_check.py` is the one-shot check for a GPU machine (see GPUs above).",
     ]
     return "\n".join(_wrap(line) for line in lines) + "\n"

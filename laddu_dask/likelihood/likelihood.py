@@ -29,6 +29,7 @@ from laddu_dask.expr.parameter import ParameterSpec, merge_parameters
 from laddu_dask.likelihood.cost import MinuitCost
 from laddu_dask.likelihood.terms import NLL, ExtendedNLL
 from laddu_dask.runtime.execution import Execution
+from laddu_dask.runtime.prepared import reduce_many
 
 Term = NLL | ExtendedNLL
 
@@ -134,10 +135,15 @@ class Likelihood(MinuitCost):
 
     def _evaluate(self, params: ParameterValues, with_gradient: bool) -> tuple[float, Any]:
         p = self.resolve(params)
+        # the reductions of every term in one round (one call per worker on a cluster)
+        requests = [term.requests(self.execution, p[idx], with_gradient)
+                    for term, idx in zip(self.terms, self._index)]
+        results = iter(reduce_many(self.execution, [r for reqs in requests for r in reqs]))
         total = 0.0
         grad = np.zeros(len(p))
-        for term, idx in zip(self.terms, self._index):
-            value, g = term.evaluate(self.execution, p[idx], with_gradient)
+        for term, idx, reqs in zip(self.terms, self._index, requests):
+            value, g = term.combine(self.execution, p[idx], [next(results) for _ in reqs],
+                                    with_gradient)
             total += value
             if with_gradient:
                 np.add.at(grad, idx, g)

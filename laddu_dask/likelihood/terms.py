@@ -161,8 +161,11 @@ class _Term(MinuitCost):
         self._prepared = {id(execution): prepared}
         return prepared
 
-    def _sums(self, prep: _Prepared, execution: Execution, params: Any, with_gradient: bool):
-        """``(sum_data w ln I, its gradient, sum_accmc w I, its gradient)`` in one graph."""
+    def requests(self, execution: Execution, params: Any, with_gradient: bool) -> list[ReductionRequest]:
+        """The reductions an evaluation at ``params`` needs (the data's, and the accepted
+        MC's unless its sum comes from sufficient statistics); a :class:`Likelihood`
+        runs those of all its terms in one round."""
+        prep = self.prepare(execution)
         if not math.isfinite(prep.data_weight):
             raise NonFiniteError(
                 f"term {self.name!r}: the data weights ({', '.join(self.data.sources)}) sum to "
@@ -171,7 +174,12 @@ class _Term(MinuitCost):
         requests = [ReductionRequest(prep.model, params, prep.data, LOG, with_gradient)]
         if prep.mc is not None:
             requests.append(ReductionRequest(prep.model, params, prep.mc, ACCEPTED, with_gradient))
-        results = reduce_many(execution, requests)
+        return requests
+
+    def _sums(self, execution: Execution, params: Any, results: list, with_gradient: bool):
+        """``(sum_data w ln I, its gradient, sum_accmc w I, its gradient)`` from the results
+        of :meth:`requests`."""
+        prep = self.prepare(execution)
         s_data, g_data = results[0]
         if prep.stats is not None:
             s_mc, g_mc = prep.stats.value_and_gradient(params, with_gradient)
@@ -185,6 +193,12 @@ class _Term(MinuitCost):
                 "it must be positive and finite"
             )
         return s_data, g_data, s_mc, g_mc
+
+    def evaluate(self, execution: Execution, params: Any,
+                 with_gradient: bool) -> tuple[float, np.ndarray | None]:
+        """Value (and gradient) at ``params`` in this term's parameter order."""
+        results = reduce_many(execution, self.requests(execution, params, with_gradient))
+        return self.combine(execution, params, results, with_gradient)
 
     def _finite(self, value: float, grad: np.ndarray | None) -> tuple[float, np.ndarray | None]:
         """``(value, grad)``, or a :class:`NonFiniteError` when either overflowed."""
@@ -251,12 +265,11 @@ class NLL(_Term):
 
     kind = "nll"
 
-    def evaluate(self, execution: Execution, params: Any,
-                 with_gradient: bool) -> tuple[float, np.ndarray | None]:
-        """Value (and gradient) at ``params`` in this term's parameter order."""
-        prep = self.prepare(execution)
-        s_data, g_data, s_mc, g_mc = self._sums(prep, execution, params, with_gradient)
-        n_w = prep.data_weight
+    def combine(self, execution: Execution, params: Any, results: list,
+                with_gradient: bool) -> tuple[float, np.ndarray | None]:
+        """Value (and gradient) from the results of :meth:`requests`."""
+        s_data, g_data, s_mc, g_mc = self._sums(execution, params, results, with_gradient)
+        n_w = self.prepare(execution).data_weight
         value = -2.0 * (s_data - n_w * math.log(s_mc))
         if not with_gradient:
             return self._finite(value, None)
@@ -284,11 +297,10 @@ class ExtendedNLL(_Term):
 
     kind = "extended_nll"
 
-    def evaluate(self, execution: Execution, params: Any,
-                 with_gradient: bool) -> tuple[float, np.ndarray | None]:
-        """Value (and gradient) at ``params`` in this term's parameter order."""
-        prep = self.prepare(execution)
-        s_data, g_data, s_mc, g_mc = self._sums(prep, execution, params, with_gradient)
+    def combine(self, execution: Execution, params: Any, results: list,
+                with_gradient: bool) -> tuple[float, np.ndarray | None]:
+        """Value (and gradient) from the results of :meth:`requests`."""
+        s_data, g_data, s_mc, g_mc = self._sums(execution, params, results, with_gradient)
         value = 2.0 * (s_mc - s_data)
         if not with_gradient:
             return self._finite(value, None)

@@ -16,12 +16,8 @@ from laddu_dask.runtime.memory import (
     decide_storage,
     parse_bytes,
 )
-from laddu_dask.runtime.prepared import (
-    PreparedDataset,
-    PreparedModel,
-    PreparedStats,
-    ReductionEvaluation,
-)
+from laddu_dask.runtime.preparation import PreparedDataset, PreparedStats
+from laddu_dask.runtime.prepared import PreparedModel, ReductionEvaluation
 
 __all__ = [
     "ExactPartials",

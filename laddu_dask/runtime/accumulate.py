@@ -8,6 +8,11 @@ exact, the result is the correctly rounded exact sum of all the terms (what
 :func:`math.fsum` returns) and is the same to the last bit however the events are
 partitioned and however the tree reduction merges them.
 
+:class:`CertifiedPartials` is the other representation of exact sums: rows of a few
+doubles whose exact sums are the partial sums, with an error bound, as the fused
+kernels return them; it certifies the correctly rounded result or asks for an exact
+redo (:class:`Uncertified`).
+
 How a block of terms becomes exact integers
 -------------------------------------------
 Each float64 term is split into a high part (its top 32 significant bits) and a
@@ -48,7 +53,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["FIXED_SCALE_BITS", "ExactPartials", "exact_sum", "fsum_rows", "work_bytes"]
+__all__ = ["FIXED_SCALE_BITS", "CertifiedPartials", "ExactPartials", "Uncertified", "exact_sum",
+           "fsum_rows", "work_bytes"]
 
 #: ``ExactPartials.fixed[k]`` is the exact sum multiplied by ``2**FIXED_SCALE_BITS``;
 #: every finite float64 is an integer multiple of ``2**-1074``.
@@ -374,3 +380,63 @@ def exact_sum(values: Any) -> float:
     1.0
     """
     return float(ExactPartials.from_terms(_as_matrix(values).reshape(1, -1)).to_floats()[0])
+
+
+class Uncertified(Exception):
+    """The fast sums of an evaluation could not be certified; redo it exactly."""
+
+
+class CertifiedPartials:
+    """Partial sums held exactly as a few doubles per quantity, with an error bound.
+
+    ``terms[k]`` is a short row of doubles whose *exact* sum is partial sum ``k``;
+    merging concatenates rows (no rounding), and the final value of a row is its
+    correctly rounded sum (:func:`fsum_rows`).
+
+    The fused kernels split each block of terms into parts summed exactly and parts
+    whose rounding they bound, accumulate the block sums with TwoSum cascades, and
+    return the (sum, compensation) pairs with an explicit error bound.  When
+    the exact sum rounds to the same double at both ends of the bound, the result is
+    certified: it equals the correctly rounded sum of the terms (``math.fsum``),
+    whatever the partitioning.  Otherwise the evaluation is redone exactly.
+    """
+
+    __slots__ = ("terms", "bound")
+
+    #: Width past which merged rows are compressed back to an exact expansion.
+    MAX_WIDTH = 512
+
+    def __init__(self, terms: np.ndarray, bound: np.ndarray) -> None:
+        self.terms = terms
+        self.bound = bound
+
+    @classmethod
+    def exact(cls, partials: ExactPartials) -> CertifiedPartials:
+        """Exact partials (no error bound)."""
+        return cls(partials.to_expansion(), np.zeros(len(partials)))
+
+    @staticmethod
+    def merge(parts: list[CertifiedPartials]) -> CertifiedPartials:
+        """Exact merge of the sums; the bounds add (rounded up)."""
+        terms = np.hstack([p.terms for p in parts])
+        if terms.shape[1] > CertifiedPartials.MAX_WIDTH:
+            terms = ExactPartials.from_terms(terms).to_expansion()
+        bound = np.sum([p.bound for p in parts], axis=0) * (1.0 + 1e-12)
+        return CertifiedPartials(terms, bound)
+
+    def certified_floats(self) -> np.ndarray:
+        """The correctly rounded sums, or :class:`Uncertified`.
+
+        Fast sums that are not finite are not certified either: the exact per-event
+        terms then say which event, or that the exact sum overflows.
+        """
+        values = fsum_rows(self.terms)
+        if not np.any(self.bound):
+            return values
+        if not (np.all(np.isfinite(self.bound)) and np.all(np.isfinite(values))):
+            raise Uncertified("a sum or a magnitude sum is not finite")
+        lower = fsum_rows(np.hstack([self.terms, -self.bound[:, None]]))
+        upper = fsum_rows(np.hstack([self.terms, self.bound[:, None]]))
+        if not np.array_equal(lower, upper):
+            raise Uncertified("a fast sum lies too close to a rounding boundary")
+        return values

@@ -1,166 +1,90 @@
-"""Worker-resident prepared state on a ``distributed`` cluster.
+"""Evaluations on a ``distributed`` cluster: Dask-managed partitions, one call per worker.
 
-A round trip through the scheduler costs tens of milliseconds, too much for the
-few hundred evaluations of a fit.  Instead, each worker holds one
-:class:`PartitionStore` (a Dask actor) with the prepared partitions assigned to it:
-an evaluation calls every store directly (about a millisecond), each store reduces
-its own partitions in place and returns exact partial sums, and only those few
-numbers travel back.  Nothing of the data ever reaches the client.
+Preparation is ordinary Dask work: the graph of
+:func:`~laddu_dask.runtime.preparation.preparation_graph` is submitted and its results
+stay on the workers as Dask data, held by futures in the
+:class:`~laddu_dask.runtime.preparation.PreparedDataset`.  Dask counts them as managed
+memory (shown by key as ``prepared-<dataset>``), spills them under memory pressure,
+moves them when a worker is retired (``retire_workers``, ``scale``, ``adapt``) and
+recomputes them from their sources when a worker is lost.
 
-When a worker is lost, its partitions are rebuilt from their sources (files or
-the arrays the dataset was built from) in new stores on the surviving workers,
-and the evaluation is repeated; the numbers do not change, since every merge is
-exact.  A worker lost while it prepares its partitions is noticed the same way
-(its pinned task would never finish) and its partitions go to the others.  When
-all workers are gone, the rebuild waits for new ones (``worker-timeout``).  An
-error raised inside a store (a bad file, a non-positive intensity) fails the
-evaluation with that error on the client.  Every wait here has a timeout and a
-typed error (see :mod:`laddu_dask.runtime.cluster_waits`).
+A round trip through the scheduler costs tens of milliseconds, too much for the few
+hundred evaluations of a fit, so an evaluation calls each worker directly, once, for
+all the jobs of that evaluation (``client.rpc(worker).laddu_reduce``, served by
+:mod:`laddu_dask.runtime.worker`).  Each worker reduces the partitions it holds, on all
+its threads, and returns one exact partial sum per job.  Where each partition is comes
+from Dask's ``who_has``, cached and refreshed only when the workers changed or a
+worker did not hold what it was asked for (:mod:`laddu_dask.runtime.placement`); a
+worker that joined is given its share of the partitions at the next evaluation.  When
+a partition is not where it was (moved, or lost with its worker), the evaluation waits
+for Dask to move or recompute it and asks again: the numbers do not change, since
+every merge is exact.  Every wait has a timeout and a typed error
+(:mod:`laddu_dask.runtime.cluster_waits`).
 
 Examples
 --------
->>> from laddu_dask.runtime.cluster import assign_partitions
->>> assign_partitions(5, ["tcp://a", "tcp://b"])
-{'tcp://a': [0, 2, 4], 'tcp://b': [1, 3]}
+>>> from laddu_dask.runtime.cluster import is_lost_worker_error
+>>> is_lost_worker_error(OSError("Timed out trying to connect"))
+True
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+import asyncio
+import time
+import uuid
+import weakref
+from collections.abc import Hashable
 from typing import Any
 
 import numpy as np
 
-from laddu_dask.compile.plan import ReductionPlan
 from laddu_dask.data.dataset import Dataset
 from laddu_dask.errors import ClusterError
-from laddu_dask.runtime.accumulate import ExactPartials
+from laddu_dask.runtime.accumulate import CertifiedPartials, fsum_rows
 from laddu_dask.runtime.cluster_waits import (
     POLL,
     Deadline,
     check_scheduler,
     running_workers,
-    scheduler_workers,
     wait_for_futures,
     wait_for_workers,
+    who_has,
 )
-from laddu_dask.runtime.reducer import CertifiedPartials, Params, PartitionReducer
+from laddu_dask.runtime.jobs import ReductionJob, Runner, WorkerJob
+from laddu_dask.runtime.memory import MemoryDecision
+from laddu_dask.runtime.placement import WorkerWatch, balance, choose
+from laddu_dask.runtime.preparation import (
+    PreparedDataset,
+    PreparedStats,
+    key_label,
+    partition_summary,
+    preparation_graph,
+    weight_sum,
+)
+from laddu_dask.runtime.reducer import PartitionReducer
+from laddu_dask.runtime.reduction import merge_list, tree_graph
 
 #: Errors that mean "the worker (or its connection) is gone", not "the work failed".
 _LOST = ("CommClosedError", "KilledWorker", "FutureCancelledError", "StreamClosedError",
          "OSError", "ConnectionError", "TimeoutError", "CancelledError")
+#: Worker states whose data an evaluation may read (a paused worker still answers calls).
+SERVING = ("running", "paused")
+#: Rounds an evaluation may take to reach all its partitions (each after a move or loss).
+MAX_ROUNDS = 8
 
 
-def assign_partitions(n_partitions: int, workers: Sequence[str]) -> dict[str, list[int]]:
-    """Round-robin assignment of partition indices to worker addresses."""
-    if not workers:
-        raise RuntimeError("the cluster has no workers")
-    out: dict[str, list[int]] = {w: [] for w in workers}
-    for i in range(n_partitions):
-        out[workers[i % len(workers)]].append(i)
-    return {w: idx for w, idx in out.items() if idx}
+def _on_client_evaluation(client: Any, label: str, seconds: float, events: int, calls: int) -> None:
+    """Hook called on the client after each cluster evaluation (a no-op here).
 
-
-class PartitionStore:
-    """The prepared partitions of one dataset held by one worker (inside a :class:`WorkerHub`).
-
-    Parameters
-    ----------
-    reducer : PartitionReducer
-        The model's per-partition kernels (rebuilt on the worker from the expression).
-    dataset : Dataset
-        The source events (paths and row ranges, or array slices).
-    indices : list of int
-        The partitions this store owns.
-    storage : {"resident", "streaming"}
-        Keep the prepared partitions, or re-read them on every evaluation.
-    threads : int
-        Partitions reduced at once inside the store.
+    ``label`` names the evaluation's datasets, ``seconds`` is its wall time, ``events``
+    the events reduced, ``calls`` the worker calls it made (one per worker, more after a
+    loss).  The dashboard module replaces this call's body; it must stay cheap.
     """
-
-    def __init__(self, reducer: PartitionReducer, dataset: Dataset, indices: list[int],
-                 storage: str, threads: int = 1) -> None:
-        from laddu_dask.runtime.prepared import prepare_partition
-
-        self.reducer = reducer
-        self.dataset = dataset
-        self.indices = list(indices)
-        self.storage = storage
-        self.threads = max(1, int(threads))
-        self.parts: list[Any] = []
-        if storage == "resident":
-            self.parts = self._map(
-                lambda i: prepare_partition(reducer.compiled, dataset, i, reducer.precision,
-                                            reducer.device, reducer.gpu)
-            )
-
-    def _map(self, fn: Any) -> list[Any]:
-        if self.threads == 1 or len(self.indices) == 1:
-            return [fn(i) for i in self.indices]
-        with ThreadPoolExecutor(self.threads) as pool:
-            return list(pool.map(fn, self.indices))
-
-    def info(self) -> dict[str, Any]:
-        """Events, bytes held, exact weight sum (as an expansion) and the worker's pid."""
-        if self.storage == "resident":
-            weights = [np.asarray(p.weights, dtype=np.float64) for p in self.parts]
-            nbytes = int(sum(p.nbytes for p in self.parts))
-        else:
-            weights = [np.asarray(self.dataset.load_partition(i, columns=[]).weights,
-                                  dtype=np.float64) for i in self.indices]
-            nbytes = 0
-        total = ExactPartials.from_terms(np.concatenate(weights) if weights else np.zeros(1))
-        return {"events": int(sum(len(w) for w in weights)), "nbytes": nbytes,
-                "weights": total.to_expansion(), "pid": os.getpid(), "indices": self.indices}
-
-    def reduce(self, params: Params, plan: ReductionPlan, with_gradient: bool,
-               exact: bool) -> CertifiedPartials:
-        """Partial sums over this store's partitions, merged exactly."""
-        from laddu_dask.runtime.prepared import prepare_partition
-
-        reducer = self.reducer
-        if self.storage == "resident":
-            parts = [reducer.partials(p, params, plan, with_gradient, exact) for p in self.parts]
-        else:
-            def one(i: int) -> CertifiedPartials:
-                part = prepare_partition(reducer.compiled, self.dataset, i, reducer.precision,
-                                         reducer.device, reducer.gpu)
-                return reducer.partials(part, params, plan, with_gradient, exact)
-
-            parts = self._map(one)
-        if not parts:
-            return reducer.empty(with_gradient)
-        return CertifiedPartials.merge(parts)
-
-
-class WorkerHub:
-    """Actor: everything one worker holds for one execution (a store per dataset).
-
-    One call per worker serves every reduction of an evaluation.
-    """
-
-    def __init__(self) -> None:
-        self.stores: dict[str, PartitionStore] = {}
-
-    def add(self, key: str, reducer: PartitionReducer, dataset: Dataset, indices: list[int],
-            storage: str, threads: int) -> dict[str, Any]:
-        """Prepare (or register, when streaming) a store; returns its :meth:`PartitionStore.info`."""
-        self.stores[key] = PartitionStore(reducer, dataset, indices, storage, threads)
-        return self.stores[key].info()
-
-    def drop(self, key: str) -> None:
-        """Forget a store."""
-        self.stores.pop(key, None)
-
-    def reduce(self, jobs: list[tuple]) -> list[CertifiedPartials]:
-        """``[(store key, params, plan, with_gradient, exact), ...]`` -> partial sums each."""
-        return [self.stores[key].reduce(p, plan, wg, ex) for key, p, plan, wg, ex in jobs]
 
 
 class WorkerLostError(ClusterError):
-    """A worker holding stores went away; the evaluation rebuilds them and is repeated."""
+    """A worker went away while it served an evaluation; the evaluation asks again."""
 
 
 def is_lost_worker_error(err: BaseException) -> bool:
@@ -180,17 +104,6 @@ def _chain(err: BaseException) -> list[BaseException]:
         out.append(err)
         err = err.__cause__ or err.__context__
     return out
-
-
-def _add_to_hub(hub_key: str, key: str, reducer: PartitionReducer, dataset: Dataset,
-                indices: list[int], storage: str, threads: int) -> dict[str, Any]:
-    """Task run on a hub's worker: prepare a store inside the worker's hub."""
-    from distributed import get_worker
-
-    worker = get_worker()
-    if hub_key not in worker.state.actors:  # a worker restarted at the same address
-        raise WorkerLostError(f"worker {worker.address} no longer holds its hub {hub_key}")
-    return worker.state.actors[hub_key].add(key, reducer, dataset, indices, storage, threads)
 
 
 def _show_progress(futures: list[Any]) -> None:
@@ -214,188 +127,350 @@ def _show_progress(futures: list[Any]) -> None:
                      name="laddu-dask-progress", daemon=True).start()
 
 
-class Hubs:
-    """The :class:`WorkerHub` actor of each worker, created on demand (one set per execution)."""
+def _same(part: Any) -> Any:
+    """Task that moves a prepared partition: its result is its input, on another worker."""
+    return part
 
-    def __init__(self, client: Any) -> None:
+
+def _gathered(client: Any, futures: list[Any], what: str) -> list[Any]:
+    """The results of ``futures`` in order, within ``preparation-timeout``."""
+    done, _ = wait_for_futures(client, {i: (None, f) for i, f in enumerate(futures)},
+                               Deadline("preparation-timeout"), what, lambda err: False)
+    return [done[i] for i in range(len(futures))]
+
+
+class ClusterRunner(Runner):
+    """Preparations and evaluations on the cluster of ``client`` (see the module docstring).
+
+    Attributes
+    ----------
+    calls : int
+        Worker calls made by evaluations so far.
+    moves : list of dict
+        Every rebalance: partitions moved, their bytes, the seconds it took.
+    """
+
+    def __init__(self, client: Any, split_every: int, progress: bool = False) -> None:
         self.client = client
-        self.hubs: dict[str, Any] = {}  # worker -> its hub actor
-        self.keys: dict[str, str] = {}  # worker -> the hub actor's task key
-        self.futures: dict[str, Any] = {}  # worker -> the hub actor's future
-
-    def workers(self) -> dict[str, int]:
-        """Running worker addresses and their threads."""
-        return running_workers(self.client)
-
-    def wait_for_workers(self, what: str) -> dict[str, int]:
-        """Running workers, waiting up to ``worker-timeout`` while there is none."""
-        return wait_for_workers(self.client, what)
-
-    def start(self, addrs: Sequence[str], deadline: Deadline, what: str) -> list[str]:
-        """Start a hub on each of ``addrs`` that has none; returns those whose hub is ready."""
-        pending = {}
-        for addr in addrs:
-            if addr not in self.hubs:
-                pending[addr] = (addr, self.client.submit(WorkerHub, actor=True, workers=[addr],
-                                                          allow_other_workers=False, pure=False))
-        started, _ = wait_for_futures(self.client, pending, deadline, what, is_lost_worker_error)
-        for addr, actor in started.items():
-            self.hubs[addr] = actor
-            self.keys[addr] = pending[addr][1].key
-            self.futures[addr] = pending[addr][1]
-        return [addr for addr in addrs if addr in self.hubs]
-
-    def forget_dead(self) -> set[str]:
-        """Drop hubs whose worker is gone; returns the addresses whose hub lives."""
-        alive = scheduler_workers(self.client)
-        for addr in [a for a in self.hubs if a not in alive]:
-            del self.hubs[addr]
-            self.keys.pop(addr, None)
-            # its task waits for a worker that never returns; a call still waiting on it ends
-            self.futures.pop(addr).cancel()
-        return set(self.hubs)
-
-    def result(self, future: Any, addr: str, deadline: Deadline, what: str) -> Any:
-        """The result of a call to the hub on ``addr``, within ``deadline``.
-
-        Raises
-        ------
-        WorkerLostError
-            When the worker went away (its call would never return).
-        SchedulerLostError, ClusterTimeoutError
-            When the scheduler is gone, or the deadline passed.
-        """
-        while True:
-            try:
-                return future.result(timeout=min(POLL, deadline.remaining()))
-            except TimeoutError:
-                if future.done():  # the worker's own TimeoutError
-                    raise
-            if addr not in scheduler_workers(self.client):
-                raise WorkerLostError(f"worker {addr} went away during {what}")
-            if deadline.expired():
-                raise deadline.error(what, f"worker {addr}")
-
-
-_KEYS = iter(range(1, 1 << 62))
-
-
-class ClusterStores:
-    """The stores of one prepared dataset (one per worker), and how to rebuild them.
-
-    Partitions whose store was lost with its worker wait in :attr:`missing` until
-    they are built again; an evaluation never runs while some are missing.
-    """
-
-    def __init__(self, hubs: Hubs, reducer: PartitionReducer, dataset: Dataset, storage: str,
-                 progress: bool = False, name: str = "dataset") -> None:
+        self.split_every = split_every
         self.progress = progress
-        self.hubs = hubs
-        self.reducer = reducer
-        self.dataset = dataset
-        self.storage = storage
-        self.name = name
-        self.owned: dict[tuple[str, str], list[int]] = {}  # (worker, store key) -> partitions
-        self.infos: dict[tuple[str, str], dict[str, Any]] = {}
-        self.missing: list[int] = list(range(dataset.n_partitions))
-        self.rebuilt = 0
-        self.build()
+        self.watch = WorkerWatch.of(client)
+        self.seen = -1  # the watch's generation when placement was last refreshed
+        self.live: dict[str, int] = {}  # serving workers and their threads
+        self.holder: dict[Hashable, str] = {}  # partition key -> the worker asked for it
+        self.sent: dict[str, set[str]] = {}  # worker -> tokens of the objects it has
+        self._tokens: dict[int, tuple[Any, str]] = {}
+        self._datasets: weakref.WeakSet[PreparedDataset] = weakref.WeakSet()
+        self.calls = 0
+        self.moves: list[dict[str, Any]] = []
 
-    def build(self, what: str = "the preparation") -> None:
-        """Create stores for the :attr:`missing` partitions on the running workers.
+    # -- set-up ------------------------------------------------------------------------
+    def _ensure_plugin(self) -> None:
+        """Register the worker plugin once per client (new workers receive it from Dask)."""
+        if not self.watch.plugin_registered:
+            from laddu_dask.runtime.worker import PLUGIN, LadduWorker
 
-        The partitions of a worker lost meanwhile are built again on the others.
-        ``what`` names the wait in errors.
+            check_scheduler(self.client)
+            self.client.register_plugin(LadduWorker(), name=PLUGIN)
+            self.watch.plugin_registered = True
+
+    def _token(self, obj: Any) -> str:
+        hit = self._tokens.get(id(obj))
+        if hit is None:
+            hit = self._tokens[id(obj)] = (obj, f"{type(obj).__name__}-{uuid.uuid4().hex}")
+        return hit[1]
+
+    @property
+    def workers(self) -> int:
+        """Threads of the running workers."""
+        return max(1, sum(running_workers(self.client).values()))
+
+    def get(self, graph: Any, keys: Any, num_workers: int | None = None,
+            progress: str | None = None) -> Any:
+        """Run ``graph`` on the cluster, within ``laddu-dask.cluster.preparation-timeout``."""
+        from dask.utils import key_split
+
+        from laddu_dask.runtime.cluster_waits import gather
+
+        first = keys[0] if isinstance(keys, list) and keys else keys
+        futures = self.client.get(dict(graph), keys, sync=False)
+        return gather(self.client, futures, f"the tasks {key_split(first)!r} on the cluster")
+
+    # -- preparation -------------------------------------------------------------------
+    def prepare(self, reducer: PartitionReducer, dataset: Dataset, name: str,
+                decision: MemoryDecision, stream_workers: int) -> PreparedDataset:
+        """Prepared partitions as Dask data on the workers (resident), or the weight sum only."""
+        self._ensure_plugin()
+        what = f"the preparation of dataset {name!r} on the cluster"
+        parts: list[Any] = []
+        if decision.strategy == "resident":
+            graph, keys = preparation_graph(reducer, dataset, name)
+            summaries = {("summary-" + key[0].removeprefix("prepared-"), key[1]): (partition_summary, key)
+                         for key in keys}
+            futures = self.client.get({**dict(graph), **summaries}, keys + list(summaries),
+                                      sync=False) if keys else []
+            parts, infos = futures[:len(keys)], futures[len(keys):]
+            if self.progress and parts:
+                _show_progress(parts)
+            rows = _gathered(self.client, infos, what)
+            nbytes = sum(r[1] for r in rows)
+            sum_w = float(fsum_rows(np.hstack([r[2] for r in rows]))[0]) if rows else 0.0
+        else:
+            loads, load_keys = dataset.partition_graph([], np.float64, name=f"load-{key_label(name)}")
+            leaves = {("weights-" + key[0].removeprefix("load-"), key[1]): (weight_sum, key)
+                      for key in load_keys}
+            tree, root = tree_graph(leaves, self.split_every, merge_list, f"weights-{key_label(name)}")
+            [total] = _gathered(self.client, self.client.get({**dict(loads), **tree}, [root], sync=False),
+                                what)
+            nbytes, sum_w = 0, float(total.to_floats()[0])
+        stats = PreparedStats(local_events=0, global_events=dataset.n_events, batches=dataset.n_partitions,
+                              sum_weights=sum_w, resident_bytes=int(nbytes), storage=decision.strategy)
+        prepared = PreparedDataset(dataset, name, stats, decision, parts, stream_workers)
+        if parts:
+            self._datasets.add(prepared)
+            self.seen = -1  # place (and balance) it at the next evaluation
+        return prepared
+
+    # -- placement ---------------------------------------------------------------------
+    def _serving(self, what: str) -> dict[str, int]:
+        live = running_workers(self.client, SERVING)
+        return live or wait_for_workers(self.client, what)
+
+    def _refresh(self, what: str) -> None:
+        """Workers, who holds what, and a rebalance when the workers changed."""
+        generation = self.watch.generation
+        self.live = self._serving(what)
+        self.watch.follow(self.live)
+        for addr in [a for a in self.sent if a not in self.live]:
+            del self.sent[addr]
+        datasets = list(self._datasets)
+        self._place([f for pd in datasets for f in pd.partitions])
+        running = running_workers(self.client)
+        if len(running) > 1:
+            self._balance(datasets, running)
+        self.seen = generation
+
+    def _place(self, futures: list[Any]) -> list[Any]:
+        """Refresh the holders of ``futures``; returns those no serving worker holds."""
+        holders = who_has(self.client, [f.key for f in futures])
+        load: dict[str, int] = {}
+        orphans = []
+        for f in futures:
+            addr = choose(holders.get(f.key, ()), self.live, load)
+            if addr is None:
+                self.holder.pop(f.key, None)
+                orphans.append(f)
+            else:
+                self.holder[f.key] = addr
+        return orphans
+
+    def _balance(self, datasets: list[PreparedDataset], running: dict[str, int]) -> None:
+        """Move partitions so that each running worker holds a share (see :func:`balance`)."""
+        start = time.perf_counter()
+        pending: dict[tuple[int, int], tuple[None, Any]] = {}
+        nbytes = 0
+        for k, pd in enumerate(datasets):
+            held: dict[str, list[int]] = {}
+            for i, f in enumerate(pd.partitions):
+                if f.key in self.holder:
+                    held.setdefault(self.holder[f.key], []).append(i)
+            for i, dest in balance(held, running):
+                old = pd.partitions[i].key
+                new = (f"{old[0].rsplit('-', 1)[0]}-{uuid.uuid4().hex}", old[1])
+                pending[(k, i)] = (None, self.client.submit(
+                    _same, pd.partitions[i], key=new, workers=[dest], allow_other_workers=True,
+                    pure=False))
+                self.holder[new] = dest
+                nbytes += pd.stats.resident_bytes // max(pd.stats.batches, 1)
+        if not pending:
+            return
+        done, _ = wait_for_futures(self.client, pending, Deadline("preparation-timeout"),
+                                   "the move of prepared partitions to new workers", lambda err: False)
+        for (k, i), (_, fut) in pending.items():
+            self.holder.pop(datasets[k].partitions[i].key, None)
+            datasets[k].partitions[i] = fut  # the old key is released: Dask drops it
+        self.moves.append({"partitions": len(pending), "bytes": nbytes,
+                           "seconds": time.perf_counter() - start})
+
+    def _await(self, missing: list[tuple[PreparedDataset, int]]) -> None:
+        """Wait until Dask has moved or recomputed the ``missing`` partitions, and place them."""
+        what = (f"the recomputation of dataset {missing[0][0].name!r} (partitions lost with their "
+                "worker)")
+        deadline = Deadline("preparation-timeout")
+        while True:
+            self.live = self._serving(what)
+            orphans = {id(f) for f in self._place([pd.partitions[i] for pd, i in missing])}
+            missing = [(pd, i) for pd, i in missing if id(pd.partitions[i]) in orphans]
+            if not missing:
+                return
+            pending = {}
+            for pd, i in missing:
+                fut = pd.partitions[i]
+                if fut.status != "finished":  # Dask recomputes it from its sources
+                    pending[(id(pd), i)] = (None, fut)
+            if pending:
+                wait_for_futures(self.client, pending, deadline, what, lambda err: False)
+            elif deadline.expired():
+                raise deadline.error(what, f"{len(missing)} partition(s) that no worker holds")
+            else:
+                time.sleep(0.02)  # the scheduler has not yet seen the loss
+
+    def _settle(self, failed: list[str], what: str) -> None:
+        """After calls to ``failed`` broke: wait (briefly) for the scheduler to drop them."""
+        end = time.monotonic() + 4 * POLL
+        while any(a not in self.watch.removed for a in failed) and time.monotonic() < end:
+            time.sleep(0.02)
+        for addr in failed:
+            self.sent.pop(addr, None)
+        self._refresh(what)
+
+    # -- evaluation --------------------------------------------------------------------
+    def _assign(self, jobs: list[ReductionJob], todo: dict[int, list[int]]
+                ) -> tuple[dict[str, list[tuple[int, list[int]]]], list[tuple[PreparedDataset, int]]]:
+        """Each worker's share of ``todo`` (job -> partitions), and the partitions nobody holds."""
+        shares: dict[str, list[tuple[int, list[int]]]] = {}
+        missing = []
+        ring = sorted(self.live)
+        for j, indices in todo.items():
+            pd = jobs[j].prepared
+            per: dict[str, list[int]] = {}
+            for i in indices:
+                if pd.storage == "resident":
+                    addr = self.holder.get(pd.partitions[i].key)
+                    if addr not in self.live:
+                        missing.append((pd, i))
+                        continue
+                else:
+                    addr = ring[i % len(ring)]
+                per.setdefault(addr, []).append(i)
+            for addr, ids in per.items():
+                shares.setdefault(addr, []).append((j, ids))
+        return shares, missing
+
+    def _payload(self, jobs: list[ReductionJob], share: list[tuple[int, list[int]]], addr: str,
+                 label: str) -> dict[str, Any]:
+        sent = self.sent.setdefault(addr, set())
+        objects: dict[str, Any] = {}
+        out = []
+        for j, ids in share:
+            job, pd = jobs[j], jobs[j].prepared
+            used = {self._token(job.reducer): job.reducer}
+            if pd.storage == "resident":
+                out.append(WorkerJob(self._token(job.reducer), job.params, job.plan, job.with_gradient,
+                                     job.exact, keys=[pd.partitions[i].key for i in ids]))
+            else:
+                used[self._token(pd.dataset)] = pd.dataset
+                out.append(WorkerJob(self._token(job.reducer), job.params, job.plan, job.with_gradient,
+                                     job.exact, dataset=self._token(pd.dataset), indices=ids,
+                                     stream_threads=pd.stream_workers))
+            objects.update({t: obj for t, obj in used.items() if t not in sent})
+        sent.update(objects)
+        return {"label": label, "objects": objects, "jobs": out}
+
+    async def _call_all(self, payloads: dict[str, dict[str, Any]], deadline: Deadline) -> dict[str, Any]:
+        """Call every worker at once; a reply, or the error of a broken call, per worker."""
+        from distributed.protocol import to_serialize
+
+        async def one(addr: str, payload: dict[str, Any]) -> Any:
+            try:
+                return await self.client.rpc(addr).laddu_reduce(request=to_serialize(payload))
+            except Exception as err:  # noqa: BLE001 - a broken call is sorted out by the caller
+                return err
+
+        tasks = {addr: asyncio.ensure_future(one(addr, p)) for addr, p in payloads.items()}
+        out: dict[str, Any] = {}
+        while tasks:
+            done, _ = await asyncio.wait(list(tasks.values()), timeout=min(POLL, deadline.remaining()),
+                                         return_when=asyncio.FIRST_COMPLETED)
+            known: Any = ()
+            if not done and self.client.status == "running":  # a slow call: is its worker still there?
+                try:
+                    info = await asyncio.wait_for(self.client.scheduler.identity(n_workers=-1), POLL)
+                    known = info.get("workers", {})
+                except (TimeoutError, OSError):
+                    known = tasks  # the scheduler is slow: assume they are
+            for addr, task in list(tasks.items()):
+                if task.done():
+                    out[addr] = task.result()
+                elif addr in self.watch.removed or (not done and addr not in known):
+                    task.cancel()  # it left: its call would never return
+                    out[addr] = WorkerLostError(f"worker {addr} left during an evaluation")
+                else:
+                    continue
+                del tasks[addr]
+            if tasks and (deadline.expired() or self.client.status != "running"):
+                for task in tasks.values():
+                    task.cancel()
+                check_scheduler(self.client)
+                raise deadline.error("an evaluation", f"worker(s) {', '.join(sorted(tasks))}")
+        return out
+
+    def run(self, jobs: list[ReductionJob]) -> list[CertifiedPartials]:
+        """One call per worker for all ``jobs``; partitions moved or lost are asked for again.
 
         Raises
         ------
+        SchedulerLostError
+            At once, when the scheduler is gone.
         ClusterTimeoutError
-            When the cluster has had no worker for ``worker-timeout``, or the preparation
-            took longer than ``preparation-timeout``.
+            When a worker did not answer within ``evaluation-timeout``, no worker was left
+            for ``worker-timeout``, or lost partitions were not recomputed within
+            ``preparation-timeout``.
         """
-        what = f"{what} of dataset {self.name!r} on the cluster"
-        deadline = Deadline("preparation-timeout")
-        client = self.hubs.client
-        while self.missing:
-            if deadline.expired():
-                raise deadline.error(what, f"{len(self.missing)} of its {self.dataset.n_partitions} "
-                                     "partitions, whose workers were lost")
-            workers = self.hubs.wait_for_workers(what)
-            ready = self.hubs.start(sorted(workers), deadline, what)
-            if not ready:
+        check_scheduler(self.client)
+        start = time.perf_counter()
+        names = list(dict.fromkeys(job.prepared.name for job in jobs))
+        label = ", ".join(names)
+        what = f"the evaluation of dataset {names[0]!r}" + (f" and {len(names) - 1} more" if len(names) > 1
+                                                             else "")
+        if self.watch.generation != self.seen:
+            self._refresh(what)
+        deadline = Deadline("evaluation-timeout")
+        todo = {j: list(range(job.prepared.stats.batches)) for j, job in enumerate(jobs)}
+        partials: list[list[CertifiedPartials]] = [[] for _ in jobs]
+        events = calls = 0
+        for _ in range(MAX_ROUNDS):
+            shares, missing = self._assign(jobs, todo)
+            if missing:
+                self._await(missing)
                 continue
-            todo = sorted(self.missing)
-            pending: dict[tuple[str, str], tuple[str, Any]] = {}
-            parts: dict[tuple[str, str], list[int]] = {}
-            for addr, positions in assign_partitions(len(todo), ready).items():
-                where = (addr, f"store-{next(_KEYS)}")
-                parts[where] = [todo[k] for k in positions]
-                threads = workers[addr] if self.storage == "resident" else 1
-                # an ordinary task on the hub's worker fills the hub, so that preparation shows
-                # in the dashboard and in distributed's progress bar or widget
-                pending[where] = (addr, client.submit(
-                    _add_to_hub, self.hubs.keys[addr], where[1], self.reducer, self.dataset,
-                    parts[where], self.storage, threads, workers=[addr], allow_other_workers=False,
-                    pure=False))
-            if self.progress:
-                _show_progress([f for _, f in pending.values()])
-            done, lost = wait_for_futures(client, pending, deadline, what, is_lost_worker_error)
-            for where, info in done.items():
-                self.infos[where] = info
-                self.owned[where] = parts[where]
-            self.missing = sorted(i for where in lost for i in parts[where])
-            self.rebuilt += len(self.missing)
-
-    def rebuild_lost(self) -> None:
-        """Replace the stores whose worker has gone (rebuilt from the sources)."""
-        alive = self.hubs.forget_dead()
-        for where in [w for w in self.owned if w[0] not in alive]:
-            lost = self.owned.pop(where)
-            self.infos.pop(where, None)
-            self.missing.extend(lost)
-            self.rebuilt += len(lost)
-        if self.missing:
-            self.build("the rebuild (after lost workers)")
-
-    def info(self) -> dict[str, Any]:
-        """Totals over the stores: events, resident bytes, exact weight sum."""
-        from laddu_dask.runtime.accumulate import fsum_rows
-
-        infos = list(self.infos.values())
-        weights = np.hstack([i["weights"] for i in infos]) if infos else np.zeros((1, 1))
-        return {"events": sum(i["events"] for i in infos),
-                "nbytes": sum(i["nbytes"] for i in infos),
-                "sum_weights": float(fsum_rows(weights)[0])}
-
-    def store_infos(self) -> list[dict[str, Any]]:
-        """What each store reported when it was built (pid, events, bytes, partitions)."""
-        return list(self.infos.values())
-
-
-def reduce_on_cluster(hubs: Hubs, jobs: list[tuple[ClusterStores, Params, ReductionPlan, bool, bool]]
-                      ) -> list[list[CertifiedPartials]]:
-    """One hub call per worker for all ``jobs``; returns each job's per-store partials.
-
-    Raises
-    ------
-    WorkerLostError
-        When a worker holding stores went away (rebuild them and call again).
-    SchedulerLostError, ClusterTimeoutError
-        When the scheduler is gone, or a worker did not answer within ``evaluation-timeout``.
-    """
-    check_scheduler(hubs.client)
-    per_worker: dict[str, list[tuple[int, tuple]]] = {}
-    for j, (stores, p, plan, wg, ex) in enumerate(jobs):
-        for (addr, key) in stores.owned:
-            per_worker.setdefault(addr, []).append((j, (key, p, plan, wg, ex)))
-    futures = {}
-    for addr, items in per_worker.items():
-        if addr not in hubs.hubs:
-            raise WorkerLostError(f"worker {addr} is gone")
-        futures[addr] = hubs.hubs[addr].reduce([job for _, job in items])
-    deadline = Deadline("evaluation-timeout")
-    out: list[list[CertifiedPartials]] = [[] for _ in jobs]
-    for addr, fut in futures.items():
-        for (j, _), partial in zip(per_worker[addr], hubs.result(fut, addr, deadline, "an evaluation")):
-            out[j].append(partial)
-    return out
+            payloads = {addr: self._payload(jobs, share, addr, label) for addr, share in shares.items()}
+            replies = self.client.sync(self._call_all, payloads, deadline) if payloads else {}
+            calls += len(replies)
+            todo, failed = {}, []
+            for addr, reply in replies.items():
+                again = shares[addr]
+                if isinstance(reply, BaseException):
+                    if not is_lost_worker_error(reply):
+                        raise reply
+                    failed.append(addr)
+                elif "error" in reply:
+                    raise reply["error"]
+                elif "need" in reply:  # the worker restarted at the same address
+                    self.sent[addr].difference_update(reply["need"])
+                else:
+                    reply = reply["reply"]
+                    gone = set(reply["missing"])
+                    for (j, _ids), partial in zip(again, reply["results"]):
+                        if partial is not None:
+                            partials[j].append(partial)
+                    again = [(j, [i for i in ids if jobs[j].prepared.storage == "resident"
+                                  and jobs[j].prepared.partitions[i].key in gone]) for j, ids in again]
+                    events += reply["events"]
+                for j, ids in again:
+                    if ids:
+                        todo.setdefault(j, []).extend(ids)
+            if not todo:
+                break
+            if failed:
+                self._settle(failed, what)
+            else:  # moved away (a retired worker handed them over): ask Dask where they are
+                self._place([jobs[j].prepared.partitions[i] for j, ids in todo.items()
+                             if jobs[j].prepared.storage == "resident" for i in ids])
+        else:
+            raise ClusterError(f"{what} could not reach all its partitions in {MAX_ROUNDS} rounds of "
+                               "worker calls (workers kept leaving)")
+        self.calls += calls
+        # -- dashboard hook: one call per evaluation on the client ---------------------------
+        _on_client_evaluation(self.client, label, time.perf_counter() - start, events, calls)
+        return [CertifiedPartials.merge(p) if p else job.empty() for job, p in zip(jobs, partials)]

@@ -103,25 +103,43 @@ def check_scheduler(client: Any) -> None:
         )
 
 
-def scheduler_workers(client: Any) -> dict[str, dict[str, Any]]:
-    """The workers the scheduler knows (address -> its identity), asked with a timeout."""
+def ask_scheduler(client: Any, method: Any, **kwargs: Any) -> Any:
+    """``await method(**kwargs)`` on the scheduler, within ``worker-timeout``.
+
+    Raises
+    ------
+    SchedulerLostError
+        When the scheduler is gone or did not answer in time.
+    """
     check_scheduler(client)
     seconds = cluster_timeout("worker-timeout")
     try:
-        info = client.sync(client.scheduler.identity, n_workers=-1, callback_timeout=seconds)
+        return client.sync(method, **kwargs, callback_timeout=seconds)
     except (OSError, TimeoutError) as err:
         check_scheduler(client)
         raise SchedulerLostError(
             f"the Dask scheduler at {scheduler_address(client)} did not answer within "
             f"{format_time(seconds)} (Dask config laddu-dask.cluster.worker-timeout): {err}"
         ) from err
+
+
+def scheduler_workers(client: Any) -> dict[str, dict[str, Any]]:
+    """The workers the scheduler knows (address -> its identity), asked with a timeout."""
+    info = ask_scheduler(client, client.scheduler.identity, n_workers=-1)
     return dict(info.get("workers", {}))
 
 
-def running_workers(client: Any) -> dict[str, int]:
-    """Addresses of the running workers and their threads."""
+def running_workers(client: Any, statuses: tuple[str, ...] = ("running",)) -> dict[str, int]:
+    """Addresses of the workers in one of ``statuses`` (running ones) and their threads."""
     return {addr: int(w.get("nthreads", 1)) for addr, w in scheduler_workers(client).items()
-            if w.get("status", "running") == "running"}
+            if w.get("status", "running") in statuses}
+
+
+def who_has(client: Any, keys: list[Any]) -> dict[Any, list[str]]:
+    """The workers holding each of ``keys`` (Dask's ``who_has``), asked with a timeout."""
+    if not keys:
+        return {}
+    return dict(ask_scheduler(client, client.scheduler.who_has, keys=list(keys)))
 
 
 def wait_for_workers(client: Any, what: str) -> dict[str, int]:
@@ -207,7 +225,10 @@ def wait_for_futures(client: Any, pending: dict[Hashable, tuple[str | None, Any]
         else:
             no_workers = None
         if left and deadline.expired():
-            addrs = sorted({addr or "any worker" for addr, _ in left.values()})
+            addrs = sorted({addr for addr, _ in left.values() if addr})
+            if len(addrs) < len(left):  # tasks Dask places: say which workers are busy
+                busy = ask_scheduler(client, client.scheduler.processing)
+                addrs += sorted({a for a, keys in busy.items() if keys} - set(addrs)) or ["any worker"]
             raise deadline.error(what, f"{len(left)} task(s) on {', '.join(addrs)}")
     return results, lost
 

@@ -21,12 +21,13 @@ import os
 from collections.abc import Hashable, Mapping
 from typing import Any
 
-import dask
-import dask.threaded
-
 from laddu_dask import config
 from laddu_dask.compile.compiled import real_dtype
+from laddu_dask.runtime.cluster import ClusterRunner
+from laddu_dask.runtime.jobs import Runner
+from laddu_dask.runtime.local import PoolRunner
 from laddu_dask.runtime.memory import MemoryBudget, MemoryDecision, MemoryPlan, decisions_html
+from laddu_dask.runtime.threaded import ThreadedRunner
 from laddu_dask.views import bytes_text, key_values, link
 
 DEVICES = ("cpu", "gpu", "auto")
@@ -196,10 +197,9 @@ class Execution:
         self.progress = bool(progress)
         self.gpu = int(gpu)
         self.scheduler = scheduler
-        self._pool: Any = None
         self.num_workers = num_workers or os.cpu_count() or 1
         self._decisions: list[MemoryDecision] = []
-        self._hubs: Any = None
+        self._runner: Runner | None = None
 
     def __repr__(self) -> str:
         where = "local threaded scheduler" if self.client is None else f"client {self.client!r}"
@@ -257,29 +257,22 @@ class Execution:
 
     # -- scheduling ----------------------------------------------------------------------
     @property
+    def runner(self) -> Runner:
+        """Where evaluations run, chosen once: the persistent thread pool, Dask's threaded
+        scheduler or the cluster (see :mod:`laddu_dask.runtime.jobs`)."""
+        if self._runner is None:
+            if self.client is not None:
+                self._runner = ClusterRunner(self.client, self.split_every, self.progress)
+            elif self.scheduler == "pool":
+                self._runner = PoolRunner(self.num_workers, self.split_every, self.progress)
+            else:
+                self._runner = ThreadedRunner(self.num_workers, self.split_every, self.progress)
+        return self._runner
+
+    @property
     def workers(self) -> int:
         """How many tasks run at once (local threads, or cluster worker threads)."""
-        if self.client is None:
-            return self.num_workers
-        return max(1, sum(self.hubs().workers().values()))
-
-    def pool(self) -> Any:
-        """The persistent thread pool of local evaluations (created on first use)."""
-        if self._pool is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            self._pool = ThreadPoolExecutor(self.num_workers, thread_name_prefix="laddu-dask")
-        return self._pool
-
-    def hubs(self) -> Any:
-        """The worker hubs of this execution on its cluster (see :mod:`laddu_dask.runtime.cluster`)."""
-        if self.client is None:
-            raise RuntimeError("worker hubs need an Execution with a distributed client")
-        if self._hubs is None:
-            from laddu_dask.runtime.cluster import Hubs
-
-            self._hubs = Hubs(self.client)
-        return self._hubs
+        return self.runner.workers
 
     def get(self, graph: Mapping[Hashable, Any], keys: Any, num_workers: int | None = None,
             progress: str | None = None) -> Any:
@@ -288,19 +281,4 @@ class Execution:
         ``progress`` (a label) shows Dask's progress bar when the execution asks for it.
         On a cluster the wait is bounded by ``laddu-dask.cluster.preparation-timeout``.
         """
-        if self.client is not None:
-            from dask.utils import key_split
-
-            from laddu_dask.runtime.cluster_waits import gather
-
-            first = keys[0] if isinstance(keys, list) and keys else keys
-            futures = self.client.get(dict(graph), keys, sync=False)
-            return gather(self.client, futures, f"the tasks {key_split(first)!r} on the cluster")
-        workers = num_workers or self.num_workers
-        if progress and self.progress:
-            from dask.diagnostics import ProgressBar
-
-            print(progress, flush=True)
-            with ProgressBar(minimum=0.5):
-                return dask.threaded.get(graph, keys, num_workers=workers)
-        return dask.threaded.get(graph, keys, num_workers=workers)
+        return self.runner.get(graph, keys, num_workers=num_workers, progress=progress)

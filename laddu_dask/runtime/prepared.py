@@ -1,14 +1,15 @@
-"""``PreparedModel`` and ``PreparedDataset``: a compiled model bound to an execution.
+"""``PreparedModel``: a compiled model bound to an execution, and its reductions.
 
-Preparing a dataset maps the event-only part of the model over every partition.
-Under ``resident`` storage the cached columns are computed once and kept (in this
-process, or in worker memory on a cluster); under ``streaming`` each evaluation
-re-reads and re-prepares one partition at a time, so memory stays bounded.  The
-choice, with its numbers, is recorded on the execution.
+Preparing a dataset maps the event-only part of the model over every partition
+(:mod:`laddu_dask.runtime.preparation`).  Under ``resident`` storage the cached
+columns are computed once and kept (in this process, or as Dask data on the workers
+of a cluster); under ``streaming`` each evaluation re-reads and re-prepares one
+partition at a time, so memory stays bounded.  The choice, with its numbers, is
+recorded on the execution.
 
-Each evaluation then submits one small graph: a task per partition runs the
-parameter-dependent kernel and returns exact partial sums of the value and of every
-gradient component, merged by a tree reduction.
+An evaluation is then one round of the execution's runner for all its reductions
+(:func:`reduce_many`): each partition's parameter-dependent kernel returns exact
+partial sums of the value and of every gradient component, merged exactly.
 
 Examples
 --------
@@ -28,7 +29,7 @@ array([6.])
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -38,18 +39,13 @@ from laddu_dask.compile.layout import ParameterValues
 from laddu_dask.compile.plan import ReductionPlan
 from laddu_dask.data.batch import EventBatch
 from laddu_dask.data.dataset import Dataset
-from laddu_dask.errors import ClusterError
-from laddu_dask.runtime.accumulate import ExactPartials, work_bytes
+from laddu_dask.runtime.accumulate import Uncertified, work_bytes
+from laddu_dask.runtime.cluster_waits import wait_for_workers
 from laddu_dask.runtime.execution import Execution
-from laddu_dask.runtime.memory import MemoryDecision, decide_storage
-from laddu_dask.runtime.reducer import (
-    CertifiedPartials,
-    Params,
-    PartitionReducer,
-    PreparedPartition,
-    Uncertified,
-)
-from laddu_dask.runtime.reduction import merge_list, tree_graph, unique_name
+from laddu_dask.runtime.jobs import ReductionJob
+from laddu_dask.runtime.memory import decide_storage
+from laddu_dask.runtime.preparation import PreparedDataset, prepare_batch
+from laddu_dask.runtime.reducer import Params, PartitionReducer
 
 #: Bounds of the chunk size the runtime picks when the user chose none: partitions
 #: small enough that every worker gets two, large enough that a task's fixed cost
@@ -79,103 +75,6 @@ class ReductionEvaluation:
 
 
 @dataclass(frozen=True)
-class PreparedStats:
-    """What a prepared dataset holds.
-
-    Attributes
-    ----------
-    local_events, global_events : int
-        Events prepared in this process / in the whole dataset.
-    batches : int
-        Partitions.
-    sum_weights : float
-        Exact sum of the event weights.
-    resident_bytes : int
-        Bytes held by the cached columns and weights (0 when streaming).
-    storage : {"resident", "streaming"}
-        Where the prepared partitions live.
-    """
-
-    local_events: int
-    global_events: int
-    batches: int
-    sum_weights: float
-    resident_bytes: int
-    storage: str
-
-
-# ---------------------------------------------------------------------------
-# partition tasks
-# ---------------------------------------------------------------------------
-def prepare_batch(compiled: CompiledModel, batch: EventBatch, precision: str,
-                  device: str = "cpu", gpu: int = 0) -> PreparedPartition:
-    """Run the event-only part of ``compiled`` on one batch (on the GPU for ``device="gpu"``)."""
-    dt = real_dtype(precision)
-    if device == "gpu":
-        import cupy
-
-        with cupy.cuda.Device(gpu):
-            staged = batch.map_arrays(lambda a: cupy.asarray(a, dtype=dt))
-            cols = {name: staged.columns[name] for name in compiled.columns}
-            cache = compiled.event_cache(cols, precision) if cols else []
-            weights = cupy.ascontiguousarray(staged.weights, dtype=dt)
-        return PreparedPartition(cache, weights, batch.n_events, batch.offset, batch.source)
-    cols = {name: batch.columns[name] for name in compiled.columns}
-    cache = compiled.event_cache(cols, precision) if cols else []
-    xp = batch.xp
-    weights = xp.ascontiguousarray(batch.weights, dtype=dt)
-    return PreparedPartition(cache, weights, batch.n_events, batch.offset, batch.source)
-
-
-def prepare_partition(compiled: CompiledModel, dataset: Dataset, index: int, precision: str,
-                      device: str = "cpu", gpu: int = 0) -> PreparedPartition:
-    """Load partition ``index`` (only the needed columns) and prepare it."""
-    batch = dataset.load_partition(index, columns=compiled.columns, dtype=real_dtype(precision))
-    return prepare_batch(compiled, batch, precision, device, gpu)
-
-
-def reduce_partitions(reducer: PartitionReducer, parts: list[PreparedPartition], params: Params,
-                      plan: ReductionPlan, with_gradient: bool, exact: bool) -> CertifiedPartials:
-    """Task: partial sums over a group of resident partitions, merged exactly."""
-    return CertifiedPartials.merge(
-        [reducer.partials(part, params, plan, with_gradient, exact) for part in parts]
-    )
-
-
-def stream_partitions(reducer: PartitionReducer, dataset: Dataset, indices: list[int],
-                      params: Params, plan: ReductionPlan, with_gradient: bool,
-                      exact: bool) -> CertifiedPartials:
-    """Task: read, prepare and reduce a group of partitions one at a time, keeping nothing."""
-    out = []
-    for index in indices:
-        part = prepare_partition(reducer.compiled, dataset, index, reducer.precision,
-                                 reducer.device, reducer.gpu)
-        out.append(reducer.partials(part, params, plan, with_gradient, exact))
-        del part
-    return CertifiedPartials.merge(out)
-
-
-def task_groups(n: int, workers: int) -> list[range]:
-    """Contiguous groups of partition indices, a few per worker.
-
-    The number of tasks of an evaluation then depends on the workers, not on the
-    partitions, so its scheduling cost stays flat with hundreds of partitions.
-
-    Examples
-    --------
-    >>> [list(g) for g in task_groups(5, 1)]
-    [[0, 1], [2, 3, 4]]
-    """
-    groups = min(n, max(1, 2 * workers))
-    edges = [round(k * n / groups) for k in range(groups + 1)]
-    return [range(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
-
-
-def _weight_sum(part: PreparedPartition) -> ExactPartials:
-    return ExactPartials.from_terms(np.asarray(part.weights, dtype=np.float64))
-
-
-@dataclass(frozen=True)
 class ReductionRequest:
     """One reduction of an evaluation: a model over a prepared dataset at a point."""
 
@@ -187,7 +86,8 @@ class ReductionRequest:
 
 
 def reduce_many(execution: Execution, requests: list[ReductionRequest]) -> list[tuple[float, Any]]:
-    """Run several reductions as ONE task graph (all partitions share the workers).
+    """Run several reductions in ONE round of the execution's runner (one graph locally,
+    one call per worker on a cluster).
 
     Returns ``(value, gradient or None)`` per request.  Fast (fused) sums that cannot be
     certified correctly rounded are recomputed exactly, so the result never depends on
@@ -196,167 +96,21 @@ def reduce_many(execution: Execution, requests: list[ReductionRequest]) -> list[
     for req in requests:
         if not isinstance(req.plan, ReductionPlan):
             raise TypeError(f"plan must be a ReductionPlan, got {type(req.plan).__name__}")
-    points = [req.model._params(req.params) for req in requests]
-    merged = _run(execution, requests, points, [False] * len(requests))
+    jobs = [ReductionJob(req.model.reducer, req.prepared, req.model._params(req.params), req.plan,
+                         req.with_gradient) for req in requests]
+    merged = execution.runner.run(jobs)
     out: list[Any] = [None] * len(requests)
     redo = []
-    labels = [f"{req.prepared.name} ({', '.join(req.prepared.dataset.sources)})" for req in requests]
-    for k, (req, p, m) in enumerate(zip(requests, points, merged)):
+    for k, (job, m) in enumerate(zip(jobs, merged)):
         try:
-            out[k] = req.model.reducer.finish(m, p, req.with_gradient, labels[k])
+            out[k] = job.reducer.finish(m, job.params, job.with_gradient, job.prepared.label)
         except Uncertified:
             redo.append(k)
     if redo:
-        again = _run(execution, [requests[k] for k in redo], [points[k] for k in redo],
-                     [True] * len(redo))
-        for k, m in zip(redo, again):
-            out[k] = requests[k].model.reducer.finish(m, points[k], requests[k].with_gradient,
-                                                      labels[k])
+        exact = [replace(jobs[k], exact=True) for k in redo]
+        for k, job, m in zip(redo, exact, execution.runner.run(exact)):
+            out[k] = job.reducer.finish(m, job.params, job.with_gradient, job.prepared.label)
     return out
-
-
-def _run(execution: Execution, requests: list[ReductionRequest], points: list[Params],
-         exact: list[bool]) -> list[CertifiedPartials]:
-    if any(req.prepared.stores is not None for req in requests):
-        return _run_on_cluster(requests, points, exact)
-    graph: dict = {}
-    roots: list[Any] = []
-    workers = None
-    for req, p, ex in zip(requests, points, exact):
-        pm, pd = req.model, req.prepared
-        token = unique_name("reduce")
-        if pd.storage == "resident":
-            groups = task_groups(len(pd.partitions), execution.workers)
-            leaves = {
-                (token, g): (reduce_partitions, pm.reducer, [pd.partitions[i] for i in group], p,
-                             req.plan, req.with_gradient, ex)
-                for g, group in enumerate(groups)
-            }
-        else:
-            groups = task_groups(pd.stats.batches, pd.stream_workers)
-            leaves = {
-                (token, g): (stream_partitions, pm.reducer, pd.dataset, list(group), p, req.plan,
-                             req.with_gradient, ex)
-                for g, group in enumerate(groups)
-            }
-            workers = pd.stream_workers if workers is None else min(workers, pd.stream_workers)
-        if not leaves:
-            roots.append(None)
-            continue
-        sub, root = tree_graph(leaves, execution.split_every, merge_list, f"{token}-merge")
-        graph.update(sub)
-        roots.append(root)
-    keys = [r for r in roots if r is not None]
-    if execution.scheduler == "pool" and workers is None and keys:
-        merged = _run_on_pool(execution, graph, keys)
-    else:
-        merged = execution.get(graph, keys, num_workers=workers) if keys else []
-    results = iter(merged)
-    return [next(results) if root is not None else req.model.reducer.empty(req.with_gradient)
-            for root, req in zip(roots, requests)]
-
-
-def _run_on_pool(execution: Execution, graph: dict, keys: list) -> list:
-    """Run an evaluation graph on the execution's persistent thread pool.
-
-    The leaf tasks (groups of partitions) run in parallel; the merge tasks, cheap
-    additions of a few numbers, run in the calling thread in the graph's order.  Same
-    tasks and results as the Dask scheduler, at a fraction of its per-call cost.
-    """
-    is_merge = {k for k, task in graph.items() if task[0] is merge_list}
-    leaves = [k for k in graph if k not in is_merge]
-    pool = execution.pool()
-    futures = {k: pool.submit(graph[k][0], *graph[k][1:]) for k in leaves}
-    values = {k: f.result() for k, f in futures.items()}
-    for k in graph:  # tree_graph adds merges after their inputs
-        if k in is_merge:
-            values[k] = merge_list([values[c] for c in graph[k][1]])
-    return [values[k] for k in keys]
-
-
-#: How often an evaluation is repeated after workers were lost.
-MAX_RETRIES = 3
-
-
-def _run_on_cluster(requests: list[ReductionRequest], points: list[Params],
-                    exact: list[bool]) -> list[CertifiedPartials]:
-    """One call per worker serves every request; rebuild lost stores and retry.
-
-    Stores lost with their workers (during this evaluation or an earlier one that
-    failed) are rebuilt first, waiting for workers to join when none is left.
-    """
-    from laddu_dask.runtime.cluster import is_lost_worker_error, reduce_on_cluster
-
-    hubs = requests[0].prepared.stores.hubs
-    for attempt in range(MAX_RETRIES + 1):
-        for req in requests:
-            if req.prepared.stores.missing:
-                req.prepared.stores.rebuild_lost()
-        jobs = [(req.prepared.stores, p, req.plan, req.with_gradient, ex)
-                for req, p, ex in zip(requests, points, exact)]
-        try:
-            partials = reduce_on_cluster(hubs, jobs)
-        except Exception as err:
-            if not is_lost_worker_error(err):
-                raise
-            if attempt == MAX_RETRIES:
-                raise ClusterError(f"an evaluation lost workers {MAX_RETRIES + 1} times in a row "
-                                   f"(last: {err})") from err
-            for req in requests:
-                req.prepared.stores.rebuild_lost()
-            continue
-        return [CertifiedPartials.merge(parts) if parts else req.model.reducer.empty(req.with_gradient)
-                for req, parts in zip(requests, partials)]
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-class PreparedDataset:
-    """A dataset prepared for one model under one execution.
-
-    Attributes
-    ----------
-    dataset : Dataset
-        The source events.
-    name : str
-        Label used in memory decisions and errors.
-    stats : PreparedStats
-        Events, batches, weights, bytes and storage.
-    decision : MemoryDecision
-        Why this storage was chosen.
-    partitions : list of PreparedPartition or of futures
-        The resident partitions (empty when streaming).
-    """
-
-    def __init__(
-        self,
-        dataset: Dataset,
-        name: str,
-        stats: PreparedStats,
-        decision: MemoryDecision,
-        partitions: list,
-        stream_workers: int,
-        stores: Any = None,
-    ) -> None:
-        self.dataset = dataset
-        self.name = name
-        self.stats = stats
-        self.decision = decision
-        self.partitions = partitions
-        self.stream_workers = stream_workers
-        #: on a cluster: the worker-resident stores (:class:`~laddu_dask.runtime.cluster.ClusterStores`)
-        self.stores = stores
-
-    @property
-    def storage(self) -> str:
-        """``"resident"`` or ``"streaming"``."""
-        return self.stats.storage
-
-    def __repr__(self) -> str:
-        s = self.stats
-        return (
-            f"PreparedDataset({self.name!r}: {s.global_events} events in {s.batches} batches, "
-            f"{s.storage}, {s.resident_bytes} resident bytes)"
-        )
 
 
 class PreparedModel:
@@ -477,7 +231,7 @@ class PreparedModel:
         resident_bytes = resident_bpe * dataset.n_events
         if execution.client is not None:
             # on a cluster the budget is per worker: each holds about 1/n of the partitions
-            n_workers = len(execution.hubs().wait_for_workers(f"the preparation of dataset {name!r}"))
+            n_workers = len(wait_for_workers(execution.client, f"the preparation of dataset {name!r}"))
             resident_bytes = resident_bpe * chunk * -(-dataset.n_partitions // n_workers)
             workers = max(1, workers // n_workers)
         # streaming runs as many partitions at once as the budget holds (at least one)
@@ -506,54 +260,7 @@ class PreparedModel:
             resource="device" if self.device == "gpu" else "host",
         )
         execution.record(decision)
-        if execution.client is not None:
-            return self._prepare_on_cluster(execution, dataset, name, decision)
-        token = unique_name(f"prepare-{name}")
-        leaves = {
-            (token, i): (prepare_partition, self.compiled, dataset, i, self.precision, self.device,
-                         self.gpu)
-            for i in range(dataset.n_partitions)
-        }
-        if decision.strategy == "resident":
-            parts = execution.get(leaves, list(leaves), progress=f"preparing {name}",
-                                  num_workers=1 if self.device == "gpu" else None)
-            sums = [_weight_sum(p) for p in parts]
-            nbytes = sum(p.nbytes for p in parts)
-            sum_w = float(ExactPartials.merge(sums).to_floats()[0]) if sums else 0.0
-            storage = "resident"
-        else:
-            parts = []
-            nbytes = 0
-            sum_w = dataset.sum_weights(num_workers=stream_workers)  # as many reads at once
-            storage = "streaming"
-        stats = PreparedStats(
-            local_events=dataset.n_events,
-            global_events=dataset.n_events,
-            batches=dataset.n_partitions,
-            sum_weights=sum_w,
-            resident_bytes=int(nbytes),
-            storage=storage,
-        )
-        return PreparedDataset(dataset, name, stats, decision, list(parts), stream_workers)
-
-    def _prepare_on_cluster(self, execution: Execution, dataset: Dataset, name: str,
-                            decision: MemoryDecision) -> PreparedDataset:
-        """One store (actor) per worker holds its partitions (see runtime.cluster)."""
-        from laddu_dask.runtime.cluster import ClusterStores
-
-        stores = ClusterStores(execution.hubs(), self.reducer, dataset, decision.strategy,
-                               progress=execution.progress, name=name)
-        # (streaming stores reduce their partitions one at a time: the budget holds one)
-        info = stores.info()
-        stats = PreparedStats(
-            local_events=0,
-            global_events=dataset.n_events,
-            batches=dataset.n_partitions,
-            sum_weights=info["sum_weights"],
-            resident_bytes=int(info["nbytes"]),
-            storage=decision.strategy,
-        )
-        return PreparedDataset(dataset, name, stats, decision, [], 1, stores=stores)
+        return execution.runner.prepare(self.reducer, dataset, name, decision, stream_workers)
 
     # -- per-batch evaluation --------------------------------------------------------------
     def evaluate_batch(self, params: ParameterValues, batch: EventBatch) -> Any:

@@ -27,12 +27,13 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from dask.sizeof import sizeof
 
 from laddu_dask.compile.compiled import CompiledModel, real_dtype
 from laddu_dask.compile.plan import ReductionPlan, rejected_value_error
 from laddu_dask.errors import NonFiniteError
 from laddu_dask.expr.arrayfuncs import array_module
-from laddu_dask.runtime.accumulate import ExactPartials, fsum_rows
+from laddu_dask.runtime.accumulate import CertifiedPartials, ExactPartials
 
 KERNELS = ("auto", "fused", "numpy")
 DEVICES = ("cpu", "gpu")
@@ -65,6 +66,12 @@ class PreparedPartition:
         return int(sum(c.nbytes for c in self.cache) + self.weights.nbytes)
 
 
+@sizeof.register(PreparedPartition)
+def _sizeof_prepared(part: PreparedPartition) -> int:
+    """Dask's size of a prepared partition (managed memory on a worker): its arrays' bytes."""
+    return part.nbytes + 64 * (len(part.cache) + 2)
+
+
 class Params:
     """A parameter point travelling in a task graph (opaque to Dask's graph parsing)."""
 
@@ -73,66 +80,6 @@ class Params:
     def __init__(self, values: tuple) -> None:
         self.values = values
         self.array = np.array(values, dtype=type(values[0]) if values else np.float64)
-
-
-class Uncertified(Exception):
-    """The fast sums of an evaluation could not be certified; redo it exactly."""
-
-
-class CertifiedPartials:
-    """Partial sums held exactly as a few doubles per quantity, with an error bound.
-
-    ``terms[k]`` is a short row of doubles whose *exact* sum is partial sum ``k``;
-    merging concatenates rows (no rounding), and the final value of a row is its
-    correctly rounded sum (:func:`~laddu_dask.runtime.accumulate.fsum_rows`).
-
-    The fused kernels split each block of terms into parts summed exactly and parts
-    whose rounding they bound, accumulate the block sums with TwoSum cascades, and
-    return the (sum, compensation) pairs with an explicit error bound.  When
-    the exact sum rounds to the same double at both ends of the bound, the result is
-    certified: it equals the correctly rounded sum of the terms (``math.fsum``),
-    whatever the partitioning.  Otherwise the evaluation is redone exactly.
-    """
-
-    __slots__ = ("terms", "bound")
-
-    #: Width past which merged rows are compressed back to an exact expansion.
-    MAX_WIDTH = 512
-
-    def __init__(self, terms: np.ndarray, bound: np.ndarray) -> None:
-        self.terms = terms
-        self.bound = bound
-
-    @classmethod
-    def exact(cls, partials: ExactPartials) -> CertifiedPartials:
-        """Exact partials (no error bound)."""
-        return cls(partials.to_expansion(), np.zeros(len(partials)))
-
-    @staticmethod
-    def merge(parts: list[CertifiedPartials]) -> CertifiedPartials:
-        """Exact merge of the sums; the bounds add (rounded up)."""
-        terms = np.hstack([p.terms for p in parts])
-        if terms.shape[1] > CertifiedPartials.MAX_WIDTH:
-            terms = ExactPartials.from_terms(terms).to_expansion()
-        bound = np.sum([p.bound for p in parts], axis=0) * (1.0 + 1e-12)
-        return CertifiedPartials(terms, bound)
-
-    def certified_floats(self) -> np.ndarray:
-        """The correctly rounded sums, or :class:`Uncertified`.
-
-        Fast sums that are not finite are not certified either: the exact per-event
-        terms then say which event, or that the exact sum overflows.
-        """
-        values = fsum_rows(self.terms)
-        if not np.any(self.bound):
-            return values
-        if not (np.all(np.isfinite(self.bound)) and np.all(np.isfinite(values))):
-            raise Uncertified("a sum or a magnitude sum is not finite")
-        lower = fsum_rows(np.hstack([self.terms, -self.bound[:, None]]))
-        upper = fsum_rows(np.hstack([self.terms, self.bound[:, None]]))
-        if not np.array_equal(lower, upper):
-            raise Uncertified("a fast sum lies too close to a rounding boundary")
-        return values
 
 
 class PartitionReducer:

@@ -1,0 +1,189 @@
+"""Partition preparation: the event-only part of a model mapped over a dataset.
+
+A partition is prepared once: its columns are loaded and the model's event-only
+nodes are evaluated into a :class:`~laddu_dask.runtime.reducer.PreparedPartition`
+(the cached columns and the weights).  :func:`preparation_graph` is the Dask graph
+of it, one task per partition on top of :meth:`Dataset.partition_graph
+<laddu_dask.data.dataset.Dataset.partition_graph>`, under keys that name the dataset
+(``("prepared-ksks-data-<token>", i)``), so that a cluster's memory-by-key view says
+what it holds.  :class:`PreparedDataset` is what an evaluation is given: the prepared
+partitions (objects locally, futures on a cluster) or, when streaming, the dataset
+they are re-read from.
+
+Examples
+--------
+>>> import numpy as np
+>>> import dask
+>>> import laddu_dask as ld
+>>> from laddu_dask.runtime.preparation import preparation_graph
+>>> from laddu_dask.runtime.reducer import PartitionReducer
+>>> reducer = PartitionReducer(ld.CompiledModel.from_expr(ld.parameter("a") * ld.scalar("x")), "f64")
+>>> ds = ld.Dataset.from_arrays(scalars={"x": np.arange(5.0)}, chunk_size=2)
+>>> graph, keys = preparation_graph(reducer, ds, "toy/data")
+>>> keys[0][0].startswith("prepared-toy-data-"), [p.n for p in dask.get(graph, keys)]
+(True, [2, 2, 1])
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+from dask.highlevelgraph import HighLevelGraph
+
+from laddu_dask.compile.compiled import CompiledModel, real_dtype
+from laddu_dask.data.batch import EventBatch
+from laddu_dask.data.dataset import Dataset
+from laddu_dask.runtime.accumulate import ExactPartials
+from laddu_dask.runtime.memory import MemoryDecision
+from laddu_dask.runtime.reducer import PartitionReducer, PreparedPartition
+
+
+def prepare_batch(compiled: CompiledModel, batch: EventBatch, precision: str,
+                  device: str = "cpu", gpu: int = 0) -> PreparedPartition:
+    """Run the event-only part of ``compiled`` on one batch (on the GPU for ``device="gpu"``)."""
+    dt = real_dtype(precision)
+    if device == "gpu":
+        import cupy
+
+        with cupy.cuda.Device(gpu):
+            staged = batch.map_arrays(lambda a: cupy.asarray(a, dtype=dt))
+            cols = {name: staged.columns[name] for name in compiled.columns}
+            cache = compiled.event_cache(cols, precision) if cols else []
+            weights = cupy.ascontiguousarray(staged.weights, dtype=dt)
+        return PreparedPartition(cache, weights, batch.n_events, batch.offset, batch.source)
+    cols = {name: batch.columns[name] for name in compiled.columns}
+    cache = compiled.event_cache(cols, precision) if cols else []
+    xp = batch.xp
+    weights = xp.ascontiguousarray(batch.weights, dtype=dt)
+    return PreparedPartition(cache, weights, batch.n_events, batch.offset, batch.source)
+
+
+def prepare_partition(compiled: CompiledModel, dataset: Dataset, index: int, precision: str,
+                      device: str = "cpu", gpu: int = 0) -> PreparedPartition:
+    """Load partition ``index`` (only the needed columns) and prepare it."""
+    batch = dataset.load_partition(index, columns=compiled.columns, dtype=real_dtype(precision))
+    return prepare_batch(compiled, batch, precision, device, gpu)
+
+
+def prepare_loaded(reducer: PartitionReducer, batch: EventBatch) -> PreparedPartition:
+    """Task of :func:`preparation_graph`: prepare a loaded batch for ``reducer``'s model."""
+    return prepare_batch(reducer.compiled, batch, reducer.precision, reducer.device, reducer.gpu)
+
+
+def key_label(name: str) -> str:
+    """A dataset name as words that :func:`dask.utils.key_split` keeps (``"ksks-accepted-mc"``).
+
+    Examples
+    --------
+    >>> key_label("ksks/accepted_mc"), key_label("bin 3/data")
+    ('ksks-accepted-mc', 'bin-data')
+    """
+    return "-".join(re.findall(r"[A-Za-z]+", name)) or "dataset"
+
+
+def preparation_graph(reducer: PartitionReducer, dataset: Dataset, name: str,
+                      ) -> tuple[HighLevelGraph, list[tuple[str, int]]]:
+    """The graph whose key ``i`` is partition ``i`` of ``dataset`` prepared for ``reducer``.
+
+    Its layer ``prepared-<name>-<token>`` sits on the dataset's own
+    :meth:`~laddu_dask.data.dataset.Dataset.partition_graph` (only the model's columns,
+    in the model's precision); the token depends on the loads, the model and the
+    device, so the same preparation has the same keys.
+    """
+    from dask.base import tokenize
+
+    loads, load_keys = dataset.partition_graph(list(reducer.compiled.columns),
+                                               real_dtype(reducer.precision),
+                                               name=f"load-{key_label(name)}")
+    token = tokenize(load_keys[0][0] if load_keys else dataset.n_partitions,
+                     reducer.compiled.kernels.source, reducer.precision, reducer.device, reducer.gpu)
+    layer = f"prepared-{key_label(name)}-{token}"
+    tasks = {(layer, i): (prepare_loaded, reducer, key) for i, key in enumerate(load_keys)}
+    layers = {**loads.layers, layer: tasks}
+    dependencies = {**loads.dependencies, layer: set(loads.layers)}
+    return HighLevelGraph(layers, dependencies), list(tasks)
+
+
+def weight_sum(part: PreparedPartition | EventBatch) -> ExactPartials:
+    """The exact sum of a prepared partition's (or a loaded batch's) weights."""
+    return ExactPartials.from_terms(np.asarray(part.weights, dtype=np.float64))
+
+
+def partition_summary(part: PreparedPartition) -> tuple[int, int, np.ndarray]:
+    """``(events, bytes, exact weight sum as an expansion)`` of a prepared partition."""
+    return part.n, part.nbytes, weight_sum(part).to_expansion()
+
+
+@dataclass(frozen=True)
+class PreparedStats:
+    """What a prepared dataset holds.
+
+    Attributes
+    ----------
+    local_events, global_events : int
+        Events prepared in this process / in the whole dataset.
+    batches : int
+        Partitions.
+    sum_weights : float
+        Exact sum of the event weights.
+    resident_bytes : int
+        Bytes held by the cached columns and weights (0 when streaming).
+    storage : {"resident", "streaming"}
+        Where the prepared partitions live.
+    """
+
+    local_events: int
+    global_events: int
+    batches: int
+    sum_weights: float
+    resident_bytes: int
+    storage: str
+
+
+class PreparedDataset:
+    """A dataset prepared for one model under one execution.
+
+    Attributes
+    ----------
+    dataset : Dataset
+        The source events.
+    name : str
+        Label used in memory decisions, errors and graph keys.
+    stats : PreparedStats
+        Events, batches, weights, bytes and storage.
+    decision : MemoryDecision
+        Why this storage was chosen.
+    partitions : list of PreparedPartition, or of distributed futures
+        The resident partitions (empty when streaming): in this process, or as Dask
+        data on a cluster's workers.
+    stream_workers : int
+        Partitions streamed at once (per worker on a cluster) within the budget.
+    """
+
+    def __init__(self, dataset: Dataset, name: str, stats: PreparedStats, decision: MemoryDecision,
+                 partitions: list, stream_workers: int) -> None:
+        self.dataset = dataset
+        self.name = name
+        self.stats = stats
+        self.decision = decision
+        self.partitions = partitions
+        self.stream_workers = stream_workers
+
+    @property
+    def storage(self) -> str:
+        """``"resident"`` or ``"streaming"``."""
+        return self.stats.storage
+
+    @property
+    def label(self) -> str:
+        """The name and the sources, for error messages."""
+        return f"{self.name} ({', '.join(self.dataset.sources)})"
+
+    def __repr__(self) -> str:
+        s = self.stats
+        return (
+            f"PreparedDataset({self.name!r}: {s.global_events} events in {s.batches} batches, "
+            f"{s.storage}, {s.resident_bytes} resident bytes)"
+        )

@@ -1,0 +1,167 @@
+"""Evaluations on Dask's threaded scheduler, in this process.
+
+An evaluation is one hand-built graph (:func:`evaluation_graph`): for every job a few
+tasks per thread, each reducing a group of partitions (resident ones in place, or
+streamed from their sources one at a time), then a tree of exact merges of fan-in
+``split_every``.  :class:`ThreadedRunner` runs it with :func:`dask.threaded.get`; the
+persistent pool of :mod:`laddu_dask.runtime.local` runs the same graph.
+
+Examples
+--------
+>>> import numpy as np
+>>> import laddu_dask as ld
+>>> ex = ld.Execution(scheduler="dask")
+>>> type(ex.runner).__name__
+'ThreadedRunner'
+>>> model = ld.PreparedModel.prepare(ld.CompiledModel.from_expr(ld.parameter("a") * ld.scalar("x")), ex)
+>>> ds = model.prepare_dataset(ex, ld.Dataset.from_arrays(scalars={"x": np.arange(4.0)}))
+>>> model.reduce(ex, [2.0], ds, ld.ReductionPlan.weighted_real())
+12.0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from typing import Any
+
+import dask
+import dask.threaded
+from dask.task_spec import TaskRef
+
+from laddu_dask.data.dataset import Dataset
+from laddu_dask.runtime.accumulate import CertifiedPartials, ExactPartials
+from laddu_dask.runtime.jobs import ReductionJob, Runner, reduce_partitions, stream_partitions, task_groups
+from laddu_dask.runtime.memory import MemoryDecision
+from laddu_dask.runtime.preparation import (
+    PreparedDataset,
+    PreparedStats,
+    preparation_graph,
+    weight_sum,
+)
+from laddu_dask.runtime.reducer import PartitionReducer
+from laddu_dask.runtime.reduction import merge_list, tree_graph, unique_name
+
+
+def evaluation_graph(jobs: list[ReductionJob], threads: int, split_every: int
+                     ) -> tuple[dict, list[Hashable | None], int | None]:
+    """The graph of one evaluation of ``jobs`` on ``threads`` threads.
+
+    Returns the graph, the root key of every job (``None`` for a job without
+    partitions) and the threads streaming allows (``None`` when nothing streams).
+    """
+    graph: dict = {}
+    roots: list[Hashable | None] = []
+    workers = None
+    for job in jobs:
+        pd = job.prepared
+        token = unique_name("reduce")
+        if pd.storage == "resident":
+            groups = task_groups(len(pd.partitions), threads)
+            leaves = {
+                (token, g): (reduce_partitions, job.reducer, [pd.partitions[i] for i in group],
+                             job.params, job.plan, job.with_gradient, job.exact)
+                for g, group in enumerate(groups)
+            }
+        else:
+            groups = task_groups(pd.stats.batches, pd.stream_workers)
+            leaves = {
+                (token, g): (stream_partitions, job.reducer, pd.dataset, list(group), job.params,
+                             job.plan, job.with_gradient, job.exact)
+                for g, group in enumerate(groups)
+            }
+            workers = pd.stream_workers if workers is None else min(workers, pd.stream_workers)
+        if not leaves:
+            roots.append(None)
+            continue
+        sub, root = tree_graph(leaves, split_every, merge_list, f"{token}-merge")
+        graph.update(sub)
+        roots.append(root)
+    return graph, roots, workers
+
+
+def fetched(graph: Mapping[Hashable, Any]) -> tuple[Mapping[Hashable, Any], dict[Hashable, Any]]:
+    """``graph`` without its distributed futures, and their values (a dataset persisted on a
+    cluster, prepared in this process); ``(graph, {})`` when it holds none."""
+    held = {k: v for k, v in graph.items() if isinstance(v, TaskRef) and hasattr(v, "result")}
+    if not held:
+        return graph, {}
+    from laddu_dask.runtime.cluster_waits import gather
+
+    futures = list(held.values())
+    values = gather(futures[0].client, futures, "the persisted partitions of a dataset held by a cluster")
+    return {k: v for k, v in graph.items() if k not in held}, dict(zip(held, values))
+
+
+def with_empty(jobs: list[ReductionJob], roots: list[Hashable | None], merged: list[Any]
+               ) -> list[CertifiedPartials]:
+    """One result per job: the merged ones in order, the empty sums where a job had no root."""
+    results = iter(merged)
+    return [next(results) if root is not None else job.empty() for root, job in zip(roots, jobs)]
+
+
+class ThreadedRunner(Runner):
+    """Evaluations and preparations on Dask's threaded scheduler.
+
+    Parameters
+    ----------
+    num_workers : int
+        Threads.
+    split_every : int
+        Fan-in of the merge trees.
+    progress : bool
+        Show Dask's progress bar while datasets are prepared.
+    """
+
+    def __init__(self, num_workers: int, split_every: int, progress: bool = False) -> None:
+        self.num_workers = num_workers
+        self.split_every = split_every
+        self.progress = progress
+
+    @property
+    def workers(self) -> int:
+        """Threads."""
+        return self.num_workers
+
+    def get(self, graph: Mapping[Hashable, Any], keys: Any, num_workers: int | None = None,
+            progress: str | None = None) -> Any:
+        """Run ``graph`` on ``num_workers`` threads (all by default); ``progress`` labels a bar.
+
+        A graph on a dataset persisted on a cluster holds its futures: they are fetched
+        first (within ``laddu-dask.cluster.preparation-timeout``) and given to the
+        scheduler as computed values.
+        """
+        workers = num_workers or self.num_workers
+        graph, cache = fetched(graph)
+        if progress and self.progress:
+            from dask.diagnostics import ProgressBar
+
+            print(progress, flush=True)
+            with ProgressBar(minimum=0.5):
+                return dask.threaded.get(graph, keys, num_workers=workers, cache=cache)
+        return dask.threaded.get(graph, keys, num_workers=workers, cache=cache)
+
+    def prepare(self, reducer: PartitionReducer, dataset: Dataset, name: str,
+                decision: MemoryDecision, stream_workers: int) -> PreparedDataset:
+        """Prepare every partition in this process (resident), or only sum the weights."""
+        if decision.strategy == "resident":
+            graph, keys = preparation_graph(reducer, dataset, name)
+            parts = self.get(dict(graph), keys, progress=f"preparing {name}",
+                             num_workers=1 if reducer.device == "gpu" else None)
+            sums = [weight_sum(p) for p in parts]
+            nbytes = sum(p.nbytes for p in parts)
+            sum_w = float(ExactPartials.merge(sums).to_floats()[0]) if sums else 0.0
+        else:
+            parts = []
+            nbytes = 0
+            sum_w = dataset.sum_weights(num_workers=stream_workers)  # as many reads at once
+        stats = PreparedStats(local_events=dataset.n_events, global_events=dataset.n_events,
+                              batches=dataset.n_partitions, sum_weights=sum_w,
+                              resident_bytes=int(nbytes), storage=decision.strategy)
+        return PreparedDataset(dataset, name, stats, decision, list(parts), stream_workers)
+
+    def run(self, jobs: list[ReductionJob]) -> list[CertifiedPartials]:
+        """One graph for all ``jobs``, on the threaded scheduler."""
+        graph, roots, workers = evaluation_graph(jobs, self.num_workers, self.split_every)
+        keys = [r for r in roots if r is not None]
+        merged = self.get(graph, keys, num_workers=workers) if keys else []
+        return with_empty(jobs, roots, merged)

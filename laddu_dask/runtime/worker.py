@@ -1,0 +1,141 @@
+"""The worker side of cluster evaluations: a handler that reduces what its worker holds.
+
+:class:`LadduWorker` is a ``distributed`` worker plugin (``client.register_plugin``).
+On every worker, present and future, it adds the comm handler ``laddu_reduce`` that
+the client calls directly (``client.rpc(worker).laddu_reduce(...)``): one call per
+worker per evaluation carries all its jobs.  The handler *reads* the prepared
+partitions from its worker's own data store (``worker.data[key]``: Dask-managed data,
+computed by ordinary tasks, which the scheduler places, moves, spills and recomputes),
+reduces them on a pool of as many threads as the worker has (the fused kernels
+release the GIL) and returns one exact partial sum per job.  It owns no data: only the
+reducers and the streamed datasets the client sent it, under a token each, so that an
+evaluation carries only parameters.
+
+A request is ``{"label": str, "objects": {token: object}, "jobs": [WorkerJob, ...]}``;
+the reply is ``{"reply": {"results": [partials or None per job], "missing": [keys not
+held], "events": n}}``, ``{"need": [tokens]}`` when the worker lacks an object (it restarted),
+or ``{"error": exception}`` when a reduction failed (a bad file, a non-positive
+intensity), raised again on the client.
+
+Examples
+--------
+>>> from laddu_dask.runtime.worker import HANDLER, PLUGIN
+>>> HANDLER, PLUGIN
+('laddu_reduce', 'laddu-dask')
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import OrderedDict
+from collections.abc import Hashable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from distributed.diagnostics.plugin import WorkerPlugin
+from distributed.protocol import to_serialize
+
+from laddu_dask.runtime.accumulate import CertifiedPartials
+from laddu_dask.runtime.jobs import WorkerJob, reduce_partitions, stream_partitions, task_groups
+from laddu_dask.runtime.placement import TOPIC
+
+#: The name of the comm handler on every worker.
+HANDLER = "laddu_reduce"
+#: The plugin's name (``worker.plugins[PLUGIN]``).
+PLUGIN = "laddu-dask"
+#: Reducers and streamed datasets a worker keeps (the least recently used go first).
+MAX_OBJECTS = 64
+
+
+def _on_worker_evaluation(worker: Any, label: str, seconds: float, events: int) -> None:
+    """Hook called on the worker after each evaluation call it served (a no-op here).
+
+    ``label`` names the evaluation's datasets, ``seconds`` is the time the call took on
+    the worker, ``events`` how many events it reduced.  The dashboard module replaces
+    this call's body; it must stay cheap (it runs on the worker's event loop).
+    """
+
+
+class LadduWorker(WorkerPlugin):
+    """Worker plugin adding the ``laddu_reduce`` handler (see the module docstring)."""
+
+    name = PLUGIN
+
+    def setup(self, worker: Any) -> None:
+        self.worker = worker
+        self.threads = max(1, int(worker.state.nthreads))
+        self.pool = ThreadPoolExecutor(self.threads, thread_name_prefix="laddu-dask-reduce")
+        self.objects: OrderedDict[str, Any] = OrderedDict()
+        self.calls = 0
+        worker.handlers[HANDLER] = self.reduce
+        worker.log_event(TOPIC, {"worker": worker.address})  # clients rebalance onto it
+
+    def teardown(self, worker: Any) -> None:
+        if worker.handlers.get(HANDLER) == self.reduce:
+            del worker.handlers[HANDLER]
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+    async def reduce(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The handler: reduce this worker's share of every job of one evaluation."""
+        self.calls += 1
+        start = time.perf_counter()
+        self.objects.update(request.get("objects") or {})
+        jobs: list[WorkerJob] = request["jobs"]
+        tokens = {t for job in jobs for t in (job.reducer, job.dataset) if t is not None}
+        need = sorted(t for t in tokens if t not in self.objects)
+        if need:
+            return {"need": need}
+        for token in tokens:
+            self.objects.move_to_end(token)
+        while len(self.objects) > MAX_OBJECTS:  # the least recently used: sent again if needed
+            self.objects.popitem(last=False)
+        data = self.worker.data
+        missing: list[Hashable] = []
+        units: list[tuple[int, Any, tuple]] = []  # (job, task function, its arguments)
+        events = 0
+        for j, job in enumerate(jobs):
+            reducer = self.objects[job.reducer]
+            tail = (job.params, job.plan, job.with_gradient, job.exact)
+            if job.streaming:  # at most stream_threads partitions read at once (the budget)
+                dataset = self.objects[job.dataset]
+                events += sum(dataset.partitions[i].n_events for i in job.indices)
+                units += [(j, stream_partitions, (reducer, dataset, group, *tail))
+                          for group in _split(job.indices, job.stream_threads)]
+                continue
+            parts = []
+            for key in job.keys:
+                try:
+                    parts.append(data[key])  # unspills it if Dask spilled it to disk
+                except KeyError:
+                    missing.append(key)
+            events += sum(p.n for p in parts)
+            units += [(j, reduce_partitions, (reducer, [parts[i] for i in group], *tail))
+                      for group in task_groups(len(parts), self.threads)]
+        # one hand-over per thread: each runs its share of the units in turn
+        shares = [units[k::self.threads] for k in range(min(self.threads, len(units)))]
+        done = await asyncio.gather(*(asyncio.wrap_future(self.pool.submit(_run_share, share))
+                                      for share in shares), return_exceptions=True)
+        errors = [d for d in done if isinstance(d, BaseException)]
+        if errors:
+            return {"error": to_serialize(errors[0])}
+        per_job: list[list[CertifiedPartials]] = [[] for _ in jobs]
+        for share in done:
+            for j, partial in share:
+                per_job[j].append(partial)
+        results = [CertifiedPartials.merge(p) if p else None for p in per_job]
+        # -- dashboard hook: one call per evaluation served by this worker ------------------
+        _on_worker_evaluation(self.worker, request.get("label", ""), time.perf_counter() - start, events)
+        return {"reply": to_serialize({"results": results, "missing": missing, "events": events})}
+
+
+def _run_share(units: list[tuple[int, Any, tuple]]) -> list[tuple[int, CertifiedPartials]]:
+    """One thread's share of an evaluation: ``(job, partial sums)`` of each unit."""
+    return [(j, fn(*args)) for j, fn, args in units]
+
+
+def _split(indices: list[int], groups: int) -> list[list[int]]:
+    """``indices`` in at most ``groups`` contiguous runs (streamed one partition at a time each)."""
+    n = max(1, min(groups, len(indices)))
+    edges = [round(k * len(indices) / n) for k in range(n + 1)]
+    return [indices[a:b] for a, b in zip(edges[:-1], edges[1:]) if b > a]

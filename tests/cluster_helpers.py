@@ -1,0 +1,89 @@
+"""What the cluster tests ask Dask about prepared datasets (where they are, what was recomputed)."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import pytest
+
+
+def local_cluster(n_workers: int = 2, threads: int = 1, silence_logs: int = 50):
+    """Yield a client of a fresh LocalCluster of worker processes; close both after."""
+    import distributed
+
+    cluster = distributed.LocalCluster(n_workers=n_workers, threads_per_worker=threads, processes=True,
+                                       dashboard_address=":0", silence_logs=silence_logs)
+    client = distributed.Client(cluster)
+    yield client
+    client.close()
+    cluster.close()
+
+
+def holders(client, prepared) -> dict[str, list[int]]:
+    """Worker address -> the partitions of ``prepared`` it holds (Dask's who_has)."""
+    who = client.who_has(prepared.partitions)
+    out: dict[str, list[int]] = {}
+    for i, f in enumerate(prepared.partitions):
+        for addr in who[f.key]:
+            out.setdefault(addr, []).append(i)
+    return out
+
+
+def recomputed(client, prepared) -> int:
+    """Partitions of ``prepared`` that Dask computed more than once (lost, then recomputed)."""
+    keys = [f.key for f in prepared.partitions]
+    story = client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.story(*keys))
+    return sum(1 for k in keys if sum(1 for t in story if t[0] == k and t[2] == "memory") > 1)
+
+
+def wait_until(condition, seconds: float, what: str) -> None:
+    """Poll ``condition`` until it holds; fail the test after ``seconds``."""
+    end = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > end:
+            pytest.fail(f"waited {seconds} s for {what}")
+        time.sleep(0.02)
+
+
+#: Loggers whose records a user sees (distributed's and tornado's do not propagate to the root).
+LOGGERS = ("", "distributed", "tornado")
+
+
+class Printed(logging.Handler):
+    """What a test's cluster printed: this process's file descriptors (``capfd``), its log
+    records of level ERROR or with a traceback (distributed's handlers write to the stream
+    they found at import, which ``capfd`` does not see), and the logs the workers and
+    their nannies keep (what they print; LocalCluster's ``silence_logs`` sets their level).
+    """
+
+    def __init__(self, capfd) -> None:
+        super().__init__(logging.NOTSET)
+        self.capfd = capfd
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno >= logging.ERROR or record.exc_info:
+            self.records.append(record)
+
+    def assert_quiet(self, client) -> None:
+        """Fail if anything printed a traceback or an error."""
+        err = self.capfd.readouterr().err
+        assert "Traceback" not in err, err
+        assert " - ERROR - " not in err and " - CRITICAL - " not in err, err
+        assert not self.records, [self.format(r) for r in self.records]
+        for nanny in (False, True):
+            for addr, lines in client.get_worker_logs(nanny=nanny).items():
+                bad = [text for level, text in lines if level in ("ERROR", "CRITICAL") or "Traceback" in text]
+                assert not bad, (addr, bad)
+
+
+@pytest.fixture
+def printed(capfd):
+    """A :class:`Printed` on this process's loggers; start a cluster fixture after it."""
+    handler = Printed(capfd)
+    for name in LOGGERS:
+        logging.getLogger(name).addHandler(handler)
+    yield handler
+    for name in LOGGERS:
+        logging.getLogger(name).removeHandler(handler)
