@@ -26,7 +26,7 @@ def test_gpu_request_without_a_gpu_is_a_clear_error():
 
 
 def test_bad_gpu_index_and_device_are_rejected():
-    with pytest.raises(ValueError, match="device must be one of cpu, gpu, auto"):
+    with pytest.raises(ValueError, match="device must be one of 'cpu', 'gpu', 'auto'"):
         ld.Execution(device="tpu")
     if REASON is None:
         with pytest.raises(ValueError, match="GPU index 99 does not exist"):

@@ -22,7 +22,7 @@ from collections.abc import Hashable, Mapping
 from typing import Any
 
 from laddu_dask import config
-from laddu_dask.compile.compiled import real_dtype
+from laddu_dask.options import Device, Kernel, Normalization, Precision, Scheduler
 from laddu_dask.runtime.cluster import ClusterRunner
 from laddu_dask.runtime.jobs import Runner
 from laddu_dask.runtime.local import PoolRunner
@@ -30,7 +30,7 @@ from laddu_dask.runtime.memory import MemoryBudget, MemoryDecision, MemoryPlan, 
 from laddu_dask.runtime.threaded import ThreadedRunner
 from laddu_dask.views import bytes_text, key_values, link
 
-DEVICES = ("cpu", "gpu", "auto")
+DEVICES = Device.values()
 
 
 def _check_gpu(index: int) -> None:
@@ -158,27 +158,21 @@ class Execution:
         gpu: int = 0,
         scheduler: str | None = None,
     ) -> None:
-        if device not in DEVICES:
-            raise ValueError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
+        device = Device.check(device, "device")
         if device == "auto":
             device = "gpu" if _gpu_available() else "cpu"
         if device == "gpu" and client is None:
             _check_gpu(gpu)  # on a cluster, the workers' GPUs are what counts
-        real_dtype(precision)
+        precision = Precision.check(precision, "precision")
         if split_every is None:
             split_every = config.get("split-every")
         if scheduler is None:
             scheduler = config.get("scheduler")
         if isinstance(split_every, bool) or not isinstance(split_every, int) or split_every < 2:
             raise ValueError(f"split_every must be an integer >= 2, got {split_every!r}")
-        if kernel not in ("auto", "fused", "numpy"):
-            raise ValueError(f"kernel must be 'auto', 'fused' or 'numpy', got {kernel!r}")
-        if normalization not in ("auto", "general", "verify"):
-            raise ValueError(
-                f"normalization must be 'auto', 'general' or 'verify', got {normalization!r}"
-            )
-        if scheduler not in ("pool", "dask"):
-            raise ValueError(f"scheduler must be 'pool' or 'dask', got {scheduler!r}")
+        kernel = Kernel.check(kernel, "kernel")
+        normalization = Normalization.check(normalization, "normalization")
+        scheduler = Scheduler.check(scheduler, "scheduler")
         if num_workers is not None and (not isinstance(num_workers, int) or num_workers < 1):
             raise ValueError(f"num_workers must be a positive integer, got {num_workers!r}")
         if isinstance(memory, MemoryPlan):

@@ -33,10 +33,10 @@ from laddu_dask.compile.compiled import CompiledModel, real_dtype
 from laddu_dask.compile.plan import ReductionPlan, rejected_value_error
 from laddu_dask.errors import NonFiniteError
 from laddu_dask.expr.arrayfuncs import array_module
+from laddu_dask.options import Kernel
 from laddu_dask.runtime.accumulate import CertifiedPartials, ExactPartials
 
-KERNELS = ("auto", "fused", "numpy")
-DEVICES = ("cpu", "gpu")
+KERNELS = Kernel.values()
 
 
 def numba_available() -> bool:
@@ -98,8 +98,7 @@ class PartitionReducer:
 
     def __init__(self, compiled: CompiledModel, precision: str, kernel: str = "auto",
                  device: str = "cpu", gpu: int = 0) -> None:
-        if kernel not in KERNELS:
-            raise ValueError(f"kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
+        kernel = Kernel.check(kernel, "kernel")
         real_dtype(precision)
         mixed_root = compiled.split.root.serial in {n.serial for n in compiled.split.mixed_nodes}
         self.compiled = compiled
