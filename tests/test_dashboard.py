@@ -1,0 +1,197 @@
+"""A fit's evaluations on Dask's dashboard, checked through the scheduler's Task Stream state.
+
+The worker-side and client-side functions of :mod:`laddu_dask.runtime.dashboard` are called
+as the per-evaluation call and the client would; the checks read what the dashboard's Task
+Stream draws from (the scheduler's ``TaskStreamPlugin`` buffer, through
+``Client.get_task_stream`` and the dashboard's own drawing code), never timings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import textwrap
+import time
+from collections import Counter
+from pathlib import Path
+
+import distributed
+import pytest
+from dask.utils import key_split
+from distributed.diagnostics.task_stream import rectangles
+
+from laddu_dask.runtime.dashboard import (
+    TOPIC,
+    EvaluationStream,
+    record_client_evaluation,
+    record_worker_evaluation,
+    task_name,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+N = 30
+NAME = "laddu-dask-ksks-nll"
+
+
+def _evaluations(dask_worker, label: str, n: int, seconds: float, events: int) -> str:
+    """n per-evaluation calls on this worker, as the evaluation call reports them."""
+    for _ in range(n):
+        record_worker_evaluation(dask_worker, label, seconds, events)
+    return dask_worker.address
+
+
+def _ours(client, expected: int, timeout: float = 30.0) -> list[dict]:
+    """The Task Stream's laddu-dask records, once ``expected`` of them have arrived."""
+    deadline = time.monotonic() + timeout
+    while True:
+        records = [r for r in client.get_task_stream() if key_split(r["key"]).startswith("laddu-dask")]
+        if len(records) >= expected or time.monotonic() > deadline:
+            return records
+        time.sleep(0.05)
+
+
+def _simulate_fit(client) -> list[dict]:
+    """N evaluations of "ksks nll" (and 3 of another likelihood) on every worker and the client."""
+    client.run(_evaluations, label="ksks nll", n=N, seconds=0.002, events=500)
+    client.run(_evaluations, label="bins", n=3, seconds=0.001, events=7)
+    for i in range(1, N + 1):
+        record_client_evaluation(client, "ksks nll", i, 1000.0 - i, 0.003)
+    n_workers = len(client.scheduler_info()["workers"])
+    return _ours(client, (N + 3) * n_workers + N)
+
+
+def _check(records: list[dict], workers: list[str]) -> None:
+    by = Counter((key_split(r["key"]), r["worker"]) for r in records)
+    client_rows = [w for name, w in by if name == NAME + "-evaluation"]
+    assert len(client_rows) == 1 and client_rows[0].startswith("laddu-dask client Client-")
+    assert by == {**{(NAME, w): N for w in workers}, **{("laddu-dask-bins", w): 3 for w in workers},
+                  (NAME + "-evaluation", client_rows[0]): N}
+    for w in workers:
+        mine = [r for r in records if r["worker"] == w and key_split(r["key"]) == NAME]
+        assert sorted(r["key"] for r in mine) == sorted(f"{NAME}-{i}" for i in range(1, N + 1))
+        busy = [s["stop"] - s["start"] for r in mine for s in r["startstops"]]
+        assert busy == pytest.approx([0.002] * N, abs=1e-6)  # times are ~1.8e9 s: ulp 2.4e-7
+        assert {r["events"] for r in mine} == {500}
+    fit = sorted((r for r in records if key_split(r["key"]) == NAME + "-evaluation"),
+                 key=lambda r: int(r["key"].rsplit("-", 1)[1]))
+    assert [r["value"] for r in fit] == [1000.0 - i for i in range(1, N + 1)]
+    # as the dashboard draws them: one rectangle per record, named by likelihood, in ms
+    drawn = rectangles(records)
+    assert Counter(drawn["name"]) == {NAME: N * len(workers), "laddu-dask-bins": 3 * len(workers),
+                                      NAME + "-evaluation": N}
+    assert sum(d for d, n in zip(drawn["duration"], drawn["name"]) if n == NAME) == pytest.approx(
+        1000 * N * 0.002 * len(workers), rel=1e-4)
+
+
+def test_task_name_is_the_name_the_dashboard_shows():
+    for label, name in [("nll", "laddu-dask-nll"),
+                        ("ksks NLL (data, accmc)", "laddu-dask-ksks-NLL-data-accmc"),
+                        ("bin 3: nll", "laddu-dask-bin-nll"),  # key_split keeps letters-only words
+                        ("fit deadbeef", "laddu-dask-fit"),  # and stops at 8 hex letters
+                        ("", "laddu-dask")]:
+        assert task_name(label) == name
+        assert key_split(f"{name}-17") == name
+        assert key_split(f"{name}-evaluation-17") == f"{name}-evaluation"
+
+
+@pytest.mark.parametrize("processes", [False, pytest.param(True, marks=pytest.mark.slow)],
+                         ids=["threads", "2-processes"])
+def test_evaluations_reach_the_task_stream(processes):
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=processes,
+                                  dashboard_address=None, silence_logs=50) as cluster, \
+            distributed.Client(cluster) as client:
+        records = _simulate_fit(client)
+        _check(records, sorted(client.scheduler_info()["workers"]))
+        assert client.run_on_scheduler(lambda dask_scheduler: EvaluationStream.name in dask_scheduler.plugins)
+        assert client.get_events(TOPIC)  # the notes as events too, for subscribers
+
+
+def test_the_dashboards_task_stream_draws_them():
+    pytest.importorskip("bokeh")
+    from distributed.dashboard.components.scheduler import TaskStream
+
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address="127.0.0.1:0", silence_logs=50) as cluster, \
+            distributed.Client(cluster) as client:
+        stream = TaskStream(cluster.scheduler, n_rectangles=1000)  # the /status page's plot
+        _simulate_fit(client)
+        stream.update()
+        names = Counter(stream.source.data["name"])
+        assert names[NAME] == 2 * N and names[NAME + "-evaluation"] == N
+
+
+def test_harmless_without_bokeh_or_dashboard():
+    script = textwrap.dedent(f"""
+        import sys
+        sys.modules["bokeh"] = None  # as if bokeh were not installed
+        sys.path.insert(0, {str(ROOT)!r}); sys.path.insert(0, {str(ROOT / "tests")!r})
+        import distributed
+        from test_dashboard import _simulate_fit, _check
+        if __name__ == "__main__":
+            with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                          dashboard_address=None, silence_logs=50) as cluster, \\
+                    distributed.Client(cluster) as client:
+                _check(_simulate_fit(client), sorted(client.scheduler_info()["workers"]))
+            print("checked")
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "checked" in out.stdout and "Traceback" not in out.stderr
+
+
+def test_harmless_when_the_scheduler_is_gone(caplog):
+    async def main() -> float:
+        async with distributed.Scheduler(host="127.0.0.1", port=0, dashboard=False) as s, \
+                distributed.Worker(s.address, nthreads=1, dashboard=False) as w, \
+                distributed.Client(s.address, asynchronous=True) as c:
+            for i in range(5):  # notes still waiting to be sent when the scheduler goes
+                record_worker_evaluation(w, "nll", 0.001, 10)
+                record_client_evaluation(c, "nll", i, 1.0, 0.001)
+            await s.close()
+            t0 = time.monotonic()
+            for i in range(1000):
+                record_worker_evaluation(w, "nll", 0.001, 10)
+                record_client_evaluation(c, "nll", i, 1.0, 0.001)
+            took = time.monotonic() - t0
+            await asyncio.sleep(0.5)  # the pending flushes run and find no scheduler
+            return took
+
+    with caplog.at_level("WARNING", logger="laddu_dask"):
+        took = asyncio.run(asyncio.wait_for(main(), 60))
+    assert took < 5.0  # returned at once (a hang would be a wait on the network: seconds)
+    assert not [r for r in caplog.records if r.name.startswith("laddu_dask")]
+
+
+def test_a_scheduler_that_refuses_the_plugin_warns_once(caplog, monkeypatch):
+    async def refuse(self, scheduler):
+        raise ModuleNotFoundError("No module named 'laddu_dask'")
+
+    monkeypatch.setattr(EvaluationStream, "start", refuse)
+
+    async def main() -> int:
+        async with distributed.Scheduler(host="127.0.0.1", port=0, dashboard=False) as s, \
+                distributed.Worker(s.address, nthreads=1, dashboard=False) as w:
+            for _ in range(3):
+                for _ in range(4):
+                    record_worker_evaluation(w, "nll", 0.001, 10)
+                await asyncio.sleep(0.3)  # one flush each
+            assert EvaluationStream.name not in s.plugins
+            return sum(len(msg["records"]) for _, msg in s.get_events(TOPIC))
+
+    with caplog.at_level("WARNING", logger="laddu_dask"):
+        delivered = asyncio.run(asyncio.wait_for(main(), 60))
+    assert delivered == 12  # still sent, as events
+    warnings = [r.getMessage() for r in caplog.records if r.name.startswith("laddu_dask")]
+    assert len(warnings) == 1
+    assert "will not show in the dashboard's Task Stream" in warnings[0] and "laddu_dask" in warnings[0]
+
+
+def test_harmless_with_a_worker_or_client_that_is_not_running():
+    class Stopped:
+        status = "closed"
+
+    record_worker_evaluation(Stopped(), "nll", 0.001, 10)
+    record_client_evaluation(Stopped(), "nll", 1, 1.0, 0.001)
+    record_worker_evaluation(None, "nll", 0.001, 10)
+    record_client_evaluation(None, "nll", 1, 1.0, 0.001)
