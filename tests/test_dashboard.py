@@ -89,6 +89,7 @@ def test_task_name_is_the_name_the_dashboard_shows():
                         ("ksks NLL (data, accmc)", "laddu-dask-ksks-NLL-data-accmc"),
                         ("bin 3: nll", "laddu-dask-bin-nll"),  # key_split keeps letters-only words
                         ("fit deadbeef", "laddu-dask-fit"),  # and stops at 8 hex letters
+                        ("ksks/data, ksks/accepted-mc", "laddu-dask-ksks-data-ksks-mc"),  # a-f + 7
                         ("", "laddu-dask")]:
         assert task_name(label) == name
         assert key_split(f"{name}-17") == name
@@ -195,3 +196,37 @@ def test_harmless_with_a_worker_or_client_that_is_not_running():
     record_client_evaluation(Stopped(), "nll", 1, 1.0, 0.001)
     record_worker_evaluation(None, "nll", 0.001, 10)
     record_client_evaluation(None, "nll", 1, 1.0, 0.001)
+
+
+def test_a_likelihood_on_a_cluster_shows_each_evaluation():
+    """The real path: every evaluation on the client's row, each worker's share on its own."""
+    import numpy as np
+
+    import laddu_dask as ld
+
+    x = ld.scalar("x")
+    model = ld.Model(ld.parameter("a", initial=1.0) * x * x + 1.0)
+    data = ld.Dataset.from_arrays(scalars={"x": np.linspace(0.1, 1.0, 400)}, chunk_size=100)
+    mc = ld.Dataset.from_arrays(scalars={"x": np.linspace(0.0, 1.0, 800)}, chunk_size=100)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None, silence_logs=50) as cluster, \
+            distributed.Client(cluster) as client:
+        lik = ld.Likelihood([ld.NLL(model, data=data, accepted_mc=mc, name="dash")],
+                            execution=ld.Execution(client=client, normalization="general"))
+        for a in (1.0, 1.5, 2.0, 2.5, 3.0):
+            lik.value_and_gradient([a])
+        workers = sorted(client.scheduler_info()["workers"])
+        deadline = time.monotonic() + 30
+        while True:  # the client's notes travel in the background: wait for all five
+            records = _ours(client, 0)
+            by_name = Counter(key_split(r["key"]) for r in records)
+            client_rows = {n: c for n, c in by_name.items() if n.endswith("-evaluation")}
+            if sum(client_rows.values()) >= 5 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+    assert len(client_rows) == 1 and sum(client_rows.values()) == 5
+    name = next(iter(client_rows)).removesuffix("-evaluation")
+    assert name == task_name("dash/data, dash/accepted-mc") == "laddu-dask-dash-data-dash-mc"
+    worker_rows = [r for r in records if key_split(r["key"]) == name]
+    assert {r["worker"] for r in worker_rows} == set(workers)  # both workers hold partitions
+    assert sum(r["events"] for r in worker_rows) == 5 * (400 + 800)

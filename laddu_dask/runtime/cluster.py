@@ -51,6 +51,7 @@ from laddu_dask.runtime.cluster_waits import (
     wait_for_workers,
     who_has,
 )
+from laddu_dask.runtime.dashboard import record_client_evaluation
 from laddu_dask.runtime.jobs import ReductionJob, Runner, WorkerJob
 from laddu_dask.runtime.memory import MemoryDecision
 from laddu_dask.runtime.placement import WorkerWatch, balance, choose
@@ -74,13 +75,15 @@ SERVING = ("running", "paused")
 MAX_ROUNDS = 8
 
 
-def _on_client_evaluation(client: Any, label: str, seconds: float, events: int, calls: int) -> None:
-    """Hook called on the client after each cluster evaluation (a no-op here).
+def _on_client_evaluation(client: Any, label: str, number: int, seconds: float) -> None:
+    """Called on the client after each cluster evaluation: a Task Stream rectangle.
 
-    ``label`` names the evaluation's datasets, ``seconds`` is its wall time, ``events``
-    the events reduced, ``calls`` the worker calls it made (one per worker, more after a
-    loss).  The dashboard module replaces this call's body; it must stay cheap.
+    ``label`` names the evaluation's datasets, ``number`` counts the runner's
+    evaluations, ``seconds`` is the evaluation's wall time.  It stays cheap:
+    :func:`~laddu_dask.runtime.dashboard.record_client_evaluation` only notes it; the note
+    travels later, in the background.
     """
+    record_client_evaluation(client, label, number, None, seconds)
 
 
 class WorkerLostError(ClusterError):
@@ -162,6 +165,7 @@ class ClusterRunner(Runner):
         self._tokens: dict[int, tuple[Any, str]] = {}
         self._datasets: weakref.WeakSet[PreparedDataset] = weakref.WeakSet()
         self.calls = 0
+        self.evaluations = 0
         self.moves: list[dict[str, Any]] = []
 
     # -- set-up ------------------------------------------------------------------------
@@ -472,5 +476,6 @@ class ClusterRunner(Runner):
                                "worker calls (workers kept leaving)")
         self.calls += calls
         # -- dashboard hook: one call per evaluation on the client ---------------------------
-        _on_client_evaluation(self.client, label, time.perf_counter() - start, events, calls)
+        self.evaluations += 1
+        _on_client_evaluation(self.client, label, self.evaluations, time.perf_counter() - start)
         return [CertifiedPartials.merge(p) if p else job.empty() for job, p in zip(jobs, partials)]

@@ -57,7 +57,6 @@ SEND_TIMEOUT = 10.0
 MAX_NOTES = 100_000
 
 _SERVING = (Status.running, Status.paused, Status.closing_gracefully)
-_HEX8 = re.compile(r"[a-f]{8}")
 
 
 @functools.lru_cache(maxsize=1024)
@@ -72,7 +71,8 @@ def task_name(label: str) -> str:
     >>> task_name("nll")
     'laddu-dask-nll'
     """
-    words = [w for w in re.findall(r"[A-Za-z]+", label) if not _HEX8.fullmatch(w)]
+    # Dask's key_split takes an 8-letter word that starts with a-f for a hash, and stops there
+    words = [w for w in re.findall(r"[A-Za-z]+", label) if not (len(w) == 8 and w[0] in "abcdef")]
     return "-".join(["laddu", "dask", *words])
 
 
@@ -244,7 +244,7 @@ def record_worker_evaluation(worker: Any, label: str, seconds: float, events: in
         logger.debug("laddu-dask: evaluation note dropped: %r", exc)
 
 
-def record_client_evaluation(client: Any, label: str, number: int, value: float,
+def record_client_evaluation(client: Any, label: str, number: int, value: float | None,
                              seconds: float) -> None:
     """Note one evaluation on the client: a ``laddu-dask-<label>-evaluation`` rectangle.
 
@@ -260,8 +260,8 @@ def record_client_evaluation(client: Any, label: str, number: int, value: float,
         Which likelihood (the Task Stream name is :func:`task_name` of it).
     number : int
         The evaluation's number (1, 2, ...; the record's key ends with it).
-    value : float
-        The likelihood's value (kept in the record as ``"value"``).
+    value : float or None
+        The likelihood's value (kept in the record as ``"value"``), if known here.
     seconds : float
         The evaluation's wall time on the client; it ended now.
 
@@ -274,6 +274,7 @@ def record_client_evaluation(client: Any, label: str, number: int, value: float,
             return
         stop = time()
         _outbox(client, _send_from_client).add(task_name(label) + "-evaluation", int(number),
-                                               stop - seconds, stop, 0, {"value": float(value)})
+                                               stop - seconds, stop, 0,
+                                               {} if value is None else {"value": float(value)})
     except Exception as exc:  # a diagnostic never fails an evaluation
         logger.debug("laddu-dask: evaluation note dropped: %r", exc)

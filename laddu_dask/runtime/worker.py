@@ -37,6 +37,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 from distributed.protocol import to_serialize
 
 from laddu_dask.runtime.accumulate import CertifiedPartials
+from laddu_dask.runtime.dashboard import record_worker_evaluation
 from laddu_dask.runtime.jobs import WorkerJob, reduce_partitions, stream_partitions, task_groups
 from laddu_dask.runtime.placement import TOPIC
 
@@ -49,12 +50,14 @@ MAX_OBJECTS = 64
 
 
 def _on_worker_evaluation(worker: Any, label: str, seconds: float, events: int) -> None:
-    """Hook called on the worker after each evaluation call it served (a no-op here).
+    """Called on the worker after each evaluation call it served: a Task Stream rectangle.
 
     ``label`` names the evaluation's datasets, ``seconds`` is the time the call took on
-    the worker, ``events`` how many events it reduced.  The dashboard module replaces
-    this call's body; it must stay cheap (it runs on the worker's event loop).
+    the worker, ``events`` how many events it reduced.  It stays cheap (it runs on the
+    worker's event loop): :func:`~laddu_dask.runtime.dashboard.record_worker_evaluation`
+    only notes it; the note travels later, batched.
     """
+    record_worker_evaluation(worker, label, seconds, events)
 
 
 class LadduWorker(WorkerPlugin):
