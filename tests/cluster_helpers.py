@@ -50,6 +50,15 @@ def wait_until(condition, seconds: float, what: str) -> None:
 LOGGERS = ("", "distributed", "tornado")
 
 
+def _nanny_close_race(text: str) -> bool:
+    """distributed's own race (2025.x): a nanny whose worker exited gracefully (retired by
+    ``adapt``) closes its rpc pool while the cluster closes the nanny, and logs the
+    ``CancelledError`` of that close. No laddu-dask frame is in it; about 1 run in 5 of
+    ``test_adapt_during_a_fit`` hit it, with the fit's result unchanged."""
+    return ("nanny.py" in text and "in _on_worker_exit" in text and "laddu_dask" not in text
+            and text.rstrip().endswith("CancelledError"))
+
+
 class Printed(logging.Handler):
     """What a test's cluster printed: this process's file descriptors (``capfd``), its log
     records of level ERROR or with a traceback (distributed's handlers write to the stream
@@ -63,7 +72,8 @@ class Printed(logging.Handler):
         self.records: list[logging.LogRecord] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        if record.levelno >= logging.ERROR or record.exc_info:
+        printed = record.levelno >= logging.ERROR or record.exc_info
+        if printed and not _nanny_close_race(self.format(record)):
             self.records.append(record)
 
     def assert_quiet(self, client) -> None:
