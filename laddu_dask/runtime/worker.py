@@ -11,8 +11,9 @@ release the GIL) and returns one exact partial sum per job.  It owns no data: on
 reducers and the streamed datasets the client sent it, under a token each, so that an
 evaluation carries only parameters.
 
-A request is ``{"label": str, "objects": {token: object}, "jobs": [WorkerJob, ...]}``;
-the reply is ``{"reply": {"results": [partials or None per job], "missing": [keys not
+A request is ``{"label": str, "objects": {token: object}, "jobs": [WorkerJob, ...]}``,
+pickled into one frame (cheaper to send than Dask's per-array frames); the reply is
+``{"reply": pickled {"results": [partials or None per job], "missing": [keys not
 held], "events": n}}``, ``{"need": [tokens]}`` when the worker lacks an object (it restarted),
 or ``{"error": exception}`` when a reduction failed (a bad file, a non-positive
 intensity), raised again on the client.
@@ -27,6 +28,7 @@ Examples
 from __future__ import annotations
 
 import asyncio
+import pickle
 import time
 from collections import OrderedDict
 from collections.abc import Hashable
@@ -45,6 +47,9 @@ from laddu_dask.runtime.placement import TOPIC
 HANDLER = "laddu_reduce"
 #: The plugin's name (``worker.plugins[PLUGIN]``).
 PLUGIN = "laddu-dask"
+#: An evaluation share of at most this many resident events runs in the handler itself
+#: (well under a millisecond): two thread hand-overs would cost more than the work.
+INLINE_EVENTS = 16_384
 #: Reducers and streamed datasets a worker keeps (the least recently used go first).
 MAX_OBJECTS = 64
 
@@ -79,12 +84,13 @@ class LadduWorker(WorkerPlugin):
             del worker.handlers[HANDLER]
         self.pool.shutdown(wait=False, cancel_futures=True)
 
-    async def reduce(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def reduce(self, request: bytes) -> dict[str, Any]:
         """The handler: reduce this worker's share of every job of one evaluation."""
         self.calls += 1
         start = time.perf_counter()
-        self.objects.update(request.get("objects") or {})
-        jobs: list[WorkerJob] = request["jobs"]
+        message: dict[str, Any] = pickle.loads(request)  # laddu-dask's client (Dask unpickles alike)
+        self.objects.update(message.get("objects") or {})
+        jobs: list[WorkerJob] = message["jobs"]
         tokens = {t for job in jobs for t in (job.reducer, job.dataset) if t is not None}
         need = sorted(t for t in tokens if t not in self.objects)
         if need:
@@ -115,10 +121,16 @@ class LadduWorker(WorkerPlugin):
             events += sum(p.n for p in parts)
             units += [(j, reduce_partitions, (reducer, [parts[i] for i in group], *tail))
                       for group in task_groups(len(parts), self.threads)]
-        # one hand-over per thread: each runs its share of the units in turn
-        shares = [units[k::self.threads] for k in range(min(self.threads, len(units)))]
-        done = await asyncio.gather(*(asyncio.wrap_future(self.pool.submit(_run_share, share))
-                                      for share in shares), return_exceptions=True)
+        if events <= INLINE_EVENTS and not any(job.streaming for job in jobs):
+            # a small share: handing it to threads would cost more than the work
+            try:
+                done: list[Any] = [_run_share(units)]
+            except Exception as err:  # noqa: BLE001 - sent back and raised on the client
+                done = [err]
+        else:  # one hand-over per thread: each runs its share of the units in turn
+            shares = [units[k::self.threads] for k in range(min(self.threads, len(units)))]
+            done = await asyncio.gather(*(asyncio.wrap_future(self.pool.submit(_run_share, share))
+                                          for share in shares), return_exceptions=True)
         errors = [d for d in done if isinstance(d, BaseException)]
         if errors:
             return {"error": to_serialize(errors[0])}
@@ -128,8 +140,10 @@ class LadduWorker(WorkerPlugin):
                 per_job[j].append(partial)
         results = [CertifiedPartials.merge(p) if p else None for p in per_job]
         # -- dashboard hook: one call per evaluation served by this worker ------------------
-        _on_worker_evaluation(self.worker, request.get("label", ""), time.perf_counter() - start, events)
-        return {"reply": to_serialize({"results": results, "missing": missing, "events": events})}
+        _on_worker_evaluation(self.worker, message.get("label", ""), time.perf_counter() - start, events)
+        # one pickled frame: far cheaper to send than the arrays of every partial sum as frames
+        return {"reply": pickle.dumps({"results": results, "missing": missing, "events": events},
+                                      protocol=pickle.HIGHEST_PROTOCOL)}
 
 
 def _run_share(units: list[tuple[int, Any, tuple]]) -> list[tuple[int, CertifiedPartials]]:
