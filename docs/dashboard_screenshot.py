@@ -7,11 +7,8 @@ then captures the dashboard's ``/status`` page with headless Chromium (after the
 that the browser's rendering does not slow them on a small machine and the Task Stream
 holds still under the mouse that shows one rectangle's name).
 
-Until the cluster evaluation calls :mod:`laddu_dask.runtime.dashboard` itself, this script
-calls it the way that wiring will: on each worker it wraps the per-evaluation call
-(``WorkerHub.reduce``) to call ``record_worker_evaluation`` with the call's time and events,
-and on the client it wraps the likelihood's ``value`` and ``value_and_gradient`` to call
-``record_client_evaluation`` once per evaluation with its wall time.
+The evaluations report themselves (:mod:`laddu_dask.runtime.dashboard`): nothing here but
+an ordinary fit on a cluster.
 
 Usage: ``python3 docs/dashboard_screenshot.py [--out docs/dashboard.png]`` (needs bokeh and
 Chromium: ``apt-get install -y chromium``; run as root, Chromium then needs --no-sandbox).
@@ -33,46 +30,7 @@ import threading
 import time
 import urllib.request
 
-LABEL = "ksks nll"
-
-
-def _wire_worker(dask_worker) -> None:
-    """Wrap this worker's per-evaluation call so it reports to the dashboard (see the docstring)."""
-    from laddu_dask.runtime import cluster
-    from laddu_dask.runtime.dashboard import record_worker_evaluation
-
-    original = cluster.WorkerHub.reduce
-    if getattr(original, "reports", False):
-        return
-
-    def reduce(self, jobs):
-        t0 = time.perf_counter()
-        out = original(self, jobs)
-        events = sum(len(p.weights) for key, *_ in jobs for p in self.stores[key].parts)
-        record_worker_evaluation(dask_worker, LABEL, time.perf_counter() - t0, events)
-        return out
-
-    reduce.reports = True
-    cluster.WorkerHub.reduce = reduce
-
-
-def _wire_client(lik, client) -> None:
-    """Make ``lik``'s evaluations report to the dashboard from the client (see the docstring)."""
-    from laddu_dask.runtime.dashboard import record_client_evaluation
-
-    number = itertools.count(1)
-
-    def timed(method):
-        def evaluate(*args, **kwargs):
-            t0 = time.perf_counter()
-            out = method(*args, **kwargs)
-            value = out[0] if isinstance(out, tuple) else out
-            record_client_evaluation(client, LABEL, next(number), value, time.perf_counter() - t0)
-            return out
-        return evaluate
-
-    lik.value = timed(lik.value)
-    lik.value_and_gradient = timed(lik.value_and_gradient)
+LABEL = "ksks"  # the term's name: the Task Stream shows laddu-dask-ksks
 
 
 def _chromium() -> str:
@@ -193,13 +151,11 @@ def main(argv: list[str] | None = None) -> int:
             LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0",
                          silence_logs=50) as cluster, Client(cluster) as client:
         paths = ksks.write_sample(folder, n_data=args.data, n_mc=args.mc, seed=7, parts=args.parts)
-        client.run(_wire_worker)
         execution = ld.Execution(client=client, memory=ld.MemoryPlan(host="2 GiB"))
         lik = ld.Likelihood([ld.NLL(ksks.model(), data=ld.read_parquet(paths["data"]),
                                     accepted_mc=ld.read_parquet(paths["accmc"]), name="ksks")],
                             execution=execution)
         lik.value(ksks.displaced_start())  # prepare the partitions on the workers
-        _wire_client(lik, client)
         stop = threading.Event()
         fits: list = []
 

@@ -427,7 +427,8 @@ class ClusterRunner(Runner):
         check_scheduler(self.client)
         start = time.perf_counter()
         names = list(dict.fromkeys(job.prepared.name for job in jobs))
-        label = ", ".join(names)
+        # the likelihood's terms, as the dashboard names the evaluation ("ksks" of "ksks/data")
+        label = ", ".join(dict.fromkeys(name.split("/")[0] for name in names))
         what = f"the evaluation of dataset {names[0]!r}" + (f" and {len(names) - 1} more" if len(names) > 1
                                                              else "")
         if self.watch.generation != self.seen:
