@@ -1,10 +1,12 @@
 """First evaluation in a fresh process, with cold and with warm caches.
 
 Each measurement is a new Python process (this file run as a script) that imports one
-library, reads the KsKs Parquet files, builds the likelihood and evaluates it once; it
-reports the import time and the first evaluation's (reading, preparing, compiling and
-evaluating) separately.  The caches a process may find on disk are pointed at a
-temporary folder: ``LADDU_DASK_CACHE`` (laddu-dask's generated kernels) and
+library, reads the KsKs Parquet files, builds the likelihood and evaluates its value and
+gradient once (what a fit asks for first); it reports the import time and the first
+evaluation's (reading, preparing, compiling and evaluating) separately, and the resident
+memory the first evaluation added to the process (``rss_added_mib``: after it, less
+before the likelihood was built; the data's own share is in it).  The caches a process
+may find on disk are pointed at a temporary folder: ``LADDU_DASK_CACHE`` (laddu-dask's generated kernels) and
 ``NUMBA_CACHE_DIR`` (Numba's machine code, for every ``cache=True`` function).
 
 * **cold**: the folder is new and empty, so laddu-dask generates and compiles every
@@ -57,7 +59,10 @@ def _count_files(*folders: str | None) -> int:
 
 def _measure(library: str, data: str, mc: str, lineshape: str, point: list[float]) -> dict[str, Any]:
     """Run in the fresh process: import, build, evaluate once (the harness's own imports untimed)."""
+    import psutil
+
     before = _count_files(os.environ.get("LADDU_DASK_CACHE"), os.environ.get("NUMBA_CACHE_DIR"))
+    process = psutil.Process()
     t0 = time.perf_counter()
     if library == "laddu-dask":
         import laddu_dask as ld
@@ -65,20 +70,22 @@ def _measure(library: str, data: str, mc: str, lineshape: str, point: list[float
         import_s = time.perf_counter() - t0
         from laddu_dask import ksks
 
+        rss = process.memory_info().rss
         t1 = time.perf_counter()
         lik = ld.Likelihood([ld.NLL(ksks.model(lineshape), data=ld.read_parquet(data),
                                     accepted_mc=ld.read_parquet(mc), name="ksks")])
-        value = lik.value(point)
+        value = lik.value_and_gradient(point)[0]
     elif library == "laddu":
         import laddu
 
         import_s = time.perf_counter() - t0
         from laddu_dask.bench.laddu_ksks import laddu_ksks_nll
 
+        rss = process.memory_info().rss
         t1 = time.perf_counter()
         lik = laddu_ksks_nll(data, mc, lineshape=lineshape, execution=laddu.Execution(
             "jit", threads=os.cpu_count() or 2, precision="f64"))
-        value = lik.value(point)
+        value = lik.value_and_gradient(point)[0]
     elif library == "tensorwaves":
         import jax  # noqa: F401
         import sympy  # noqa: F401
@@ -87,12 +94,14 @@ def _measure(library: str, data: str, mc: str, lineshape: str, point: list[float
         import_s = time.perf_counter() - t0
         from laddu_dask.bench.tensorwaves_ksks import TensorWavesKsKs
 
+        rss = process.memory_info().rss
         t1 = time.perf_counter()
-        value = TensorWavesKsKs(data, mc).value(point)
+        value = TensorWavesKsKs(data, mc).value_and_gradient(point)[0]
     else:
         raise ValueError(f"library must be one of {LIBRARIES}, got {library!r}")
-    return {"library": library, "import_s": import_s, "first_evaluation_s": time.perf_counter() - t1,
-            "value": value, "cache_files_before": before}
+    first = time.perf_counter() - t1
+    return {"library": library, "import_s": import_s, "first_evaluation_s": first, "value": value,
+            "rss_added_mib": (process.memory_info().rss - rss) / 2**20, "cache_files_before": before}
 
 
 def run_process(library: str, paths: dict[str, str], lineshape: str, point: Sequence[float],
@@ -130,7 +139,8 @@ def first_evaluations(paths: dict[str, str], lineshape: str, point: Sequence[flo
                     runs[lib].setdefault(kind, []).append(r)
     out: dict[str, Any] = {"repeats": repeats}
     for lib, kinds in runs.items():
-        out[lib] = {kind: {k: statistics.median(r[k] for r in rs) for k in ("import_s", "first_evaluation_s")}
+        out[lib] = {kind: {k: statistics.median(r[k] for r in rs)
+                           for k in ("import_s", "first_evaluation_s", "rss_added_mib")}
                     for kind, rs in kinds.items()}
         out[lib]["runs"] = kinds
     return out

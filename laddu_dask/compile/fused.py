@@ -57,8 +57,22 @@ __all__ = ["BLOCK", "TRANSFORM_CODES", "FusedKernels", "NumbaPrinter", "fused_ke
 #: Events per block of the fused sums (the buffer of one block stays in L1/L2).
 BLOCK = 512
 
-#: The head of every kernel module: :mod:`laddu_dask.compile.numba_prelude`'s text.
+#: The helpers every kernel module imports: :mod:`laddu_dask.compile.numba_prelude`'s text.
 PRELUDE = (Path(__file__).parent / "numba_prelude.py").read_text()
+
+
+def prelude() -> Any:
+    """The prelude's module in the kernel cache folder (loaded once per process; Numba
+    compiles its helpers once per machine and shares them between all models)."""
+    return load_module(PRELUDE, "prelude")
+
+
+def _prelude_import() -> str:
+    """The head of a kernel module: the prelude's names, imported from its module."""
+    mod = prelude()
+    names = sorted(n for n, v in vars(mod).items()
+                   if n.startswith("_") and not n.startswith("__") and not isinstance(v, type(np)))
+    return f"import math\n\nimport numpy as np\n\nfrom {mod.__name__} import {', '.join(names)}\n"
 
 
 @dataclass(frozen=True)
@@ -96,6 +110,39 @@ class FusedKernels:
     backprop: Callable[..., np.ndarray]
     boundary_size: int
     source: str
+    cache_kinds: tuple[str, ...] = ()
+    precision: str = "f64"
+
+    def signature(self, with_gradient: bool) -> tuple:
+        """Numba's argument types of :attr:`gradient_sum` (or :attr:`value_sum`) as the
+        runtime calls it: C-contiguous caches, weights and parameters of the kernel
+        precision, the transform code, and the float64 ``acc`` and ``bad`` arrays."""
+        from numba import types
+
+        real = types.float32 if self.precision == "f32" else types.float64
+        cplx = types.complex64 if self.precision == "f32" else types.complex128
+        caches = [types.Array(cplx if k == COMPLEX else real, 1, "C") for k in self.cache_kinds]
+        return (*caches, types.Array(real, 1, "C"), types.Array(real, 1, "C"), types.int64,
+                types.Array(types.float64, 2, "C"), types.Array(types.float64, 1, "C"))
+
+    def compile_ahead(self, with_gradient: bool) -> bool:
+        """Compile (or load from Numba's disk cache) the blocked sum an evaluation calls,
+        before the first call needs it; ``False`` when it was ready already.
+
+        Examples
+        --------
+        >>> import laddu_dask as ld
+        >>> x, a = ld.scalar("x"), ld.parameter("a")
+        >>> fk = fused_kernels(ld.CompiledModel.from_expr((a * x).norm_sqr()).split)
+        >>> len(fk.signature(False))  # x, weights, parameters, transform, acc, bad
+        6
+        """
+        fn = self.gradient_sum if with_gradient else self.value_sum
+        sig = self.signature(with_gradient)
+        if sig in fn.overloads:
+            return False
+        fn.compile(sig)
+        return True
 
 
 class NumbaPrinter(PythonPrinter):
@@ -208,6 +255,7 @@ def generate_fused_source(split: Split, precision: str = "f64") -> tuple[str, di
         sig = ", ".join(cache_args + ["w", "p", "transform", "acc", "bad"])
         lines = [f"@_nb\ndef {name}({sig}):", *head, lowest,
                  "    n = w.shape[0]",
+                 "    log_t = transform == 2",
                  f"    buf = np.empty(({rows}, BLOCK))",
                  f"    lanes = np.zeros(({rows}, 6))",
                  "    qbuf = np.empty(BLOCK)",
@@ -221,19 +269,14 @@ def generate_fused_source(split: Split, precision: str = "f64") -> tuple[str, di
                  *[f"        b{a} = {a}[start:stop]" for a in cache_args]]
         block_loads = [f"            {nm.name(nd)} = bc{cache_pos[nd.serial]}[k]" for nd in split.cache]
         body = ["    " + x for x in forward] + [f"            r = {value}", "            row0[k] = r"]
-        seeds = ["wi / r", "wi"] if with_gradient else [None]
-        for case, seed in enumerate(seeds):
-            indent = "        "
-            if with_gradient:
-                lines.append(f"        {'if' if case == 0 else 'else'}"
-                             + (" transform == 2:" if case == 0 else ":"))
-                indent = "            "
-            lines.append(f"{indent}for k in range(bw_.shape[0]):")
-            inner = block_loads + body
-            if with_gradient:
-                inner = inner + ["            wi = np.float64(bw_[k])", f"            seed = {seed}"]
-                inner += ["    " + x for x in rev(lambda j, x: f"        row{j}[k] = {x}")]
-            lines += [(indent[8:] + x) if indent != "        " else x for x in inner]
+        # one copy of the sweep for every transform: the seed is w / r under the log
+        # transform and w / 1.0 (exactly w) otherwise
+        lines.append("        for k in range(bw_.shape[0]):")
+        lines += block_loads + body
+        if with_gradient:
+            lines += ["            wi = np.float64(bw_[k])",
+                      "            seed = wi / (r if log_t else 1.0)"]
+            lines += ["    " + x for x in rev(lambda j, x: f"        row{j}[k] = {x}")]
         lines += [
             "        m = bw_.shape[0]",
             "        ok = True",
@@ -252,9 +295,9 @@ def generate_fused_source(split: Split, precision: str = "f64") -> tuple[str, di
             "                if not (row0[k] > lo and row0[k] < np.inf):",
             "                    bad[0] = np.float64(row0[k])",
             "                    return start + k",
-            "        _accumulate(tbuf, m, lanes, 0, qbuf, rbuf)",
+            "        _accumulate(tbuf, m, lanes[0], qbuf, rbuf)",
             f"        for j in range(1, {rows}):",
-            "            _accumulate(buf[j], m, lanes, j, qbuf, rbuf)",
+            "            _accumulate(buf[j], m, lanes[j], qbuf, rbuf)",
             "        blocks += 1",
             "    # TwoSum cascades over 2 * blocks values: error <= 2 (2 blocks u)^2 sum|values|",
             "    cascade = 2.0 * (2.0 * blocks) ** 2 * _U2 * 1.01",
@@ -281,7 +324,7 @@ def generate_fused_source(split: Split, precision: str = "f64") -> tuple[str, di
     ]
     consts = "\n".join(f"{k} = {_const_src(v)}" for k, v in sorted(nm.consts.items()))
     consts += f"\nBLOCK = {BLOCK}"
-    source = PRELUDE + "\n\n" + consts + "\n\n\n" + "\n\n\n".join(functions) + "\n"
+    source = _prelude_import() + "\n" + consts + "\n\n\n" + "\n\n\n".join(functions) + "\n"
     return source, nm.consts, boundary
 
 
@@ -303,4 +346,5 @@ def fused_kernels(split: Split, precision: str = "f64") -> FusedKernels:
     backprop, bp_source = backprop_function(split, boundary)
     size = sum(2 if b.kind == COMPLEX else 1 for b in boundary)
     return FusedKernels(mod.value_sum, mod.gradient_sum, mod.value_terms, mod.gradient_terms,
-                        mod.values, backprop, size, source + "\n\n" + bp_source)
+                        mod.values, backprop, size, source + "\n\n" + bp_source,
+                        tuple(n.kind for n in split.cache), precision)

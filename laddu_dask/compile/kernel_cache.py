@@ -127,13 +127,13 @@ def safe_cache_dir() -> str:
     return folder
 
 
-def _module_name(source: str) -> str:
-    """The module (and file) name of generated kernel source: a digest of the source and
-    of the Numba and Python versions that compile it."""
+def _module_name(source: str, kind: str = "kernel") -> str:
+    """The module (and file) name of generated ``source``: ``laddu_dask_<kind>_`` and a
+    digest of the source and of the Numba and Python versions that compile it."""
     import numba
 
     digest = hashlib.sha256((source + numba.__version__ + sys.version).encode()).hexdigest()[:24]
-    return f"laddu_dask_kernel_{digest}"
+    return f"laddu_dask_{kind}_{digest}"
 
 
 def _file_holds(path: str, data: bytes) -> bool:
@@ -148,8 +148,11 @@ def _file_holds(path: str, data: bytes) -> bool:
         return f.read(len(data) + 1) == data
 
 
-def load_module(source: str) -> Any:
+def load_module(source: str, kind: str = "kernel") -> Any:
     """The module of generated kernel ``source``, with its file in the cache folder.
+
+    ``kind`` is the second word of the module's name (``"kernel"``, or ``"prelude"`` for
+    the helpers every kernel module imports).
 
     The code executed is ``source`` itself (compiled with the cache file's name, which
     Numba's cache and tracebacks use); the file is rewritten atomically unless it already
@@ -161,7 +164,7 @@ def load_module(source: str) -> Any:
         The cache folder is unsafe (:func:`safe_cache_dir`) or the file cannot be written
         (a full disk, a read-only folder).
     """
-    name = _module_name(source)
+    name = _module_name(source, kind)
     with _LOCK:
         mod = _LOADED.get(name)
         if mod is not None:

@@ -1,9 +1,13 @@
 """The Numba prelude of the fused kernels: helpers the printed kernels call.
 
-This file is the head of every generated kernel module (:mod:`laddu_dask.compile.fused`
-prints the model's functions below its text), so that Numba's disk cache, which keys a
-module's machine code by that module's own file, holds all of the code it runs.  It is
-not imported by the library; linters and the tests read it as the module it is.
+Its text is loaded once per process as a module of the kernel cache folder
+(:func:`laddu_dask.compile.fused.prelude`, named by a digest of this text), so that
+Numba compiles these helpers once per machine, not once per model; every generated
+kernel module imports them from that module by its name.  Numba's disk cache keys a
+kernel's machine code (which holds the helpers' code inlined) by the kernel module's
+own file, so the name of the prelude module, written into every kernel's source, makes a
+changed prelude a different kernel file.  It is not imported by the library as
+``laddu_dask.compile.numba_prelude``; linters and the tests read it as the module it is.
 """
 
 import math
@@ -60,35 +64,39 @@ def _sums(q, r, m):
 
 
 @_nb
-def _add_pair(lanes, j, col, x):
-    s = lanes[j, col]
+def _two_sum(s, x):
+    # Knuth's TwoSum: s + x = t + e exactly
     t = s + x
     b = t - s
-    lanes[j, col + 1] += (s - (t - b)) + (x - b)
-    lanes[j, col] = t
+    return t, (s - (t - b)) + (x - b)
 
 
 @_nb
-def _accumulate(row, m, lanes, j, q, r):
-    # one block of one row: exact high parts and bounded low parts, then TwoSum into
-    # lanes[j, 0:2] (high) and lanes[j, 2:4] (low); lanes[j, 4] collects an explicit error
-    # bound of the low sums and lanes[j, 5] the magnitudes the cascades add
+def _accumulate(row, m, lane, q, r):
+    # one block of one row into its lane (a row of ``lanes``): exact high parts and bounded
+    # low parts, TwoSum into lane[0:2] (high) and lane[2:4] (low); lane[4] collects an
+    # explicit error bound of the low sums and lane[5] the magnitudes the cascades add.
+    # (No integer argument: Numba would compile one copy per literal it is called with.)
     big = _absmax(row, m)
     if big == 0.0:
         return
     if not (big < 2.0**1000):  # inf, nan or near overflow: no certificate, the exact path decides
-        lanes[j, 4] = np.inf
+        lane[4] = np.inf
         for k in range(m):
-            lanes[j, 0] += row[k]
+            lane[0] += row[k]
         return
     e = math.frexp(big)[1] + math.frexp(float(m))[1] + 1
     sigma = math.ldexp(1.0, e)
     _split(row, m, sigma, q, r)
     hi, lo = _sums(q, r, m)
-    _add_pair(lanes, j, 0, hi)
-    _add_pair(lanes, j, 2, lo)
-    lanes[j, 4] += (m * m) * _U2 * sigma * 2.0
-    lanes[j, 5] += abs(hi) + abs(lo)
+    t, err = _two_sum(lane[0], hi)
+    lane[1] += err
+    lane[0] = t
+    t, err = _two_sum(lane[2], lo)
+    lane[3] += err
+    lane[2] = t
+    lane[4] += (m * m) * _U2 * sigma * 2.0
+    lane[5] += abs(hi) + abs(lo)
 
 
 @_nb

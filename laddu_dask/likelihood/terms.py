@@ -136,12 +136,18 @@ class _Term(MinuitCost):
             f"{len(self.parameter_names)} free parameters)"
         )
 
-    def prepare(self, execution: Execution) -> _Prepared:
-        """Prepare the datasets for ``execution`` (done once per execution)."""
+    def prepare(self, execution: Execution, with_gradient: bool | None = None) -> _Prepared:
+        """Prepare the datasets for ``execution`` (done once per execution).
+
+        With ``with_gradient`` (what the first evaluation asks for), the kernel it calls
+        compiles on a background thread while the datasets are prepared.
+        """
         hit = self._prepared.get(id(execution))
         if hit is not None:
             return hit
         pm = PreparedModel.prepare(self.compiled, execution)
+        if with_gradient is not None:
+            pm.compile_ahead(execution, with_gradient, repr(self.name))
         pd = pm.prepare_dataset(execution, self.data, name=f"{self.name}/data")
         mc_name = f"{self.name}/accepted_mc"
         decomposition = None if execution.normalization == "general" else self.compiled.decomposition
@@ -165,7 +171,7 @@ class _Term(MinuitCost):
         """The reductions an evaluation at ``params`` needs (the data's, and the accepted
         MC's unless its sum comes from sufficient statistics); a :class:`Likelihood`
         runs those of all its terms in one round."""
-        prep = self.prepare(execution)
+        prep = self.prepare(execution, with_gradient)
         if not math.isfinite(prep.data_weight):
             raise NonFiniteError(
                 f"term {self.name!r}: the data weights ({', '.join(self.data.sources)}) sum to "

@@ -17,13 +17,13 @@ Examples
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Hashable, Mapping
 from typing import Any
 
 from laddu_dask import config
 from laddu_dask.options import Device, Kernel, Normalization, Precision, Scheduler
-from laddu_dask.runtime.cluster import ClusterRunner
 from laddu_dask.runtime.jobs import Runner
 from laddu_dask.runtime.local import PoolRunner
 from laddu_dask.runtime.memory import MemoryBudget, MemoryDecision, MemoryPlan, decisions_html
@@ -249,6 +249,21 @@ class Execution:
         """What the planner chose for each prepared dataset, and why."""
         return list(self._decisions)
 
+    def notify(self, message: str) -> None:
+        """Report a step the user waits for (a kernel compilation of more than a second):
+        printed beside the preparation progress when ``progress`` is on, else logged at
+        INFO level by the ``laddu_dask`` logger.
+
+        Examples
+        --------
+        >>> Execution(progress=True).notify("compiling the fused kernel of ksks...")
+        laddu-dask: compiling the fused kernel of ksks...
+        """
+        if self.progress:
+            print(f"laddu-dask: {message}", flush=True)
+        else:
+            logging.getLogger("laddu_dask").info(message)
+
     # -- scheduling ----------------------------------------------------------------------
     @property
     def runner(self) -> Runner:
@@ -256,6 +271,9 @@ class Execution:
         scheduler or the cluster (see :mod:`laddu_dask.runtime.jobs`)."""
         if self._runner is None:
             if self.client is not None:
+                # imported here: it brings in distributed, which a local session never needs
+                from laddu_dask.runtime.cluster import ClusterRunner
+
                 self._runner = ClusterRunner(self.client, self.split_every, self.progress)
             elif self.scheduler == "pool":
                 self._runner = PoolRunner(self.num_workers, self.split_every, self.progress)

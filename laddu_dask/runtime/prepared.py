@@ -139,6 +139,14 @@ class PreparedModel:
             compiled = CompiledModel.from_expr(compiled)
         return cls(compiled, execution)
 
+    def compile_ahead(self, execution: Execution, with_gradient: bool, label: str) -> None:
+        """Compile the kernel the first evaluation on ``execution`` calls while the
+        datasets are prepared (:meth:`PartitionReducer.compile_ahead`); on a cluster the
+        workers compile their own, so nothing starts here.  Compilations longer than a
+        second are reported through :meth:`Execution.notify`."""
+        if execution.client is None:
+            self.reducer.compile_ahead(with_gradient, label, execution.notify)
+
     @property
     def parameter_names(self) -> list[str]:
         """The free parameters, in parameter-vector order."""

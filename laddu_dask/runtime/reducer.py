@@ -24,6 +24,9 @@ Examples
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -124,6 +127,46 @@ class PartitionReducer:
             from laddu_dask.compile.fused import fused_kernels
 
             self.fused = fused_kernels(compiled.split, precision)
+
+    def compile_ahead(self, with_gradient: bool, label: str,
+                      notify: Callable[[str], None] | None = None) -> threading.Thread | None:
+        """Start compiling, on a background thread, the fused sum the first evaluation
+        will call, so that Numba compiles while the datasets are prepared.
+
+        The evaluation's own call waits for it (Numba's compiler lock) and then runs the
+        same machine code: nothing but the timing changes.  When the compilation takes
+        more than a second, ``notify`` gets a line when it passes one second and one
+        when it ends.  A failure is left to the evaluation's call, which raises it.
+        Returns the thread, or ``None`` when there is nothing to compile.
+        """
+        if self.fused is None:
+            return None
+        fused = self.fused
+        fn = fused.gradient_sum if with_gradient else fused.value_sum
+        if fused.signature(with_gradient) in fn.overloads:
+            return None
+
+        def run() -> None:
+            start = time.perf_counter()
+            what = f"the fused {'value+gradient' if with_gradient else 'value'} kernel of {label}"
+            timer = threading.Timer(1.0, notify, [f"compiling {what}..."]) if notify else None
+            if timer is not None:
+                timer.daemon = True
+                timer.start()
+            try:
+                compiled = fused.compile_ahead(with_gradient)
+            except Exception:  # noqa: BLE001 - the evaluation's own call raises it
+                compiled = False
+            finally:
+                if timer is not None:
+                    timer.cancel()
+            elapsed = time.perf_counter() - start
+            if compiled and notify is not None and elapsed > 1.0:
+                notify(f"compiled {what} in {elapsed:.1f} s")
+
+        thread = threading.Thread(target=run, name="laddu-dask-compile", daemon=True)
+        thread.start()
+        return thread
 
     def __reduce__(self):  # rebuilt on a worker from the expression (kernels load from disk)
         kernel = "auto" if self.kernel == "cuda" else self.kernel
