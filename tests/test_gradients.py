@@ -113,6 +113,8 @@ UNARY = [
     lambda x: cpos(x, x).log(),
     lambda x: pos(x).sqrt(),
     lambda x: cpos(x, x.imag()).sqrt(),
+    lambda x: ld.acos(bounded(x, 0.9)),
+    lambda x: ld.cis(x.real()),
     lambda x: x.conj(),
     lambda x: x.real(),
     lambda x: x.imag(),
