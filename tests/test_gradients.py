@@ -93,13 +93,13 @@ def beta_of(x: ld.Expr, y: ld.Expr) -> ld.Vec3:
 
 def boost_event(x: ld.Expr, y: ld.Expr, pick: int) -> ld.Expr:
     k = ld.Vec4.event("gk").boost(beta_of(x, y))
-    return (k.e, k.pz, k.vec3().costheta(), k.m2())[pick]
+    return (k.e(), k.pz(), k.vec3().costheta(), k.m2())[pick]
 
 
 def boost_built(x: ld.Expr, y: ld.Expr, pick: int) -> ld.Expr:
     p = ld.Vec4(pos(x) + 2.0, bounded(x, 0.5), y.real().cos() * 0.5, ld.scalar("g1") * 0.2)
     q = p.boost(-beta_of(y, x))
-    return (q.e, q.px, q.m(), q.vec3().unit().z)[pick]
+    return (q.e(), q.px(), q.m(), q.vec3().unit().pz())[pick]
 
 
 UNARY = [
@@ -113,6 +113,8 @@ UNARY = [
     lambda x: cpos(x, x).log(),
     lambda x: pos(x).sqrt(),
     lambda x: cpos(x, x.imag()).sqrt(),
+    lambda x: ld.acos(bounded(x, 0.9)),
+    lambda x: ld.cis(x.real()),
     lambda x: x.conj(),
     lambda x: x.real(),
     lambda x: x.imag(),

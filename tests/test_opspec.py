@@ -66,6 +66,8 @@ REFERENCE = {
     "atan2": math.atan2,
     "complex": complex,
     "to_complex": complex,
+    "acos": math.acos,
+    "cis": lambda a: complex(math.cos(a), math.sin(a)),
 }
 POWERS = (2, 3, -1, -2)
 
@@ -85,8 +87,8 @@ def _complex_arg(k: int, p, e, make):
 def _cases(op: str) -> list[tuple[tuple[str, ...], object]]:
     """(argument kinds, attribute) of every case of an operation."""
     spec = OPS[op]
-    if spec.real_args:
-        kinds = [(REAL,) * spec.arity]
+    if spec.real_args:  # a unary one twice, so that its arguments reach every parameter
+        kinds = [(REAL,) * spec.arity] * (2 if spec.arity == 1 else 1)
     else:
         kinds = [tuple(COMPLEX if (m >> i) & 1 else REAL for i in range(spec.arity))
                  for m in range(2**spec.arity)]

@@ -61,7 +61,7 @@ def test_projection_of_a_term_uses_that_terms_parameters(weighted):
     """A first term with another parameter, so the KsKs term's parameters are not first."""
     _, mc, w_data, w_mc, ds_data, ds_mc = weighted
     bkg = ld.parameter("bkg", initial=2.0, bounds=(0.1, 10.0))
-    flat = ld.NLL(ld.Model(bkg * ld.Vec4.event("kshort1").e), data=ds_data, accepted_mc=ds_mc,
+    flat = ld.NLL(ld.Model(bkg * ld.Vec4.event("kshort1").e()), data=ds_data, accepted_mc=ds_mc,
                   name="flat")
     full = ld.NLL(ksks.model("bw"), data=ds_data, accepted_mc=ds_mc, name="full")
     lik = ld.Likelihood([flat, full])

@@ -75,6 +75,12 @@ LD_FN real_t ld_abs(real_t a) { return ld_fabs(a); }
 LD_FN real_t ld_abs(cplx a) { return ld_hypot(a.re, a.im); }
 LD_FN real_t ld_sign(real_t a) { return a > (real_t)0 ? (real_t)1 : (a < (real_t)0 ? (real_t)-1 : a); }
 LD_FN real_t ld_atan2(real_t y, real_t x) { return ld_real_atan2(y, x); }
+// acos of the argument clipped to [-1, 1] (NaN stays NaN) and its derivative (0 outside)
+LD_FN real_t ld_acos(real_t a) { return LD_MATH(acos)(ld_fabs(a) > (real_t)1 ? ld_copysign((real_t)1, a) : a); }
+LD_FN real_t ld_dacos(real_t a) {
+    return ld_fabs(a) >= (real_t)1 ? (real_t)0 : (real_t)-1 / ld_real_sqrt((real_t)1 - a * a);
+}
+LD_FN cplx ld_cis(real_t a) { return ld_c(ld_real_cos(a), ld_real_sin(a)); }
 LD_FN real_t ld_sin(real_t a) { return ld_real_sin(a); }
 LD_FN real_t ld_cos(real_t a) { return ld_real_cos(a); }
 LD_FN real_t ld_tan(real_t a) { return ld_real_tan(a); }

@@ -18,19 +18,23 @@ from laddu_dask.expr.amplitudes import (
 from laddu_dask.expr.model import Model
 from laddu_dask.expr.node import (
     Expr,
+    acos,
     apply,
     as_expr,
     atan2,
+    cis,
     column,
     complex_,
     constant,
+    is_nonnegative,
     polar_complex,
     powi,
     scalar,
     walk,
 )
 from laddu_dask.expr.ops import register_operation, unregister_operation
-from laddu_dask.expr.parameter import ParameterSpec, merge_parameters, parameter
+from laddu_dask.expr.parameter import ParameterSpec, cparameter, merge_parameters, parameter
+from laddu_dask.expr.predicate import Predicate
 from laddu_dask.expr.vectors import Vec3, Vec4
 
 __all__ = [
@@ -38,17 +42,22 @@ __all__ = [
     "Expr",
     "Model",
     "ParameterSpec",
+    "Predicate",
     "Vec3",
     "Vec4",
+    "acos",
     "apply",
     "as_expr",
     "atan2",
     "blatt_weisskopf",
     "breakup_momentum",
     "breit_wigner",
+    "cis",
     "column",
     "complex_",
     "constant",
+    "cparameter",
+    "is_nonnegative",
     "merge_parameters",
     "parameter",
     "polar_complex",

@@ -52,3 +52,30 @@ def norm_sqr(z: Any) -> Any:
         re, im = z.real, z.imag
         return re * re + im * im
     return z * z
+
+
+def cis(phase: Any) -> Any:
+    """``cos(phase) + i sin(phase)`` of a real phase (the unit complex number).
+
+    Examples
+    --------
+    >>> complex(cis(0.0))
+    (1+0j)
+    """
+    xp = array_module(phase)
+    return make_complex(xp.cos(phase), xp.sin(phase))
+
+
+def arccos_slope(x: Any) -> Any:
+    """The derivative of ``arccos(clip(x, -1, 1))``: ``-1 / sqrt(1 - x^2)`` inside
+    ``(-1, 1)``, 0 outside (where the clipped value is constant), NaN for NaN.
+
+    Examples
+    --------
+    >>> float(arccos_slope(0.0)), float(arccos_slope(2.0))
+    (-1.0, 0.0)
+    """
+    xp = array_module(x)
+    inside = ~(xp.abs(x) >= 1.0)
+    safe = xp.where(inside, x, 0.0)
+    return xp.where(inside, -1.0 / xp.sqrt(1.0 - safe * safe), 0.0)

@@ -65,8 +65,13 @@ class Expr:
     kind: str
     serial: int
 
-    def __init__(self) -> None:  # pragma: no cover - guarded
-        raise TypeError("build expressions with ld.scalar, ld.parameter, ld.Vec4, ... not Expr()")
+    def __new__(cls, value: ExprLike) -> Expr:
+        """``Expr(x)``: ``x`` itself when it is an expression, else the constant ``x`` (laddu's
+        ``Expr(value)``); other nodes come from ld.scalar, ld.parameter, ld.Vec4, arithmetic."""
+        return as_expr(value)
+
+    def __init__(self, value: ExprLike = None) -> None:  # the node was built by __new__
+        pass
 
     # -- construction -------------------------------------------------------
     @staticmethod
@@ -106,8 +111,26 @@ class Expr:
     def __hash__(self) -> int:
         return self.serial
 
-    def __eq__(self, other: object) -> bool:
-        return self is other
+    # -- comparisons: Predicates (laddu's selections) -----------------------------
+    # ``==`` and ``!=`` give Predicates too, whose truth value is the identity of the two
+    # nodes (so dictionaries, ``in`` and ``list.index`` keep working on interned nodes).
+    def __eq__(self, other: object) -> Any:
+        return _compare("==", self, other)
+
+    def __ne__(self, other: object) -> Any:
+        return _compare("!=", self, other)
+
+    def __lt__(self, other: ExprLike) -> Any:
+        return _compare("<", self, other)
+
+    def __le__(self, other: ExprLike) -> Any:
+        return _compare("<=", self, other)
+
+    def __gt__(self, other: ExprLike) -> Any:
+        return _compare(">", self, other)
+
+    def __ge__(self, other: ExprLike) -> Any:
+        return _compare(">=", self, other)
 
     def __reduce__(self):  # pickling rebuilds through the interning constructors
         return (_rebuild, (self.op, self.args, self.attr, self.kind))
@@ -171,12 +194,33 @@ class Expr:
         return apply("exp", self)
 
     def log(self) -> Expr:
-        """Natural logarithm (principal branch for complex values)."""
-        return apply("log", self)
+        """Natural logarithm, principal branch: ``log(-4) = log 4 + i pi`` as in laddu.
+
+        A real argument gives a real node where it is non-negative by construction
+        (:func:`is_nonnegative`), else the complex logarithm of ``x + 0i``.
+        """
+        return apply("log", self if self.kind == COMPLEX or is_nonnegative(self) else self.to_complex())
 
     def sqrt(self) -> Expr:
-        """Square root (real: NaN below zero; complex: principal branch)."""
-        return apply("sqrt", self)
+        """Square root, principal branch: ``sqrt(-4) = 2i`` as in laddu.
+
+        A real argument gives a real node where it is non-negative by construction
+        (:func:`is_nonnegative`: sums and products of squares, moduli, exponentials,
+        non-negative constants), else the complex root of ``x + 0i``; both are laddu's value.
+
+        Examples
+        --------
+        >>> import laddu_dask as ld
+        >>> x = ld.scalar("x")
+        >>> (x * x + 1.0).sqrt().kind, x.sqrt().kind
+        ('real', 'complex')
+        """
+        return apply("sqrt", self if self.kind == COMPLEX or is_nonnegative(self) else self.to_complex())
+
+    def acos(self) -> Expr:
+        """Inverse cosine of a real expression, of the argument clipped to ``[-1, 1]`` (laddu's
+        ``acos``: 0 above 1, pi below -1)."""
+        return acos(self)
 
     def abs(self) -> Expr:
         """Absolute value (the modulus for complex values)."""
@@ -377,6 +421,88 @@ def powi(base: ExprLike, n: int) -> Expr:
     if base.op == "const":
         return _fold("powi", (base,), n)
     return Expr._intern("powi", (base,), int(n), base.kind)
+
+
+_NONNEGATIVE_OPS = ("abs", "norm_sqr", "exp")
+_CLOSED_OPS = ("add", "mul", "div", "sqrt")  # non-negative arguments give a non-negative result
+
+
+def is_nonnegative(node: Expr) -> bool:
+    """Whether a real expression is non-negative (or NaN) for every event by construction.
+
+    True for non-negative constants, ``x * x``, even powers, moduli, ``norm_sqr``,
+    exponentials, and sums, products, quotients and square roots of such expressions.
+    ``sqrt`` and ``log`` use it to stay real where laddu's complex value is real anyway.
+
+    Examples
+    --------
+    >>> import laddu_dask as ld
+    >>> x = ld.scalar("x")
+    >>> is_nonnegative(x * x + 2.0), is_nonnegative(x - 1.0)
+    (True, False)
+    """
+    memo: dict[int, bool] = {}
+
+    def check(n: Expr) -> bool:
+        hit = memo.get(n.serial)
+        if hit is None:
+            hit = memo[n.serial] = _nonnegative_node(n, check)
+        return hit
+
+    return node.kind == REAL and check(node)
+
+
+def _nonnegative_node(n: Expr, check) -> bool:
+    if n.kind != REAL:
+        return False
+    if n.op == "const":
+        return not n.attr < 0.0
+    if n.op in _NONNEGATIVE_OPS:
+        return True
+    if n.op == "mul" and n.args[0] is n.args[1]:
+        return True
+    if n.op == "powi":
+        return n.attr % 2 == 0 or check(n.args[0])
+    if n.op in _CLOSED_OPS:
+        return all(check(a) for a in n.args)
+    return False
+
+
+def _compare(op: str, left: Expr, right: object) -> Any:
+    if not isinstance(right, (Expr, int, float, complex, np.number)) or isinstance(right, (bool, np.bool_)):
+        return NotImplemented
+    from laddu_dask.expr.predicate import compare  # the predicates build on this module
+
+    return compare(op, left, as_expr(right))
+
+
+def acos(value: ExprLike) -> Expr:
+    """The inverse cosine of a real expression, of the argument clipped to ``[-1, 1]``
+    (laddu's ``acos``: 0 above 1, pi below -1).
+
+    Examples
+    --------
+    >>> import laddu_dask as ld
+    >>> ld.acos(-1.0).attr == math.pi, ld.acos(2.0).attr
+    (True, 0.0)
+    """
+    return apply("acos", as_expr(value))
+
+
+def cis(phase: ExprLike) -> Expr:
+    """The unit complex number ``exp(i phase)`` (laddu's ``cis``): ``cos + i sin`` of a real
+    phase, ``exp(i z)`` of a complex one.
+
+    Examples
+    --------
+    >>> import laddu_dask as ld
+    >>> ld.cis(0.0)
+    Expr(const (1+0j))
+    """
+    phase = as_expr(phase)
+    if phase.kind == COMPLEX:
+        return (1j * phase).exp()
+    return apply("cis", phase)
 
 
 def atan2(y: ExprLike, x: ExprLike) -> Expr:

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from laddu_dask.errors import ModelError
-from laddu_dask.expr.arrayfuncs import make_complex, norm_sqr
+from laddu_dask.expr.arrayfuncs import arccos_slope, cis, make_complex, norm_sqr
 
 REAL = "real"
 COMPLEX = "complex"
@@ -367,6 +367,19 @@ _SPECS = [
            functions={"_complex": make_complex}),
     OpSpec("to_complex", 1, "({0} + 0j)", lambda r: (call("real", r.g),), result=COMPLEX,
            numba="_cplx({0}, 0.0)", cuda="ld_to_c({0})"),
+    # arccos of the argument clipped to [-1, 1] (laddu's acos: 0 above 1, pi below -1)
+    OpSpec("acos", 1, "xp.arccos(xp.clip({0}, -1.0, 1.0))", lambda r: (r.g * call("dacos", *r.args),),
+           result=REAL, real_args=True,
+           numba="math.acos({0} if not abs({0}) > 1.0 else math.copysign(1.0, {0}))",
+           cuda="ld_acos({0})"),
+    # exp(i phase) of a real phase
+    OpSpec("cis", 1, "_cis({0})", lambda r: (call("imag", call("conj", r.w) * r.g),), result=COMPLEX,
+           real_args=True, numba="_cplx(math.cos({0}), math.sin({0}))", cuda="ld_cis({0})",
+           functions={"_cis": cis}),
+    # the derivative of acos; not an expression operation
+    OpSpec("dacos", 1, "_dacos({0})", lambda r: (None,), result=REAL, real_args=True,
+           numba="(-1.0 / math.sqrt(1.0 - {0} * {0}) if not abs({0}) >= 1.0 else 0.0)",
+           cuda="ld_dacos({0})", functions={"_dacos": arccos_slope}, expression=False),
     # the derivative of abs; not an expression operation
     OpSpec("sign", 1, "xp.sign({0})", lambda r: (None,), result=REAL, real_args=True,
            cuda="ld_sign({0})", expression=False),

@@ -4,7 +4,9 @@ A :class:`Vec4` holds four real expressions ``(e, px, py, pz)``; its methods bui
 the usual kinematic quantities as expressions, so vector algebra costs nothing at
 evaluation time beyond the scalar operations it expands to (and shared pieces are
 computed once).  Event four-vectors follow laddu's column convention:
-``Vec4.event("beam")`` reads ``beam_e, beam_px, beam_py, beam_pz``.
+``Vec4.event("beam")`` reads ``beam_e, beam_px, beam_py, beam_pz``.  Components are
+methods, as in laddu (``p.e()``, ``p.px()``, ``v.pz()``); ``Vec3.x()``, ``y()``, ``z()``
+are laddu's aliases of the unit axes ``x_axis()``, ``y_axis()``, ``z_axis()``.
 
 Examples
 --------
@@ -12,8 +14,8 @@ Examples
 >>> k1, k2 = ld.Vec4.event("kshort1"), ld.Vec4.event("kshort2")
 >>> x = k1 + k2
 >>> k = k1.boost(-x.beta())
->>> k.vec3().costheta().kind
-'real'
+>>> k.momentum().costheta().kind, x.mass().kind
+('real', 'complex')
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from laddu_dask.errors import ModelError
-from laddu_dask.expr.node import Expr, ExprLike, as_expr, atan2, column
+from laddu_dask.expr.node import Expr, ExprLike, apply, as_expr, atan2, column
 
 P4_COMPONENTS = ("e", "px", "py", "pz")
 
@@ -34,58 +36,111 @@ def _real(value: ExprLike, what: str) -> Expr:
 
 
 class Vec3:
-    """A three-vector of real expressions.
+    """A three-vector of real expressions (laddu's ``Vec3``).
+
+    Parameters
+    ----------
+    x, y, z : Expr or float
+        Cartesian components (real).
 
     Examples
     --------
     >>> import laddu_dask as ld
     >>> v = ld.Vec3(1.0, 2.0, 2.0)
-    >>> v.mag()
-    Expr(const 3.0)
+    >>> v.mag(), v.pz()
+    (Expr(const 3.0), Expr(const 2.0))
+    >>> (v @ ld.Vec3.z_axis()).attr
+    2.0
     """
 
-    __slots__ = ("x", "y", "z")
+    __slots__ = ("_x", "_y", "_z")
 
     def __init__(self, x: ExprLike, y: ExprLike, z: ExprLike) -> None:
-        self.x = _real(x, "Vec3.x")
-        self.y = _real(y, "Vec3.y")
-        self.z = _real(z, "Vec3.z")
+        self._x = _real(x, "Vec3.x")
+        self._y = _real(y, "Vec3.y")
+        self._z = _real(z, "Vec3.z")
+
+    @staticmethod
+    def event(prefix: str) -> Vec3:
+        """The momentum of the event four-vector ``prefix`` (columns ``prefix_px``, ...)."""
+        return Vec4.event(prefix).momentum()
+
+    @staticmethod
+    def x_axis() -> Vec3:
+        """The unit vector along +x."""
+        return Vec3(1.0, 0.0, 0.0)
+
+    @staticmethod
+    def y_axis() -> Vec3:
+        """The unit vector along +y."""
+        return Vec3(0.0, 1.0, 0.0)
+
+    @staticmethod
+    def z_axis() -> Vec3:
+        """The unit vector along +z."""
+        return Vec3(0.0, 0.0, 1.0)
+
+    @staticmethod
+    def zero() -> Vec3:
+        """The zero vector."""
+        return Vec3(0.0, 0.0, 0.0)
+
+    x = x_axis  # laddu's aliases
+    y = y_axis
+    z = z_axis
+
+    def px(self) -> Expr:
+        """The x component."""
+        return self._x
+
+    def py(self) -> Expr:
+        """The y component."""
+        return self._y
+
+    def pz(self) -> Expr:
+        """The z component."""
+        return self._z
 
     def __iter__(self) -> Iterator[Expr]:
-        return iter((self.x, self.y, self.z))
+        return iter((self._x, self._y, self._z))
 
     def __repr__(self) -> str:
-        return f"Vec3({self.x!r}, {self.y!r}, {self.z!r})"
+        return f"Vec3({self._x!r}, {self._y!r}, {self._z!r})"
 
     def __add__(self, other: Vec3) -> Vec3:
-        return Vec3(self.x + other.x, self.y + other.y, self.z + other.z)
+        return Vec3(*(a + b for a, b in zip(self, _vec3(other))))
 
     def __sub__(self, other: Vec3) -> Vec3:
-        return Vec3(self.x - other.x, self.y - other.y, self.z - other.z)
+        return Vec3(*(a - b for a, b in zip(self, _vec3(other))))
 
     def __neg__(self) -> Vec3:
-        return Vec3(-self.x, -self.y, -self.z)
+        return Vec3(-self._x, -self._y, -self._z)
 
     def __mul__(self, k: ExprLike) -> Vec3:
         k = _real(k, "a Vec3 scale factor")
-        return Vec3(self.x * k, self.y * k, self.z * k)
+        return Vec3(self._x * k, self._y * k, self._z * k)
 
     __rmul__ = __mul__
 
     def __truediv__(self, k: ExprLike) -> Vec3:
         k = _real(k, "a Vec3 divisor")
-        return Vec3(self.x / k, self.y / k, self.z / k)
+        return Vec3(self._x / k, self._y / k, self._z / k)
+
+    def __matmul__(self, other: Vec3) -> Expr:
+        return self.dot(other)
 
     def dot(self, other: Vec3) -> Expr:
-        """Scalar product."""
-        return self.x * other.x + self.y * other.y + self.z * other.z
+        """Scalar (Euclidean) product; also ``self @ other``."""
+        other = _vec3(other)
+        return self._x * other._x + self._y * other._y + self._z * other._z
 
     def cross(self, other: Vec3) -> Vec3:
         """Vector product ``self x other``."""
+        o = _vec3(other)
         return Vec3(
-            self.y * other.z - self.z * other.y,
-            self.z * other.x - self.x * other.z,
-            self.x * other.y - self.y * other.x,
+            self._y * o._z - self._z * o._y,
+            self._z * o._x - self._x * o._z,
+            self._x * o._y - self._y * o._x,
         )
 
     def mag2(self) -> Expr:
@@ -93,7 +148,7 @@ class Vec3:
         return self.dot(self)
 
     def mag(self) -> Expr:
-        """Magnitude."""
+        """Magnitude (a real expression)."""
         return self.mag2().sqrt()
 
     def unit(self) -> Vec3:
@@ -102,92 +157,150 @@ class Vec3:
 
     def costheta(self) -> Expr:
         """Cosine of the polar angle, ``z / |v|``."""
-        return self.z / self.mag()
+        return self._z / self.mag()
 
     def phi(self) -> Expr:
         """Azimuthal angle, ``atan2(y, x)``."""
-        return atan2(self.y, self.x)
+        return atan2(self._y, self._x)
 
-    def to_p4(self, mass: ExprLike) -> Vec4:
-        """The four-vector with this momentum and the given mass."""
-        m = _real(mass, "mass")
-        return Vec4((self.mag2() + m * m).sqrt(), self.x, self.y, self.z)
+    def with_mass(self, mass: ExprLike) -> Vec4:
+        """The four-vector with this momentum and invariant mass, ``E = sqrt(|p|^2 + m^2)``.
+
+        A complex ``mass`` (``Vec4.m()``) enters through the real part of ``m^2``.
+        """
+        m = as_expr(mass)
+        m2 = m * m if m.kind == "real" else (m * m).real()
+        return Vec4(apply("sqrt", self.mag2() + m2), self._x, self._y, self._z)
+
+    to_p4 = with_mass
+
+    def with_energy(self, energy: ExprLike) -> Vec4:
+        """The four-vector with this momentum and the given (real) energy."""
+        return Vec4(_real(energy, "energy"), self._x, self._y, self._z)
+
+
+def _vec3(other: object) -> Vec3:
+    if not isinstance(other, Vec3):
+        raise ModelError(f"expected a Vec3, got {type(other).__name__}")
+    return other
+
+
+def _vec4(other: object) -> Vec4:
+    if not isinstance(other, Vec4):
+        raise ModelError(f"expected a Vec4, got {type(other).__name__}")
+    return other
 
 
 class Vec4:
-    """A four-vector ``(e, px, py, pz)`` of real expressions (metric +,-,-,-).
+    """A four-vector ``(e, px, py, pz)`` of real expressions, metric (+,-,-,-) (laddu's ``Vec4``).
+
+    Parameters
+    ----------
+    e, px, py, pz : Expr or float
+        Energy and momentum components (real).
 
     Examples
     --------
     >>> import laddu_dask as ld
     >>> p = ld.Vec4(5.0, 0.0, 0.0, 3.0)
-    >>> p.m()
-    Expr(const 4.0)
+    >>> p.mass(), p.e()
+    (Expr(const 4.0), Expr(const 5.0))
+    >>> ld.Vec4(1.0, 2.0, 0.0, 0.0).m()  # spacelike: i sqrt(-m^2), as in laddu
+    Expr(const 1.7320508075688772j)
     """
 
-    __slots__ = ("e", "px", "py", "pz")
+    __slots__ = ("_e", "_px", "_py", "_pz")
 
     def __init__(self, e: ExprLike, px: ExprLike, py: ExprLike, pz: ExprLike) -> None:
-        self.e = _real(e, "Vec4.e")
-        self.px = _real(px, "Vec4.px")
-        self.py = _real(py, "Vec4.py")
-        self.pz = _real(pz, "Vec4.pz")
+        self._e = _real(e, "Vec4.e")
+        self._px = _real(px, "Vec4.px")
+        self._py = _real(py, "Vec4.py")
+        self._pz = _real(pz, "Vec4.pz")
 
     @classmethod
-    def event(cls, name: str) -> Vec4:
-        """The four-vector stored in columns ``NAME_e, NAME_px, NAME_py, NAME_pz``."""
-        if not isinstance(name, str) or not name:
-            raise ModelError(f"a four-vector name must be a non-empty string, got {name!r}")
-        return cls(*(column(f"{name}_{c}") for c in P4_COMPONENTS))
+    def event(cls, prefix: str) -> Vec4:
+        """The four-vector stored in columns ``prefix_e, prefix_px, prefix_py, prefix_pz``."""
+        if not isinstance(prefix, str) or not prefix:
+            raise ModelError(f"a four-vector name must be a non-empty string, got {prefix!r}")
+        return cls(*(column(f"{prefix}_{c}") for c in P4_COMPONENTS))
+
+    def e(self) -> Expr:
+        """The energy."""
+        return self._e
+
+    def px(self) -> Expr:
+        """The x momentum component."""
+        return self._px
+
+    def py(self) -> Expr:
+        """The y momentum component."""
+        return self._py
+
+    def pz(self) -> Expr:
+        """The z momentum component."""
+        return self._pz
 
     def __iter__(self) -> Iterator[Expr]:
-        return iter((self.e, self.px, self.py, self.pz))
+        return iter((self._e, self._px, self._py, self._pz))
 
     def __repr__(self) -> str:
-        return f"Vec4({self.e!r}, {self.px!r}, {self.py!r}, {self.pz!r})"
+        return f"Vec4({self._e!r}, {self._px!r}, {self._py!r}, {self._pz!r})"
 
     def __add__(self, other: Vec4) -> Vec4:
-        return Vec4(*(a + b for a, b in zip(self, other)))
+        return Vec4(*(a + b for a, b in zip(self, _vec4(other))))
 
     def __sub__(self, other: Vec4) -> Vec4:
-        return Vec4(*(a - b for a, b in zip(self, other)))
+        return Vec4(*(a - b for a, b in zip(self, _vec4(other))))
 
     def __neg__(self) -> Vec4:
         return Vec4(*(-a for a in self))
 
-    def vec3(self) -> Vec3:
+    def __matmul__(self, other: Vec4) -> Expr:
+        return self.dot(other)
+
+    def momentum(self) -> Vec3:
         """The momentum three-vector."""
-        return Vec3(self.px, self.py, self.pz)
+        return Vec3(self._px, self._py, self._pz)
+
+    vec3 = momentum
 
     def m2(self) -> Expr:
-        """Invariant mass squared ``e^2 - |p|^2``."""
-        return self.e * self.e - self.vec3().mag2()
+        """Invariant mass squared ``e^2 - |p|^2`` (real)."""
+        return self._e * self._e - self.momentum().mag2()
 
-    def m(self) -> Expr:
-        """Invariant mass."""
+    mag2 = m2
+
+    def mass(self) -> Expr:
+        """Invariant mass ``sqrt(m^2)``, laddu's principal root: ``i sqrt(-m^2)`` when
+        ``m^2 < 0``, so the expression is complex (a selection compares its real part)."""
         return self.m2().sqrt()
+
+    m = mass
+    mag = mass
 
     def beta(self) -> Vec3:
         """Velocity ``p / e``."""
-        return self.vec3() / self.e
+        return self.momentum() / self._e
 
     def gamma(self) -> Expr:
-        """Lorentz factor ``e / m``."""
-        return self.e / self.m()
+        """Lorentz factor ``e / mass()`` (complex for ``m^2 < 0``, as in laddu)."""
+        return self._e / self.mass()
 
     def dot(self, other: Vec4) -> Expr:
-        """Minkowski product."""
-        return self.e * other.e - self.vec3().dot(other.vec3())
+        """Minkowski product; also ``self @ other``."""
+        other = _vec4(other)
+        return self._e * other._e - self.momentum().dot(other.momentum())
 
     def boost(self, beta: Vec3) -> Vec4:
-        """This four-vector seen from a frame moving with velocity ``-beta``.
+        """This four-vector seen from a frame moving with velocity ``-beta`` (``|beta| < 1``).
 
         ``p.boost(-x.beta())`` takes ``p`` into the rest frame of ``x``.
         The form ``(gamma - 1) / beta^2 = gamma^2 / (gamma + 1)`` stays finite at rest.
         """
+        beta = _vec3(beta)
         b2 = beta.mag2()
-        gamma = 1.0 / (1.0 - b2).sqrt()
-        bp = beta.dot(self.vec3())
-        coef = gamma * gamma / (gamma + 1.0) * bp + gamma * self.e
-        p = self.vec3() + beta * coef
-        return Vec4(gamma * (self.e + bp), p.x, p.y, p.z)
+        gamma = 1.0 / apply("sqrt", 1.0 - b2)
+        bp = beta.dot(self.momentum())
+        coef = gamma * gamma / (gamma + 1.0) * bp + gamma * self._e
+        p = self.momentum() + beta * coef
+        return Vec4(gamma * (self._e + bp), p.px(), p.py(), p.pz())
