@@ -140,36 +140,3 @@ def test_the_prelude_compiles_once_per_machine(tmp_path):
     assert "_accumulate" in second and set(second) <= set(first)
     assert all(hits > 0 and misses == 0 for hits, misses in second.values()), second
 
-
-@needs_numba
-@pytest.mark.slow  # a child process compiles a small kernel (a few seconds)
-def test_the_child_process_compiles_into_the_disk_cache(tmp_path, monkeypatch):
-    from laddu_dask.compile import precompile
-
-    monkeypatch.setenv("LADDU_DASK_CACHE", str(tmp_path / "kernels"))
-    monkeypatch.setattr(kernel_cache, "_LOADED", {})
-    x, a = ld.scalar("x"), ld.parameter("a")
-    fk = fused.fused_kernels(CompiledModel.from_expr((a * x + 0.8125).norm_sqr()).split)
-    proc = precompile.start(fk, True)
-    assert proc is not None and proc.wait(timeout=300) == 0
-    assert fk.compile_ahead(True)
-    # this process loaded the child's machine code instead of compiling
-    assert fk.gradient_sum.stats.cache_hits and not fk.gradient_sum.stats.cache_misses
-
-
-def test_the_child_process_runs_no_file_but_the_one_it_was_given(tmp_path, monkeypatch):
-    import hashlib
-
-    from laddu_dask.compile import precompile
-
-    folder = tmp_path / "kernels"
-    monkeypatch.setenv("LADDU_DASK_CACHE", str(folder))
-    folder.mkdir(mode=0o700)
-    planted = folder / "laddu_dask_kernel_0.py"
-    planted.write_text("raise SystemExit('planted code ran')\n")
-    digest = hashlib.sha256(b"the source the parent generated").hexdigest()
-    assert precompile.main([str(planted), digest, "f64", "r", "gradient"]) == 2
-    link = folder / "link.py"
-    link.symlink_to(planted)
-    with pytest.raises(OSError):
-        precompile.main([str(link), hashlib.sha256(planted.read_bytes()).hexdigest(), "f64", "r", "value"])

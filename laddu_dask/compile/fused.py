@@ -102,8 +102,6 @@ class FusedKernels:
         The generated source.
     cache_kinds, precision : tuple of str, str
         The kinds of the cache columns and the kernel precision (the argument types).
-    module_file, module_source : str
-        The kernel module's file in the cache folder and its text.
     """
 
     value_sum: Callable[..., int]
@@ -116,8 +114,6 @@ class FusedKernels:
     source: str
     cache_kinds: tuple[str, ...] = ()
     precision: str = "f64"
-    module_file: str = ""
-    module_source: str = ""
 
     def signature(self, with_gradient: bool) -> tuple:
         """Numba's argument types of :attr:`gradient_sum` (or :attr:`value_sum`) as the
@@ -353,4 +349,4 @@ def fused_kernels(split: Split, precision: str = "f64") -> FusedKernels:
     size = sum(2 if b.kind == COMPLEX else 1 for b in boundary)
     return FusedKernels(mod.value_sum, mod.gradient_sum, mod.value_terms, mod.gradient_terms,
                         mod.values, backprop, size, source + "\n\n" + bp_source,
-                        tuple(n.kind for n in split.cache), precision, mod.__file__, source)
+                        tuple(n.kind for n in split.cache), precision)

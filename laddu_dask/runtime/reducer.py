@@ -34,7 +34,6 @@ from dask.sizeof import sizeof
 
 from laddu_dask.compile.compiled import CompiledModel, real_dtype
 from laddu_dask.compile.plan import ReductionPlan, rejected_value_error
-from laddu_dask.compile.precompile import start as start_precompile
 from laddu_dask.errors import NonFiniteError
 from laddu_dask.expr.arrayfuncs import array_module
 from laddu_dask.options import Kernel
@@ -111,7 +110,6 @@ class PartitionReducer:
         self.gpu = gpu
         self.fused = None
         self.cuda = None
-        self._ahead: dict[bool, threading.Thread] = {}
         if device == "gpu":
             # generated CUDA kernels; the array code (on CuPy) when nothing is per event
             self.kernel = "cuda" if (mixed_root and kernel != "numpy") else "numpy"
@@ -130,24 +128,22 @@ class PartitionReducer:
 
             self.fused = fused_kernels(compiled.split, precision)
 
-    def compile_ahead(self, with_gradient: bool, label: str, notify: Callable[[str], None] | None = None,
-                      in_child: bool = True) -> threading.Thread | None:
+    def compile_ahead(self, with_gradient: bool, label: str,
+                      notify: Callable[[str], None] | None = None) -> threading.Thread | None:
         """Start compiling, on a background thread, the fused sum the first evaluation
         will call, so that Numba compiles while the datasets are prepared.
 
-        Numba compiles in a child process (:mod:`laddu_dask.compile.precompile`; with
-        ``in_child=False`` or where none can start, on the thread itself) and the thread
-        loads the machine code from the disk cache.  The evaluation's own call waits for the
-        thread and then runs the same machine code: nothing but the timing changes.  When
-        the compilation takes more than a second, ``notify`` gets a line when it passes one
-        second and one when it ends.  A failure is left to the evaluation's call, which raises it.
+        The evaluation's own call waits for it (Numba's compiler lock) and then runs the
+        same machine code: nothing but the timing changes.  When the compilation takes
+        more than a second, ``notify`` gets a line when it passes one second and one
+        when it ends.  A failure is left to the evaluation's call, which raises it.
         Returns the thread, or ``None`` when there is nothing to compile.
         """
         if self.fused is None:
             return None
         fused = self.fused
         fn = fused.gradient_sum if with_gradient else fused.value_sum
-        if fused.signature(with_gradient) in fn.overloads or with_gradient in self._ahead:
+        if fused.signature(with_gradient) in fn.overloads:
             return None
 
         def run() -> None:
@@ -158,11 +154,6 @@ class PartitionReducer:
                 timer.daemon = True
                 timer.start()
             try:
-                # in a child process (no turns on the interpreter lock with the preparation),
-                # then loaded from the disk cache; in this thread if no child can run
-                child = start_precompile(fused, with_gradient) if in_child else None
-                if child is not None:
-                    child.wait()
                 compiled = fused.compile_ahead(with_gradient)
             except Exception:  # noqa: BLE001 - the evaluation's own call raises it
                 compiled = False
@@ -174,17 +165,8 @@ class PartitionReducer:
                 notify(f"compiled {what} in {elapsed:.1f} s")
 
         thread = threading.Thread(target=run, name="laddu-dask-compile", daemon=True)
-        self._ahead[with_gradient] = thread
         thread.start()
         return thread
-
-    def _wait_for_compile(self, with_gradient: bool) -> None:
-        """Let the evaluation's call find the kernel compiled ahead, instead of compiling
-        it a second time while the child process still works on it."""
-        thread = self._ahead.get(with_gradient)
-        if thread is not None:
-            thread.join()
-            self._ahead.pop(with_gradient, None)  # every partition's thread may get here
 
     def __reduce__(self):  # rebuilt on a worker from the expression (kernels load from disk)
         kernel = "auto" if self.kernel == "cuda" else self.kernel
@@ -256,8 +238,6 @@ class PartitionReducer:
             index = fn(*part.cache, part.weights, params.array, code, out, bad)
         else:
             acc = np.zeros((rows, 5))
-            if self._ahead:
-                self._wait_for_compile(with_gradient)
             fn = fk.gradient_sum if with_gradient else fk.value_sum
             index = fn(*part.cache, part.weights, params.array, code, acc, bad)
         if index >= 0:
