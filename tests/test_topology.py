@@ -10,6 +10,8 @@ finds the two daughters back to back with the two-body breakup momentum.
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 from laddu_reference import laddu, needs_laddu
@@ -196,6 +198,8 @@ def test_helicity_angles_of_a_generated_decay_are_recovered():
         total = ours(getattr(dec.vec3("ks1"), c)() + getattr(dec.vec3("ks2"), c)())
         assert np.max(np.abs(total)) < 1e-12
     np.testing.assert_allclose(ours(dec.vec3("ks1").mag()), q, rtol=1e-12)
+    np.testing.assert_allclose(ours(dec.p4("ks1").m2()), M_K**2, rtol=1e-10)  # the boosts keep the mass
+    np.testing.assert_allclose(ours(dec.p4("X").e()), m, rtol=1e-13)  # X at rest in its own frame
 
 
 def test_particles_as_laddu_has_them():
@@ -204,8 +208,7 @@ def test_particles_as_laddu_has_them():
         mine, ref = getattr(ld.particles, name), getattr(laddu.particles, name)
         assert (mine.name, mine.mass_checked, mine.charge_checked, mine.ids) == (
             ref.name, ref.mass_checked, ref.charge_checked, ref.ids), name
-        assert float(mine.spin) == float(str(ref.spin)[2:-1].split("/")[0]) / (
-            2 if "/" in str(ref.spin) else 1), name
+        assert mine.spin == Fraction(str(ref.spin).removeprefix("S(").removesuffix(")")), name
     for name in ("PHOTON", "PROTON", "K_SHORT", "PI_PLUS", "PI_MINUS", "PI_ZERO", "ETA", "NEUTRON"):
         assert isinstance(getattr(ld.particles, name), ld.Particle)
     assert ld.particles.K_SHORT.mass == 0.497611 and ld.particles.PHOTON.mass == 0.0
@@ -303,3 +306,17 @@ def test_frame_angles_are_event_only_and_reprs():
     assert repr(kk_channel(ld)) == 'Channel("gamma p -> K_S K_S p", edges=6, vertices=2)'
     assert repr(ld.MandelstamChannel.T) == "MandelstamChannel.T" and dec.name == "decay"
     assert kk_channel(ld).edge_p4("X") is None and kk_channel(ld).edge_p4("ks1") == "kshort1"
+
+
+def test_a_model_of_frame_angles_runs_through_the_likelihood():
+    dec, prod = kk_channel(ld).vertex("decay"), kk_channel(ld).vertex("production")
+    cos = dec.costheta("ks1", z_axis=prod.vec3("X"), y_hint=prod.vec3("gamma").cross(prod.vec3("X")))
+    a = ld.parameter("a", initial=0.3, bounds=(-0.9, 0.9))
+    events = ld.Dataset.from_arrays(p4s=P4S)
+    lik = ld.Likelihood([ld.NLL(ld.Model(1.0 + a * cos), data=events, accepted_mc=events)])
+    value, gradient = lik.value_and_gradient([0.3])
+    c = ours(cos)
+    intensity = 1.0 + 0.3 * c
+    assert value == pytest.approx(-2.0 * (np.log(intensity).sum() - N * np.log(intensity.sum())), rel=1e-13)
+    want = -2.0 * ((c / intensity).sum() - N * c.sum() / intensity.sum())
+    assert gradient[0] == pytest.approx(want, rel=1e-11)
