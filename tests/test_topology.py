@@ -222,6 +222,11 @@ def test_particle_properties_and_errors():
         _ = pion.c_parity
     with pytest.raises(ModelError, match="spin must be a non-negative integer or half-integer, got 0.3"):
         ld.Particle("x", spin=0.3)
+    with pytest.raises(ModelError, match="spin must be a number, got 'half'"):
+        ld.Particle("x", spin="half")
+    assert ld.Particle(spin=1.5).spin == Fraction(3, 2)
+    if laddu is not None:  # a typed spin (anything with a float value) is taken
+        assert ld.Particle(spin=laddu.particles.OMEGA_MINUS.spin).spin == Fraction(3, 2)
     with pytest.raises(ModelError, match="mass must be finite and non-negative, got -1.0"):
         ld.Particle("x", mass=-1.0)
     with pytest.raises(ModelError, match=r"parity must be \+1, -1, '\+' or '-', got 2"):

@@ -38,13 +38,15 @@ _INTEGERS = (
 
 
 def _spin(value: Any) -> Fraction | None:
+    """A spin as a ``Fraction``: from a number, or a quantum-number object with a float value."""
     if value is None:
         return None
     try:
-        spin = Fraction(value).limit_denominator(2) if isinstance(value, float) else Fraction(value)
+        number = value if isinstance(value, (int, Fraction)) else float(value)
     except (TypeError, ValueError) as exc:
         raise ModelError(f"a particle spin must be a number, got {value!r}") from exc
-    if spin < 0 or (2 * spin).denominator != 1 or (isinstance(value, float) and spin != value):
+    spin = Fraction(number).limit_denominator(2)
+    if spin < 0 or (2 * spin).denominator != 1 or spin != number:
         raise ModelError(f"a particle spin must be a non-negative integer or half-integer, got {value!r}")
     return spin
 
