@@ -74,6 +74,12 @@ from laddu_dask.runtime import (
     exact_sum,
 )
 
+# isort: split
+# -- reaction topology and frames (issue 11, item 4) --
+from laddu_dask.expr import Channel, Edge, MandelstamChannel, Particle, Vertex, VertexFrame, particles
+
+# -- end of reaction topology and frames --
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -140,3 +146,7 @@ __all__ = [
     "scalar",
     "spherical_harmonic",
 ]
+
+# -- reaction topology and frames (issue 11, item 4) --
+__all__ += ["Channel", "Edge", "MandelstamChannel", "Particle", "Vertex", "VertexFrame", "particles"]
+# -- end of reaction topology and frames --

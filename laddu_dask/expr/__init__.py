@@ -37,6 +37,15 @@ from laddu_dask.expr.parameter import ParameterSpec, cparameter, merge_parameter
 from laddu_dask.expr.predicate import Predicate
 from laddu_dask.expr.vectors import Vec3, Vec4
 
+# isort: split
+# -- reaction topology and frames (issue 11, item 4) --
+from laddu_dask.expr import particles
+from laddu_dask.expr.frames import MandelstamChannel, VertexFrame
+from laddu_dask.expr.particles import Particle
+from laddu_dask.expr.topology import Channel, Edge, Vertex
+
+# -- end of reaction topology and frames --
+
 __all__ = [
     "Q_R",
     "Expr",
@@ -69,3 +78,7 @@ __all__ = [
     "unregister_operation",
     "walk",
 ]
+
+# -- reaction topology and frames (issue 11, item 4) --
+__all__ += ["Channel", "Edge", "MandelstamChannel", "Particle", "Vertex", "VertexFrame", "particles"]
+# -- end of reaction topology and frames --

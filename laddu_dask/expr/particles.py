@@ -1,0 +1,244 @@
+"""Particle species and their properties (laddu's ``Particle`` and ``laddu.particles``).
+
+A :class:`Particle` is metadata attached to an edge of a reaction :class:`~laddu_dask.Channel`:
+every property is optional; the plain accessor raises ``ModelError`` (a ``ValueError``)
+when it is absent, the ``*_checked`` accessor returns ``None``.  The module-level constants
+(``PROTON``, ``K_SHORT``, ``PHOTON``, ...) carry the masses (GeV), spins, parities, charges and
+PDG identifiers that laddu 0.28.1 gives them.
+
+Examples
+--------
+>>> import laddu_dask as ld
+>>> ld.particles.PROTON.mass, ld.particles.PROTON.spin, ld.particles.PROTON.charge
+(0.93827208816, Fraction(1, 2), 1)
+>>> ld.particles.K_SHORT.charge_checked is None
+True
+>>> ld.Particle("pi+", spin=0, parity="-", charge=1, mass=0.13957).parity
+-1
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any
+
+from laddu_dask.errors import ModelError
+
+#: The optional integer and flag properties, in laddu's names.
+_PLAIN = (
+    "name", "species", "antiparticle_species", "self_conjugate", "spin", "parity", "c_parity",
+    "g_parity", "charge", "isospin", "strangeness", "charm", "bottomness", "topness", "baryon_number",
+    "electron_lepton_number", "muon_lepton_number", "tau_lepton_number", "statistics", "mass",
+)
+_INTEGERS = (
+    "charge", "strangeness", "charm", "bottomness", "topness", "baryon_number",
+    "electron_lepton_number", "muon_lepton_number", "tau_lepton_number",
+)
+
+
+def _spin(value: Any) -> Fraction | None:
+    """A spin as a ``Fraction``: from a number, or a quantum-number object with a float value."""
+    if value is None:
+        return None
+    try:
+        number = value if isinstance(value, (int, Fraction)) else float(value)
+    except (TypeError, ValueError) as exc:
+        raise ModelError(f"a particle spin must be a number, got {value!r}") from exc
+    spin = Fraction(number).limit_denominator(2)
+    if spin < 0 or (2 * spin).denominator != 1 or spin != number:
+        raise ModelError(f"a particle spin must be a non-negative integer or half-integer, got {value!r}")
+    return spin
+
+
+def _parity(value: Any, what: str) -> int | None:
+    if value is None:
+        return None
+    text = getattr(value, "name", value)  # an enum-like Parity gives its name
+    table = {1: 1, -1: -1, "+": 1, "-": -1, "POSITIVE": 1, "NEGATIVE": -1, "positive": 1, "negative": -1}
+    try:
+        return table[text]
+    except (KeyError, TypeError):
+        raise ModelError(f"a particle {what} must be +1, -1, '+' or '-', got {value!r}") from None
+
+
+class Particle:
+    """Physical and quantum-number metadata for a particle species (laddu's ``Particle``).
+
+    Parameters
+    ----------
+    name : str, optional
+        Display name.
+    species, antiparticle_species : str, optional
+        Particle and antiparticle species names.
+    self_conjugate : bool, optional
+        Whether particle and antiparticle are the same.
+    spin : float or fractions.Fraction, optional
+        Non-negative integer or half-integer spin (kept as a ``Fraction``).
+    parity, c_parity, g_parity : int or str, optional
+        Intrinsic, charge-conjugation and G parities: ``+1``/``-1`` or ``"+"``/``"-"`` (kept as ints).
+    charge, strangeness, charm, bottomness, topness, baryon_number : int, optional
+        Charge in units of the positron charge, and flavour quantum numbers.
+    electron_lepton_number, muon_lepton_number, tau_lepton_number : int, optional
+        Lepton numbers.
+    isospin, statistics : object, optional
+        Kept as given.
+    mass : float, optional
+        Non-negative mass, in the units of the event four-vectors.
+    ids : dict[str, int], optional
+        External identifiers, e.g. ``{"pdg": 211}``.
+
+    Examples
+    --------
+    >>> import laddu_dask as ld
+    >>> pion = ld.Particle("pi+", spin=0, parity="-", charge=1, mass=0.13957)
+    >>> pion.charge, pion.c_parity_checked is None
+    (1, True)
+    """
+
+    __slots__ = ("_props", "_ids")
+
+    def __init__(
+        self, name: str | None = None, *, species: str | None = None, antiparticle_species: str | None = None,
+        self_conjugate: bool | None = None, spin: Any = None, parity: Any = None, c_parity: Any = None,
+        g_parity: Any = None, charge: int | None = None, isospin: Any = None, strangeness: int | None = None,
+        charm: int | None = None, bottomness: int | None = None, topness: int | None = None,
+        baryon_number: int | None = None, electron_lepton_number: int | None = None,
+        muon_lepton_number: int | None = None, tau_lepton_number: int | None = None,
+        statistics: Any = None, mass: float | None = None, ids: dict[str, int] | None = None,
+    ) -> None:
+        props: dict[str, Any] = dict(
+            name=name, species=species, antiparticle_species=antiparticle_species,
+            self_conjugate=self_conjugate, spin=_spin(spin), parity=_parity(parity, "parity"),
+            c_parity=_parity(c_parity, "c_parity"), g_parity=_parity(g_parity, "g_parity"),
+            isospin=isospin, statistics=statistics, mass=None,
+        )
+        for key in _INTEGERS:
+            value = locals()[key]
+            if value is not None and (isinstance(value, bool) or int(value) != value):
+                raise ModelError(f"a particle {key} must be an integer, got {value!r}")
+            props[key] = None if value is None else int(value)
+        if mass is not None:
+            if not math.isfinite(float(mass)) or float(mass) < 0.0:
+                raise ModelError(f"a particle mass must be finite and non-negative, got {mass!r}")
+            props["mass"] = float(mass)
+        self._props = props
+        self._ids = dict(ids or {})
+
+    @property
+    def ids(self) -> dict[str, int]:
+        """External identifiers keyed by namespace, such as ``{"pdg": 211}``."""
+        return dict(self._ids)
+
+    def __repr__(self) -> str:
+        name = self._props["name"]
+        return f'Particle("{name}")' if name is not None else "Particle()"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Particle) and (self._props, self._ids) == (other._props, other._ids)
+
+    def __hash__(self) -> int:
+        return hash((self._props["name"], self._props["mass"]))
+
+
+def _accessors(key: str) -> tuple[property, property]:
+    def plain(self: Particle) -> Any:
+        value = self._props[key]
+        if value is None:
+            raise ModelError(f"particle {self._props['name'] or '(unnamed)'} does not define `{key}`")
+        return value
+
+    def checked(self: Particle) -> Any:
+        return self._props[key]
+
+    plain.__doc__ = f"The {key.replace('_', ' ')}; ``ModelError`` if it is not defined."
+    checked.__doc__ = f"The {key.replace('_', ' ')}, or ``None`` if it is not defined."
+    return property(plain), property(checked)
+
+
+for _key in _PLAIN:
+    _plain, _checked = _accessors(_key)
+    setattr(Particle, _key, _plain)
+    setattr(Particle, f"{_key}_checked", _checked)
+del _key, _plain, _checked
+
+#: (constant, name, species, mass, spin, parity, C parity, charge, PDG id), as laddu 0.28.1 has them.
+_TABLE = (
+    ('ANTILAMBDA', 'Lambda0_bar', 'Lambda0_bar', 1.115683, '1/2', '+', None, 0, -3122),
+    ('ANTIMUON', 'mu+', 'antimuon', 0.1056583755, '1/2', None, None, 1, -13),
+    ('ANTINEUTRON', 'n_bar', 'antineutron', 0.93956542052, '1/2', '+', None, 0, -2112),
+    ('ANTIPROTON', 'p_bar', 'antiproton', 0.93827208816, '1/2', '+', None, -1, -2212),
+    ('ANTISIGMA_MINUS', 'Sigma-_bar', 'Sigma-_bar', 1.18937, '1/2', '+', None, -1, -3222),
+    ('ANTISIGMA_PLUS', 'Sigma+_bar', 'Sigma+_bar', 1.197449, '1/2', '+', None, 1, -3112),
+    ('ANTISIGMA_ZERO', 'Sigma0_bar', 'Sigma0_bar', 1.192642, '1/2', '+', None, 0, -3212),
+    ('ANTITAU', 'tau+', 'antitau', 1.77693, '1/2', None, None, 1, -15),
+    ('ANTI_OMEGA_PLUS', 'Omega+_bar', 'Omega+_bar', 1.67245, '3/2', '+', None, 1, -3334),
+    ('ANTI_XI_PLUS', 'Xi+_bar', 'Xi+_bar', 1.32171, '1/2', '+', None, 1, -3312),
+    ('ANTI_XI_ZERO', 'Xi0_bar', 'Xi0_bar', 1.31486, '1/2', '+', None, 0, -3322),
+    ('B_MINUS', 'B-', 'B-', 5.27941, '0', '-', None, -1, -521),
+    ('B_PLUS', 'B+', 'B+', 5.27941, '0', '-', None, 1, 521),
+    ('B_S_ZERO', 'B_s0', 'B_s0', 5.36693, '0', '-', None, 0, 531),
+    ('B_S_ZERO_BAR', 'B_s0_bar', 'B_s0_bar', 5.36693, '0', '-', None, 0, -531),
+    ('B_ZERO', 'B0', 'B0', 5.27972, '0', '-', None, 0, 511),
+    ('B_ZERO_BAR', 'B0_bar', 'B0_bar', 5.27972, '0', '-', None, 0, -511),
+    ('D_MINUS', 'D-', 'D-', 1.86966, '0', '-', None, -1, -411),
+    ('D_PLUS', 'D+', 'D+', 1.86966, '0', '-', None, 1, 411),
+    ('D_S_MINUS', 'D_s-', 'D_s-', 1.96835, '0', '-', None, -1, -431),
+    ('D_S_PLUS', 'D_s+', 'D_s+', 1.96835, '0', '-', None, 1, 431),
+    ('D_ZERO', 'D0', 'D0', 1.86484, '0', '-', None, 0, 421),
+    ('D_ZERO_BAR', 'D0_bar', 'D0_bar', 1.86484, '0', '-', None, 0, -421),
+    ('ELECTRON', 'e-', 'electron', 0.00051099895, '1/2', None, None, -1, 11),
+    ('ELECTRON_ANTINEUTRINO', 'nubar_e', 'nubar_e', None, '1/2', None, None, 0, -12),
+    ('ELECTRON_NEUTRINO', 'nu_e', 'nu_e', None, '1/2', None, None, 0, 12),
+    ('ETA', 'eta', 'eta', 0.547862, '0', '-', '+', None, 221),
+    ('ETA_PRIME', "eta'", "eta'", 0.95778, '0', '-', '+', None, 331),
+    ('HIGGS', 'H', 'Higgs', 125.2, '0', '+', '+', None, 25),
+    ('J_PSI', 'J/psi', 'J/psi', 3.0969, '1', '-', '-', None, 443),
+    ('K_LONG', 'K_L0', 'K_L0', 0.497611, '0', '-', None, None, 130),
+    ('K_MINUS', 'K-', 'K-', 0.493677, '0', '-', None, -1, -321),
+    ('K_PLUS', 'K+', 'K+', 0.493677, '0', '-', None, 1, 321),
+    ('K_SHORT', 'K_S0', 'K_S0', 0.497611, '0', '-', None, None, 310),
+    ('K_ZERO', 'K0', 'K0', 0.497611, '0', '-', None, 0, 311),
+    ('K_ZERO_BAR', 'K0_bar', 'K0_bar', 0.497611, '0', '-', None, 0, -311),
+    ('LAMBDA', 'Lambda0', 'Lambda0', 1.115683, '1/2', '+', None, 0, 3122),
+    ('MUON', 'mu-', 'muon', 0.1056583755, '1/2', None, None, -1, 13),
+    ('MUON_ANTINEUTRINO', 'nubar_mu', 'nubar_mu', None, '1/2', None, None, 0, -14),
+    ('MUON_NEUTRINO', 'nu_mu', 'nu_mu', None, '1/2', None, None, 0, 14),
+    ('NEUTRON', 'n', 'neutron', 0.93956542052, '1/2', '+', None, 0, 2112),
+    ('OMEGA', 'omega', 'omega', 0.78266, '1', '-', '-', None, 223),
+    ('OMEGA_MINUS', 'Omega-', 'Omega-', 1.67245, '3/2', '+', None, -1, 3334),
+    ('PHI', 'phi', 'phi', 1.019461, '1', '-', '-', None, 333),
+    ('PHOTON', 'gamma', 'photon', 0.0, '1', '-', '-', None, 22),
+    ('PI_MINUS', 'pi-', 'pi-', 0.13957039, '0', '-', None, -1, -211),
+    ('PI_PLUS', 'pi+', 'pi+', 0.13957039, '0', '-', None, 1, 211),
+    ('PI_ZERO', 'pi0', 'pi0', 0.1349768, '0', '-', '+', 0, 111),
+    ('POSITRON', 'e+', 'positron', 0.00051099895, '1/2', None, None, 1, -11),
+    ('PROTON', 'p', 'proton', 0.93827208816, '1/2', '+', None, 1, 2212),
+    ('RHO_MINUS', 'rho-', 'rho-', 0.77511, '1', '-', None, -1, -213),
+    ('RHO_PLUS', 'rho+', 'rho+', 0.77511, '1', '-', None, 1, 213),
+    ('RHO_ZERO', 'rho0', 'rho0', 0.77511, '1', '-', '-', None, 113),
+    ('SIGMA_MINUS', 'Sigma-', 'Sigma-', 1.197449, '1/2', '+', None, -1, 3112),
+    ('SIGMA_PLUS', 'Sigma+', 'Sigma+', 1.18937, '1/2', '+', None, 1, 3222),
+    ('SIGMA_ZERO', 'Sigma0', 'Sigma0', 1.192642, '1/2', '+', None, 0, 3212),
+    ('TAU', 'tau-', 'tau', 1.77693, '1/2', None, None, -1, 15),
+    ('TAU_ANTINEUTRINO', 'nu_tau_bar', 'nubar_tau', None, '1/2', None, None, 0, -16),
+    ('TAU_NEUTRINO', 'nu_tau', 'nu_tau', None, '1/2', None, None, 0, 16),
+    ('W_MINUS', 'W-', 'W-', 80.369, '1', None, None, -1, -24),
+    ('W_PLUS', 'W+', 'W+', 80.369, '1', None, None, 1, 24),
+    ('XI_MINUS', 'Xi-', 'Xi-', 1.32171, '1/2', '+', None, -1, 3312),
+    ('XI_ZERO', 'Xi0', 'Xi0', 1.31486, '1/2', '+', None, 0, 3322),
+    ('Z_BOSON', 'Z0', 'Z', 91.188, '1', None, None, None, 23),
+)
+
+_SIGN = {"+": 1, "-": -1, None: None}
+
+
+def _builtin(row: tuple) -> Particle:
+    _, name, species, mass, spin, parity, c_parity, charge, pdg = row
+    return Particle(name, species=species, mass=mass, spin=Fraction(spin), parity=_SIGN[parity],
+                    c_parity=_SIGN[c_parity], charge=charge, ids={"pdg": pdg})
+
+
+BUILTIN: dict[str, Particle] = {row[0]: _builtin(row) for row in _TABLE}
+globals().update(BUILTIN)
+__all__ = ["BUILTIN", "Particle", *BUILTIN]
