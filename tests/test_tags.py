@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from gpu_reference import needs_gpu
 from laddu_reference import laddu, needs_laddu
 
 import laddu_dask as ld
@@ -324,3 +325,30 @@ def test_bad_tags_and_evaluations_are_typed_errors():
         ld.Model(x * ld.parameter("a")).evaluate(our_events(), parameters={"z": 1.0})
     with pytest.raises(ModelError, match="exact_solver_seconds must be a non-negative number"):
         ld.Model(x).projection([], exact_solver_seconds=-1.0)
+
+
+def test_evaluate_follows_the_execution_precision():
+    model = ld.Model(intensity(ld))
+    params = [POINT[n] for n in model.parameter_names]
+    f64 = model.evaluate(our_events(), parameters=params)
+    value, grad = model.value_and_gradient(our_events(), parameters=params,
+                                           execution=ld.Execution(precision="f32"))
+    assert value.dtype == grad.dtype == np.complex64
+    assert rel(value, f64) < 1e-5
+
+
+@needs_gpu
+def test_evaluate_on_the_gpu_returns_cupy_arrays_with_the_cpu_numbers():
+    import cupy
+
+    model = ld.Model(intensity(ld)).projection(["S", "D"])
+    params = [POINT[n] for n in model.parameter_names]
+    cpu = model.value_and_gradient(our_events(chunk_size=90), parameters=params)
+    gpu = model.value_and_gradient(our_events(chunk_size=90), parameters=params,
+                                   execution=ld.Execution(device="gpu"))
+    assert isinstance(gpu[0], cupy.ndarray) and isinstance(gpu[1], cupy.ndarray)
+    assert gpu[0].shape == (N,) and gpu[1].shape == (N, len(params))
+    assert rel(gpu[0].get(), cpu[0]) < 1e-12
+    assert grad_rel(gpu[1].get(), cpu[1]) < 1e-10
+    values = model.evaluate(our_events(), parameters=params, execution=ld.Execution(device="gpu"), real=True)
+    assert isinstance(values, cupy.ndarray) and values.dtype == np.float64
