@@ -352,3 +352,11 @@ def test_evaluate_on_the_gpu_returns_cupy_arrays_with_the_cpu_numbers():
     assert grad_rel(gpu[1].get(), cpu[1]) < 1e-10
     values = model.evaluate(our_events(), parameters=params, execution=ld.Execution(device="gpu"), real=True)
     assert isinstance(values, cupy.ndarray) and values.dtype == np.float64
+
+
+def test_a_projection_is_compiled_once_per_selection():
+    model = ld.Model(intensity(ld))
+    first = model.projection(["S", "D"])
+    assert model.projection(["D", "S"]) is first
+    assert ld.CompiledModel.from_expr(model.projection(["D", "S"])) is ld.CompiledModel.from_expr(first)
+    assert model.projection(["S"]) is not first

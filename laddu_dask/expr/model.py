@@ -22,7 +22,7 @@ from typing import Any
 from laddu_dask.errors import ModelError
 from laddu_dask.expr.node import Expr, as_expr, walk
 from laddu_dask.expr.parameter import ParameterSpec, merge_parameters
-from laddu_dask.expr.tags import project, strip_tags, tags_of
+from laddu_dask.expr.tags import TAG, project, strip_tags, tags_of
 from laddu_dask.expr.updates import ParameterUpdate, update_parameters
 from laddu_dask.views import format_bounds, table
 
@@ -67,8 +67,12 @@ class Model:
                 raise ModelError(f"Model needs an expression, got {type(expr).__name__}")
         _check_seconds(exact_solver_seconds)
         self.source = expr
-        self.expr = expr = strip_tags(expr)
         nodes = walk(expr)
+        if any(n.op == TAG for n in nodes):
+            expr = strip_tags(expr)
+            nodes = walk(expr)
+        self.expr = expr
+        self._projections: dict[frozenset[str], Model] = {}
         self.parameters: dict[str, ParameterSpec] = merge_parameters(
             n.attr for n in nodes if n.op == "param"
         )
@@ -110,7 +114,8 @@ class Model:
         ``Model.projection``): every tagged node without a selected tag is zero.
 
         The projection is a model of its own, with the parameters that remain (in their
-        order of appearance); the full model is not changed.
+        order of appearance); the full model is not changed.  The same selection gives
+        the same model (and its compiled kernels) again.
 
         Examples
         --------
@@ -122,7 +127,12 @@ class Model:
         ((4+0j), (25+0j))
         """
         _check_seconds(exact_solver_seconds)
-        return Model(project(self.source, tags))
+        projected = project(self.source, tags)  # checks the tags
+        key = frozenset(tags)
+        hit = self._projections.get(key)
+        if hit is None:  # kept with the model, so that its compiled kernels stay cached too
+            hit = self._projections[key] = Model(projected)
+        return hit
 
     def with_parameters(self, updates: Mapping[str, ParameterUpdate], *,
                         exact_solver_seconds: float = 0.0) -> Model:
