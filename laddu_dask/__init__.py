@@ -59,6 +59,9 @@ from laddu_dask.expr import (
     spherical_harmonic,
 )
 from laddu_dask.expr import complex_ as complex  # noqa: A001 - laddu's name
+
+# -- tags and parameter updates (issue 11, item 5) --
+from laddu_dask.expr.updates import ParameterUpdate
 from laddu_dask.likelihood import NLL, ExtendedNLL, FitResult, Likelihood, fit
 from laddu_dask.options import Device, FitMethod, Kernel, MemoryPolicy, Normalization, Precision, Scheduler
 from laddu_dask.runtime import (
@@ -145,6 +148,8 @@ __all__ = [
     "relativistic_breit_wigner",
     "scalar",
     "spherical_harmonic",
+    # tags and parameter updates (issue 11, item 5)
+    "ParameterUpdate",
 ]
 
 # -- reaction topology and frames (issue 11, item 4) --

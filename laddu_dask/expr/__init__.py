@@ -35,6 +35,12 @@ from laddu_dask.expr.node import (
 from laddu_dask.expr.ops import register_operation, unregister_operation
 from laddu_dask.expr.parameter import ParameterSpec, cparameter, merge_parameters, parameter
 from laddu_dask.expr.predicate import Predicate
+
+# -- tags and parameter updates (issue 11, item 5) --
+from laddu_dask.expr.tags import project, strip_tags, tags_of
+from laddu_dask.expr.updates import ParameterUpdate
+
+# --
 from laddu_dask.expr.vectors import Vec3, Vec4
 
 # isort: split
@@ -77,6 +83,11 @@ __all__ = [
     "spherical_harmonic",
     "unregister_operation",
     "walk",
+    # tags and parameter updates (issue 11, item 5)
+    "ParameterUpdate",
+    "project",
+    "strip_tags",
+    "tags_of",
 ]
 
 # -- reaction topology and frames (issue 11, item 4) --

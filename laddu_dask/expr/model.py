@@ -15,10 +15,15 @@ Examples
 from __future__ import annotations
 
 import html
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from laddu_dask.errors import ModelError
 from laddu_dask.expr.node import Expr, as_expr, walk
 from laddu_dask.expr.parameter import ParameterSpec, merge_parameters
+from laddu_dask.expr.tags import TAG, project, strip_tags, tags_of
+from laddu_dask.expr.updates import ParameterUpdate, update_parameters
 from laddu_dask.views import format_bounds, table
 
 
@@ -29,11 +34,16 @@ class Model:
     ----------
     expr : Expr
         The per-event value.  Likelihoods use its real part.
+    exact_solver_seconds : float, default 0.0
+        laddu's time limit for its graph optimizer; accepted for compatibility and not
+        used (laddu-dask's graph is simplified as it is built).
 
     Attributes
     ----------
     expr : Expr
-        The expression.
+        The expression that is compiled: the one given, without its projection tags.
+    source : Expr
+        The expression as given, tags included (:meth:`projection` selects from it).
     parameters : dict[str, ParameterSpec]
         Every parameter, free and fixed, in order of first appearance.
     parameter_names : list[str]
@@ -47,16 +57,22 @@ class Model:
         The dataset columns the model reads.
     """
 
-    def __init__(self, expr: Expr) -> None:
+    def __init__(self, expr: Expr, *, exact_solver_seconds: float = 0.0) -> None:
         if isinstance(expr, Model):
-            expr = expr.expr
+            expr = expr.source
         if not isinstance(expr, Expr):
             if isinstance(expr, (int, float, complex)):
                 expr = as_expr(expr)
             else:
                 raise ModelError(f"Model needs an expression, got {type(expr).__name__}")
-        self.expr = expr
+        _check_seconds(exact_solver_seconds)
+        self.source = expr
         nodes = walk(expr)
+        if any(n.op == TAG for n in nodes):
+            expr = strip_tags(expr)
+            nodes = walk(expr)
+        self.expr = expr
+        self._projections: dict[frozenset[str], Model] = {}
         self.parameters: dict[str, ParameterSpec] = merge_parameters(
             n.attr for n in nodes if n.op == "param"
         )
@@ -73,6 +89,133 @@ class Model:
     @property
     def fixed_parameters(self) -> dict[str, float]:
         return {n: s.fixed for n, s in self.parameters.items() if s.fixed is not None}
+
+    # -- tags, parameter edits and per-event evaluation (laddu's Model methods) -----------------
+    @property
+    def parameter_specs(self) -> dict[str, ParameterSpec]:
+        """Every parameter's definition, free and fixed, sorted by name (a new dict each time).
+
+        Examples
+        --------
+        >>> import laddu_dask as ld
+        >>> model = ld.Model(ld.parameter("b", fixed=2.0) * ld.parameter("a"))
+        >>> list(model.parameter_specs), model.parameter_specs["b"].fixed
+        (['a', 'b'], 2.0)
+        """
+        return {name: self.parameters[name] for name in sorted(self.parameters)}
+
+    @property
+    def tags(self) -> list[str]:
+        """The projection tags of the expression, sorted."""
+        return tags_of(self.source)
+
+    def projection(self, tags: Sequence[str], *, exact_solver_seconds: float = 0.0) -> Model:
+        """The model with only the contributions carrying one of ``tags`` (laddu's
+        ``Model.projection``): every tagged node without a selected tag is zero.
+
+        The projection is a model of its own, with the parameters that remain (in their
+        order of appearance); the full model is not changed.  The same selection gives
+        the same model (and its compiled kernels) again.
+
+        Examples
+        --------
+        >>> import laddu_dask as ld
+        >>> s = ld.parameter("s", initial=2.0).tagged("S")
+        >>> d = ld.parameter("d", initial=3.0).tagged("D")
+        >>> model = ld.Model((s + d).norm_sqr())
+        >>> model.projection(["S"]).evaluate(), model.projection(["S", "D"]).evaluate()
+        ((4+0j), (25+0j))
+        """
+        _check_seconds(exact_solver_seconds)
+        projected = project(self.source, tags)  # checks the tags
+        key = frozenset(tags)
+        hit = self._projections.get(key)
+        if hit is None:  # kept with the model, so that its compiled kernels stay cached too
+            hit = self._projections[key] = Model(projected)
+        return hit
+
+    def with_parameters(self, updates: Mapping[str, ParameterUpdate], *,
+                        exact_solver_seconds: float = 0.0) -> Model:
+        """A new model with some parameters redefined (laddu's ``Model.with_parameters``):
+        fixed, freed, given new initial values, bounds or labels, or renamed.
+
+        Parameters
+        ----------
+        updates : dict[str, ParameterUpdate]
+            Updates by parameter name; parameters not named keep their definitions.
+
+        Raises
+        ------
+        ParameterError
+            For an unknown name, a value that is not a :class:`ParameterUpdate`, an
+            invalid resulting definition, or a rename onto a name in use.
+
+        Examples
+        --------
+        >>> import laddu_dask as ld
+        >>> model = ld.Model(ld.parameter("a", initial=1.0) * ld.scalar("x"))
+        >>> model.with_parameters({"a": ld.ParameterUpdate(name="slope")}).parameter_names
+        ['slope']
+        """
+        _check_seconds(exact_solver_seconds)
+        return Model(update_parameters(self.source, self.parameters, updates))
+
+    def evaluate(self, dataset: Any = None, *, parameters: Any = None, execution: Any = None,
+                 real: bool = False) -> Any:
+        """The model's value for every event of ``dataset`` (laddu's ``Model.evaluate``).
+
+        Parameters
+        ----------
+        dataset : Dataset or None
+            The events; ``None`` for a model that reads no event columns (one value).
+        parameters : sequence or dict, optional
+            Free values in :attr:`parameter_names` order, or a (partial) mapping by name;
+            omitted ones take their defaults.
+        execution : Execution, optional
+            Where and how to evaluate (device, precision, kernels); the default ``Execution()``.
+        real : bool, default False
+            Return the real parts (``float64``) instead of complex values.
+
+        Returns
+        -------
+        numpy.ndarray or cupy.ndarray or complex or float
+            ``(n_events,)`` values, ``complex128`` (``float64`` with ``real=True``), on
+            the execution's device; one Python number without a dataset.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import laddu_dask as ld
+        >>> model = ld.Model(ld.parameter("a", initial=2.0) * ld.scalar("x"))
+        >>> events = ld.Dataset.from_arrays(scalars={"x": np.array([1.0, 3.0])})
+        >>> model.evaluate(events, parameters=[0.5], real=True).tolist()
+        [0.5, 1.5]
+        """
+        return _evaluator()(self, dataset, parameters, execution, real, False)
+
+    def value_and_gradient(self, dataset: Any = None, *, parameters: Any = None,
+                           execution: Any = None, real: bool = False) -> tuple[Any, Any]:
+        """Per-event values and derivatives by every free parameter (laddu's
+        ``Model.value_and_gradient``).
+
+        Returns
+        -------
+        values : array or number
+            As :meth:`evaluate`.
+        gradient : array
+            ``(n_events, n_free)`` (``(n_free,)`` without a dataset), the complex
+            derivatives of the value by each real free parameter in :attr:`parameter_names`
+            order (their real parts with ``real=True``).
+
+        Examples
+        --------
+        >>> import laddu_dask as ld
+        >>> z = ld.complex(ld.parameter("x"), ld.parameter("y"))
+        >>> value, gradient = ld.Model(z * z + 1.0).value_and_gradient(parameters={"x": 2.0, "y": 3.0})
+        >>> value, gradient.tolist()
+        ((-4+12j), [(4+6j), (-6+4j)])
+        """
+        return _evaluator()(self, dataset, parameters, execution, real, True)
 
     def __repr__(self) -> str:
         return (
@@ -92,3 +235,27 @@ class Model:
             f"<p>columns: {html.escape(columns)}</p>"
             + table(["parameter", "value", "bounds", "status"], rows)
         )
+
+
+#: The per-event evaluator ``f(model, dataset, parameters, execution, real, gradient)``.  It
+#: runs the compiled kernels, which live above this layer, so that layer installs it
+#: (:mod:`laddu_dask.likelihood.events`, imported with ``laddu_dask``).
+_EVALUATORS: list[Callable[..., Any]] = []
+
+
+def install_evaluator(function: Callable[..., Any]) -> None:
+    """Make ``function`` the evaluator of :meth:`Model.evaluate` and :meth:`Model.value_and_gradient`."""
+    _EVALUATORS[:] = [function]
+
+
+def _evaluator() -> Callable[..., Any]:
+    if not _EVALUATORS:
+        raise ModelError("Model.evaluate needs the evaluation layer: import laddu_dask")
+    return _EVALUATORS[0]
+
+
+def _check_seconds(value: object) -> None:
+    ok = (isinstance(value, (int, float)) and not isinstance(value, bool)
+          and math.isfinite(value) and value >= 0)
+    if not ok:
+        raise ModelError(f"exact_solver_seconds must be a non-negative number, got {value!r}")

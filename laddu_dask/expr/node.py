@@ -24,6 +24,7 @@ import itertools
 import math
 import threading
 import weakref
+from collections.abc import Sequence
 from typing import Any, Union
 
 import numpy as np
@@ -246,6 +247,41 @@ class Expr:
         """The same value as a complex number (so that ``sqrt`` and ``log`` continue analytically)."""
         return apply("to_complex", self)
 
+    # -- projection tags (laddu's names; see laddu_dask.expr.tags) -------------------------
+    def tagged(self, tag: str) -> Expr:
+        """This expression labelled with the projection tag ``tag`` (a metadata node that
+        evaluates to the expression itself); :meth:`project` selects tagged contributions.
+
+        Examples
+        --------
+        >>> import laddu_dask as ld
+        >>> a = ld.parameter("a", initial=2.0).tagged("A")
+        >>> b = ld.parameter("b", initial=3.0).tagged("B")
+        >>> ld.Model((a + b).project(["A"])).parameter_names
+        ['a']
+        """
+        from laddu_dask.expr.tags import tag as _tag  # the tags build on this module
+
+        return _tag(self, tag)
+
+    def project(self, tags: Sequence[str]) -> Expr:
+        """This expression with only the contributions carrying one of ``tags``: every
+        tagged node without a selected tag becomes zero (laddu's ``Expr.project``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import laddu_dask as ld
+        >>> s = ld.scalar("x").tagged("S")
+        >>> d = (2.0 * ld.scalar("x")).tagged("D")
+        >>> events = ld.Dataset.from_arrays(scalars={"x": np.array([1.0, 2.0])})
+        >>> ld.Model((s + d).norm_sqr().project(["S"])).evaluate(events, real=True).tolist()
+        [1.0, 4.0]
+        """
+        from laddu_dask.expr.tags import project as _project
+
+        return _project(self, tags)
+
 
 def _attr_key(attr: Any) -> Any:
     if isinstance(attr, (float, np.floating)):
@@ -455,6 +491,8 @@ def is_nonnegative(node: Expr) -> bool:
 def _nonnegative_node(n: Expr, check) -> bool:
     if n.kind != REAL:
         return False
+    if n.op == "tag":  # a projection tag is the value of its argument
+        return check(n.args[0])
     if n.op == "const":
         return not n.attr < 0.0
     if n.op in _NONNEGATIVE_OPS:

@@ -30,6 +30,7 @@ from typing import Any
 from laddu_dask.errors import ModelError
 from laddu_dask.expr.node import Expr, ExprLike, as_expr, walk
 from laddu_dask.expr.ops import COMPLEX, REAL
+from laddu_dask.expr.tags import strip_tags
 
 #: The comparisons, as they read.
 COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
@@ -202,6 +203,7 @@ def compare(op: str, left: Expr, right: Expr) -> Predicate:
         raise ModelError(f"unknown comparison {op!r}; use one of {', '.join(COMPARISONS)}")
     if op in ("==", "!="):
         return Predicate(op, (left, right))
+    left, right = strip_tags(left), strip_tags(right)
     return Predicate(op, (_real_side(left, op), _real_side(right, op)))
 
 
@@ -213,7 +215,7 @@ def comparison_sides(predicate: Predicate) -> tuple[Expr, Expr]:
     ModelError
         When a side of ``==``/``!=`` is complex and laddu does not count it as real.
     """
-    left, right = predicate.args
+    left, right = (strip_tags(side) for side in predicate.args)
     if predicate.op in ("==", "!=") and COMPLEX in (left.kind, right.kind):
         return _real_side(left, predicate.op), _real_side(right, predicate.op)
     return left, right

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from laddu_dask.compile.layout import ParameterValues
-from laddu_dask.runtime.prepared import PreparedModel
+from laddu_dask.likelihood.events import iter_event_values
 
 
 def project(likelihood: Any, params: ParameterValues, term: str | None = None) -> np.ndarray:
@@ -57,13 +57,9 @@ def project(likelihood: Any, params: ParameterValues, term: str | None = None) -
     p = likelihood.resolve(params)
     index = [likelihood.parameter_names.index(n) for n in chosen.parameter_names]
     local = p[index]
-    pm = PreparedModel.prepare(chosen.compiled, likelihood.execution)
-    mc = chosen.accepted_mc
-    pieces = []
-    for i in range(mc.n_partitions):
-        batch = mc.load_partition(i, columns=chosen.compiled.columns)
-        values = np.real(np.asarray(pm.evaluate_batch(local, batch)))
-        pieces.append(np.asarray(batch.weights, dtype=np.float64) * values)
+    pieces = [np.asarray(batch.weights, dtype=np.float64) * np.real(np.asarray(values))
+              for batch, values, _ in iter_event_values(chosen.compiled, chosen.accepted_mc, local,
+                                                        likelihood.execution)]
     weights = np.concatenate(pieces) if pieces else np.zeros(0)
     total = float(np.sum(weights))
     if total == 0:
