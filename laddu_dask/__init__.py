@@ -59,6 +59,22 @@ from laddu_dask.expr import (
     spherical_harmonic,
 )
 from laddu_dask.expr import complex_ as complex  # noqa: A001 - laddu's name
+
+# isort: split
+# -- angular momentum: Wigner D, Clebsch-Gordan, quantum numbers, GlueX Zlm (issue 11) --
+from laddu_dask.expr import (
+    Angles,
+    J,
+    L,
+    M,
+    Parity,
+    Polarization,
+    PolPhase,
+    S,
+    WignerD,
+    Zlm,
+    clebsch_gordan,
+)
 from laddu_dask.likelihood import NLL, ExtendedNLL, FitResult, Likelihood, fit
 from laddu_dask.options import Device, FitMethod, Kernel, MemoryPolicy, Normalization, Precision, Scheduler
 from laddu_dask.runtime import (
@@ -139,4 +155,16 @@ __all__ = [
     "relativistic_breit_wigner",
     "scalar",
     "spherical_harmonic",
+    # angular momentum (issue 11)
+    "Angles",
+    "J",
+    "L",
+    "M",
+    "Parity",
+    "PolPhase",
+    "Polarization",
+    "S",
+    "WignerD",
+    "Zlm",
+    "clebsch_gordan",
 ]

@@ -37,6 +37,12 @@ from laddu_dask.expr.parameter import ParameterSpec, cparameter, merge_parameter
 from laddu_dask.expr.predicate import Predicate
 from laddu_dask.expr.vectors import Vec3, Vec4
 
+# isort: split
+# -- angular momentum: Wigner D, Clebsch-Gordan, quantum numbers, GlueX Zlm (issue 11) --
+from laddu_dask.expr.angular import WignerD, clebsch_gordan
+from laddu_dask.expr.polarization import Angles, Polarization, PolPhase, Zlm
+from laddu_dask.expr.quantum import J, L, M, Parity, S
+
 __all__ = [
     "Q_R",
     "Expr",
@@ -68,4 +74,16 @@ __all__ = [
     "spherical_harmonic",
     "unregister_operation",
     "walk",
+    # angular momentum (issue 11)
+    "Angles",
+    "J",
+    "L",
+    "M",
+    "Parity",
+    "PolPhase",
+    "Polarization",
+    "S",
+    "WignerD",
+    "Zlm",
+    "clebsch_gordan",
 ]
