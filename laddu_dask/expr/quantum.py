@@ -132,7 +132,7 @@ class _Half(_Ordered):
         return Fraction(self._doubled, 2)
 
     def __float__(self) -> float:
-        return self.value
+        return self._doubled / 2
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({_text(self._doubled)})"
