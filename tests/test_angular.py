@@ -438,6 +438,15 @@ def test_quantum_numbers_behave_as_laddus():
         assert got == eval(text, {"lib": laddu, "Fraction": Fraction}), text
 
 
+@needs_laddu
+def test_wigner_d_json_is_laddus():
+    for j, mp, m in ((0.5, 0.5, -0.5), (2.5, -1.5, 0.5), (3, -2, 1), (0, 0, 0), (3.5, 3.5, -3.5)):
+        text = laddu.WignerD(j, mp, m).to_json()
+        assert ld.WignerD(j, mp, m).to_json() == text
+        back = ld.WignerD.from_json(text)
+        assert (back.j, back.m_prime, back.m) == (j, mp, m)
+
+
 # ---------------------------------------------------------------------------------------
 # errors
 # ---------------------------------------------------------------------------------------
@@ -468,6 +477,8 @@ ERRORS = [
     (lambda: ld.spherical_harmonic(0.5, 0.5, costheta=0.1, phi=0.0), "l must be an integer, got 0.5"),
     (lambda: ld.spherical_harmonic(ld.J(1.5), 0, costheta=0.1, phi=0.0),
      r"l must be an integer, got J\(3/2\)"),
+    (lambda: ld.WignerD.from_json('{"dj": 2}'), "not a WignerD in JSON"),
+    (lambda: ld.WignerD.from_json('{"dj": 2, "dmp": 4, "dm": 0}'), r"\|m_prime\| <= j"),
     (lambda: ld.Zlm("z", 1, 2, "+", ANGLES, POLARIZATION), r"\|m\| <= l, got l = 1, m = 2"),
     (lambda: ld.Zlm("z", 1, 0, "x", ANGLES, POLARIZATION), "reflectivity r must be '\\+' or '-'"),
     (lambda: ld.Zlm("z", 1, 0, "+", (0.1, 0.2), POLARIZATION), "angles must have a 'costheta' attribute"),

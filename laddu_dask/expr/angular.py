@@ -25,6 +25,7 @@ True
 
 from __future__ import annotations
 
+import json
 import math
 from fractions import Fraction
 from typing import Any
@@ -89,6 +90,31 @@ class WignerD:
 
     def __repr__(self) -> str:
         return f"WignerD({self.j!r}, {self.m_prime!r}, {self.m!r})"
+
+    def to_json(self) -> str:
+        """The element as laddu's JSON (doubled quantum numbers and the summation range).
+
+        Examples
+        --------
+        >>> import laddu_dask as ld
+        >>> ld.WignerD(1, 1, 0).to_json()
+        '{"dj":2,"dmp":2,"dm":0,"jpm":1,"jmmp":0,"delta":1,"s_min":0,"s_max":0}'
+        """
+        dj, dmp, dm = self.j.doubled, self.m_prime.doubled, self.m.doubled
+        jpm, jmmp, delta = (dj + dm) // 2, (dj - dmp) // 2, (dmp - dm) // 2
+        fields = {"dj": dj, "dmp": dmp, "dm": dm, "jpm": jpm, "jmmp": jmmp, "delta": delta,
+                  "s_min": max(0, -delta), "s_max": min(jpm, jmmp)}
+        return json.dumps(fields, separators=(",", ":"))
+
+    @staticmethod
+    def from_json(text: str) -> WignerD:
+        """The element serialized by :meth:`to_json` (laddu's JSON)."""
+        try:
+            fields = json.loads(text)
+            dj, dmp, dm = (int(fields[k]) for k in ("dj", "dmp", "dm"))
+        except (ValueError, TypeError, KeyError) as err:
+            raise ModelError(f"not a WignerD in JSON ({err}): {text!r}") from None
+        return WignerD(Fraction(dj, 2), Fraction(dmp, 2), Fraction(dm, 2))
 
     def d(self, beta: ExprLike) -> Expr:
         """The small-d element ``d^j_{m'm}(beta)`` (real for a real ``beta``).
