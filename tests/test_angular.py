@@ -143,6 +143,7 @@ CASES = {
     "d half-integer": lambda lib: lib.WignerD(2.5, -1.5, 0.5).d(lib.scalar("beta")),
     "d of typed numbers": lambda lib: lib.WignerD(lib.J(3), lib.M(-2), lib.M(1)).d(lib.scalar("beta")),
     "d of an L": lambda lib: lib.WignerD(lib.L(2), 1, -1).d(lib.scalar("beta")),
+    "d of a complex beta": lambda lib: lib.WignerD(1.5, 0.5, -0.5).d(lib.cis(lib.scalar("phi")) * 0.5),
     "D alpha beta": lambda lib: lib.WignerD(1.5, 0.5, -1.5).D(alpha=lib.scalar("alpha"),
                                                                beta=lib.scalar("beta")),
     "D alpha beta gamma": lambda lib: lib.WignerD(2, -1, 2).D(
