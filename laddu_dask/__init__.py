@@ -38,30 +38,46 @@ from laddu_dask.errors import (
     SchemaError,
 )
 from laddu_dask.expr import (
+    Angles,
+    Channel,
+    Edge,
     Expr,
+    J,
+    L,
+    M,
+    MandelstamChannel,
     Model,
     ParameterSpec,
+    ParameterUpdate,
+    Parity,
+    Particle,
+    Polarization,
+    PolPhase,
     Predicate,
+    S,
     Vec3,
     Vec4,
+    Vertex,
+    VertexFrame,
+    WignerD,
+    Zlm,
     acos,
     atan2,
     blatt_weisskopf,
     breakup_momentum,
     breit_wigner,
     cis,
+    clebsch_gordan,
     constant,
     cparameter,
     parameter,
+    particles,
     polar_complex,
     relativistic_breit_wigner,
     scalar,
     spherical_harmonic,
 )
 from laddu_dask.expr import complex_ as complex  # noqa: A001 - laddu's name
-
-# -- tags and parameter updates (issue 11, item 5) --
-from laddu_dask.expr.updates import ParameterUpdate
 from laddu_dask.likelihood import NLL, ExtendedNLL, FitResult, Likelihood, fit
 from laddu_dask.options import Device, FitMethod, Kernel, MemoryPolicy, Normalization, Precision, Scheduler
 from laddu_dask.runtime import (
@@ -76,12 +92,6 @@ from laddu_dask.runtime import (
     ReductionEvaluation,
     exact_sum,
 )
-
-# isort: split
-# -- reaction topology and frames (issue 11, item 4) --
-from laddu_dask.expr import Channel, Edge, MandelstamChannel, Particle, Vertex, VertexFrame, particles
-
-# -- end of reaction topology and frames --
 
 __version__ = "0.1.0"
 
@@ -150,6 +160,18 @@ __all__ = [
     "spherical_harmonic",
     # tags and parameter updates (issue 11, item 5)
     "ParameterUpdate",
+    # angular momentum (issue 11)
+    "Angles",
+    "J",
+    "L",
+    "M",
+    "Parity",
+    "PolPhase",
+    "Polarization",
+    "S",
+    "WignerD",
+    "Zlm",
+    "clebsch_gordan",
 ]
 
 # -- reaction topology and frames (issue 11, item 4) --

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 import pytest
-from laddu_reference import laddu, needs_laddu
+from laddu_reference import agreement, compiled_values, laddu, laddu_values, needs_laddu
 
 import laddu_dask as ld
 from laddu_dask.compile.compiled import CompiledModel
@@ -38,21 +38,11 @@ COLUMNS = {**{f"{k}_{c}": v[:, i] for k, v in P4S.items() for i, c in enumerate(
 
 
 def ours(expr, params=()) -> np.ndarray:
-    cm = CompiledModel.from_expr(expr)
-    cache = cm.event_cache({c: COLUMNS[c] for c in cm.columns})
-    return np.asarray(cm.values(cache, list(params), n=N))
+    return compiled_values(expr, COLUMNS, params, n=N)
 
 
 def theirs(expr, params=None) -> np.ndarray:
-    ds = laddu.Dataset.from_arrays(p4s=P4S, scalars=SCALARS)
-    if params is None:
-        return np.asarray(ds.evaluate(expr))
-    return np.asarray(laddu.Model(expr).evaluate(ds, parameters=list(params)))
-
-
-def agreement(got: np.ndarray, want: np.ndarray) -> float:
-    """The largest relative difference (absolute where the value is below 1e-12)."""
-    return float(np.max(np.abs(got - want) / np.maximum(np.abs(want), 1e-12)))
+    return laddu_values(expr, P4S, SCALARS, params)
 
 
 #: name -> f(lib): one expression, in laddu's spelling.

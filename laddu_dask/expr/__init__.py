@@ -46,11 +46,15 @@ from laddu_dask.expr.vectors import Vec3, Vec4
 # isort: split
 # -- reaction topology and frames (issue 11, item 4) --
 from laddu_dask.expr import particles
-from laddu_dask.expr.frames import MandelstamChannel, VertexFrame
-from laddu_dask.expr.particles import Particle
-from laddu_dask.expr.topology import Channel, Edge, Vertex
 
 # -- end of reaction topology and frames --
+# -- angular momentum: Wigner D, Clebsch-Gordan, quantum numbers, GlueX Zlm (issue 11) --
+from laddu_dask.expr.angular import WignerD, clebsch_gordan
+from laddu_dask.expr.frames import MandelstamChannel, VertexFrame
+from laddu_dask.expr.particles import Particle
+from laddu_dask.expr.polarization import Angles, Polarization, PolPhase, Zlm
+from laddu_dask.expr.quantum import J, L, M, Parity, S
+from laddu_dask.expr.topology import Channel, Edge, Vertex
 
 __all__ = [
     "Q_R",
@@ -88,6 +92,18 @@ __all__ = [
     "project",
     "strip_tags",
     "tags_of",
+    # angular momentum (issue 11)
+    "Angles",
+    "J",
+    "L",
+    "M",
+    "Parity",
+    "PolPhase",
+    "Polarization",
+    "S",
+    "WignerD",
+    "Zlm",
+    "clebsch_gordan",
 ]
 
 # -- reaction topology and frames (issue 11, item 4) --

@@ -20,21 +20,23 @@ from fractions import Fraction
 
 from laddu_dask.errors import ModelError
 from laddu_dask.expr.node import Expr, ExprLike, as_expr, complex_, constant
+from laddu_dask.expr.quantum import doubled
 
 #: Reference momentum of the Blatt-Weisskopf barrier factors (GeV), laddu's default.
 Q_R = 0.1973
 
 
 def _integer(value: object, what: str) -> int:
+    """An integral quantum number (``L``, ``M``, ``J``, int, float or Fraction) as an ``int``."""
     if isinstance(value, bool):
         raise ModelError(f"{what} must be an integer, got {value!r}")
     try:
-        frac = Fraction(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+        twice = doubled(value, what)
+    except ModelError:
         raise ModelError(f"{what} must be an integer, got {value!r}") from None
-    if frac.denominator != 1:
+    if twice % 2:
         raise ModelError(f"{what} must be an integer, got {value!r}")
-    return int(frac)
+    return twice // 2
 
 
 def _real(value: ExprLike, what: str) -> Expr:
