@@ -347,6 +347,34 @@ def test_waiting_for_workers_says_how_many_arrived(tmp_path, sample, capsys):
 INTERRUPTED = "laddu-dask fit: interrupted (SIGINT); no result written\n"
 
 
+def test_distributeds_cancel_race_after_a_ctrl_c_is_not_printed():
+    """distributed's ``sync`` cancel callback fails with a NameError when Ctrl-C lands as a
+    blocking call starts; that record (only it) is dropped, so the command's one line stays."""
+    import logging
+
+    distributed_utils = pytest.importorskip("distributed.utils")
+    from laddu_dask.jobs.interrupts import DistributedCancelRace
+
+    namespace: dict = {}
+    exec(compile("def cancel():\n    return future\n", distributed_utils.__file__, "exec"), namespace)
+
+    def record(func) -> logging.LogRecord:
+        try:
+            func()
+        except NameError as exc:
+            return logging.LogRecord("tornado.application", logging.ERROR, __file__, 1,
+                                     "Exception in callback", None, (NameError, exc, exc.__traceback__))
+        raise AssertionError("no NameError")
+
+    def other():
+        return undefined_name  # noqa: F821 - a NameError raised elsewhere
+
+    race = DistributedCancelRace()
+    assert not race.filter(record(namespace["cancel"]))
+    assert race.filter(record(other))
+    assert race.filter(logging.LogRecord("tornado.application", logging.ERROR, __file__, 1, "x", None, None))
+
+
 def test_sigint_while_waiting_for_a_schedulers_workers_exits_130(tmp_path, sample):
     distributed = pytest.importorskip("distributed")
     config = write_config(tmp_path, sample, "[cluster]\nwait_for_workers = 1\nwait_timeout = 60\n")

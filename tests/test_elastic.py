@@ -93,8 +93,12 @@ def test_retired_worker_mid_fit(cluster, ksks_sample, reference, printed):  # no
     lik = _likelihood(ksks_sample, ld.Execution(client=client, normalization="general"))
     retired = []
 
+    moves_before = []
+
     def retire_once(calls, value):
         if calls == 6 and not retired:
+            # the first evaluation may have evened out Dask's initial placement by hand
+            moves_before.append(len(lik.execution.runner.moves))
             addr = sorted(client.scheduler_info()["workers"])[0]
             client.retire_workers([addr])  # Dask hands its partitions over, then closes it
             retired.append(addr)
@@ -105,7 +109,8 @@ def test_retired_worker_mid_fit(cluster, ksks_sample, reference, printed):  # no
     assert retired[0] not in client.scheduler_info()["workers"]
     for prepared in _prepared(lik):
         assert set(holders(client, prepared)) == set(client.scheduler_info()["workers"])
-    assert lik.execution.runner.moves == []  # Dask moved them: nothing was rebalanced by hand
+    # Dask moved the retired worker's partitions: nothing was rebalanced by hand after it
+    assert len(lik.execution.runner.moves) == moves_before[0]
     printed.assert_quiet(client)
 
 

@@ -140,7 +140,10 @@ else:  # pragma: no cover
 @settings(max_examples=8, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(expr=SMALL_EXPRESSIONS,
-       values=st.lists(st.floats(-1.2, 1.2, allow_nan=False), min_size=4, max_size=4))
+       # no parameter below 1e-3 in magnitude but zero: a gradient proportional to 1e-220
+       # underflows in f32, and comparing it is comparing rounding
+       values=st.lists(st.floats(-1.2, 1.2, allow_nan=False).map(lambda v: 0.0 if abs(v) < 1e-3 else v),
+                       min_size=4, max_size=4))
 def test_fused_agrees_with_numpy_on_random_models(expr, values):
     """Every plan, value and gradient, f64 to 1e-12 and f32 to 1e-5 relative.
 

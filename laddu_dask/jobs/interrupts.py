@@ -6,6 +6,12 @@ jobs used to end the process with status 0 and nothing written, as if the fit ha
 succeeded. :func:`sigint_raises` puts Python's own handler in place for a block and
 restores the one before it afterwards (also over an import that replaced it).
 
+A Ctrl-C that lands while ``distributed`` is starting one of its blocking calls makes
+distributed's own cancel callback fail (``NameError: cannot access free variable
+'future'``, in ``distributed/utils.py``'s ``sync``; the call is abandoned all the same),
+and tornado logs that traceback over the one line the command prints.  Within the block
+that one record is dropped (:class:`DistributedCancelRace`); every other log record stays.
+
 Examples
 --------
 >>> import signal
@@ -18,11 +24,32 @@ True
 from __future__ import annotations
 
 import contextlib
+import logging
+import os
 import signal
 import threading
 from collections.abc import Iterator
 
-__all__ = ["sigint_raises"]
+__all__ = ["DistributedCancelRace", "sigint_raises"]
+
+
+class DistributedCancelRace(logging.Filter):
+    """Drops the log record of distributed's failing cancel callback after a Ctrl-C (a
+    ``NameError`` raised in ``cancel`` of ``distributed/utils.py``); passes every other."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if not isinstance(exc, NameError):
+            return True
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        code = tb.tb_frame.f_code if tb is not None else None
+        return not (code is not None and code.co_name == "cancel"
+                    and code.co_filename.endswith(os.path.join("distributed", "utils.py")))
+
+
+_RACE = DistributedCancelRace()
 
 
 @contextlib.contextmanager
@@ -35,6 +62,8 @@ def sigint_raises() -> Iterator[None]:
         return
     before = signal.getsignal(signal.SIGINT)
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    # kept after the block: the loop thread may log the record after the interrupt returned
+    logging.getLogger("tornado.application").addFilter(_RACE)
     try:
         yield
     finally:
