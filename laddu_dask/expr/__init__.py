@@ -7,13 +7,22 @@ Examples
 ['a']
 """
 
-from laddu_dask.expr.amplitudes import (
+from laddu_dask.expr.amplitudes import spherical_harmonic
+from laddu_dask.expr.lineshapes import (
     Q_R,
+    BarrierKind,
+    Sheet,
     blatt_weisskopf,
+    blatt_weisskopf_barriers,
+    blatt_weisskopf_custom,
     breakup_momentum,
     breit_wigner,
+    chew_mandelstam,
+    flatte,
+    q,
     relativistic_breit_wigner,
-    spherical_harmonic,
+    relativistic_breit_wigner_custom,
+    rho,
 )
 from laddu_dask.expr.model import Model
 from laddu_dask.expr.node import (
@@ -87,6 +96,16 @@ __all__ = [
     "spherical_harmonic",
     "unregister_operation",
     "walk",
+    # line shapes (issue 11)
+    "BarrierKind",
+    "Sheet",
+    "blatt_weisskopf_barriers",
+    "blatt_weisskopf_custom",
+    "chew_mandelstam",
+    "flatte",
+    "q",
+    "relativistic_breit_wigner_custom",
+    "rho",
     # tags and parameter updates (issue 11, item 5)
     "ParameterUpdate",
     "project",

@@ -1,4 +1,4 @@
-"""Standard amplitudes built from elementary expressions.
+"""Standard amplitudes built from elementary expressions (line shapes: ``lineshapes``).
 
 Every amplitude here expands into ordinary expression nodes, so it is compiled,
 differentiated and shared like any other part of a model.  Conventions follow
@@ -7,9 +7,7 @@ laddu 0.28.1.
 Examples
 --------
 >>> import laddu_dask as ld
->>> s = ld.Vec4.event("x").m2()
->>> bw = ld.breit_wigner(s, mass=ld.parameter("m0", initial=1.5), width=0.1)
->>> bw.kind
+>>> ld.spherical_harmonic(1, 1, costheta=ld.scalar("c"), phi=ld.scalar("p")).kind
 'complex'
 """
 
@@ -21,9 +19,6 @@ from fractions import Fraction
 from laddu_dask.errors import ModelError
 from laddu_dask.expr.node import Expr, ExprLike, as_expr, complex_, constant
 from laddu_dask.expr.quantum import doubled
-
-#: Reference momentum of the Blatt-Weisskopf barrier factors (GeV), laddu's default.
-Q_R = 0.1973
 
 
 def _integer(value: object, what: str) -> int:
@@ -44,132 +39,6 @@ def _real(value: ExprLike, what: str) -> Expr:
     if out.kind != "real":
         raise ModelError(f"{what} must be real, got a complex expression")
     return out
-
-
-def breit_wigner(s: ExprLike, *, mass: ExprLike, width: ExprLike) -> Expr:
-    """Constant-width Breit-Wigner ``1 / (mass^2 - s - i mass width)``.
-
-    Parameters
-    ----------
-    s : Expr or float
-        Squared invariant mass.
-    mass, width : Expr or float
-        Pole mass and width.
-
-    Examples
-    --------
-    >>> import laddu_dask as ld
-    >>> complex(ld.breit_wigner(2.0, mass=1.0, width=1.0).attr)
-    (-0.5+0.5j)
-    """
-    s = _real(s, "s")
-    mass = _real(mass, "mass")
-    width = _real(width, "width")
-    return 1.0 / complex_(mass * mass - s, -(mass * width))
-
-
-def breakup_momentum(s: ExprLike, mass1: ExprLike, mass2: ExprLike) -> Expr:
-    """Two-body breakup momentum ``sqrt((s - (m1+m2)^2) (s - (m1-m2)^2)) / (2 sqrt s)``.
-
-    Complex square roots (principal branch), so the momentum is ``+i |q|`` below threshold.
-
-    Examples
-    --------
-    >>> import laddu_dask as ld
-    >>> complex(ld.breakup_momentum(4.0, 0.0, 0.0).attr)
-    (1+0j)
-    """
-    s = _real(s, "s")
-    m1, m2 = _real(mass1, "mass1"), _real(mass2, "mass2")
-    lam = ((s - (m1 + m2) ** 2) * (s - (m1 - m2) ** 2)).to_complex()
-    return lam.sqrt() / (2.0 * s.to_complex().sqrt())
-
-
-def _barrier_polynomial(z: Expr, l: int) -> Expr:  # noqa: E741
-    """``B_l(z)^2`` of the full Blatt-Weisskopf factors, ``z = (q / q_r)^2``."""
-    if l == 0:
-        return constant(1.0)
-    if l == 1:
-        return 2.0 * z / (z + 1.0)
-    if l == 2:
-        return 13.0 * z * z / ((z - 3.0) ** 2 + 9.0 * z)
-    if l == 3:
-        return 277.0 * z**3 / (((z + 6.0) * z + 45.0) * z + 225.0)
-    if l == 4:
-        return 12746.0 * z**4 / ((((z + 10.0) * z + 135.0) * z + 1575.0) * z + 11025.0)
-    raise ModelError(f"Blatt-Weisskopf factors are defined here for l = 0..4, got l = {l}")
-
-
-def blatt_weisskopf(q: ExprLike, l: int, q_r: ExprLike = Q_R) -> Expr:  # noqa: E741
-    """Blatt-Weisskopf barrier factor ``B_l(z) = sqrt(P_l(z))``, ``z = (q / q_r)^2``.
-
-    The "full" factors (with the ``q^l`` threshold behaviour), normalised to 1 at large
-    ``q``; ``q_r = 0.1973`` GeV by default, as in laddu.
-
-    Parameters
-    ----------
-    q : Expr or float
-        Breakup momentum (real or complex).
-    l : int
-        Orbital angular momentum, 0 to 4.
-    q_r : float or Expr
-        Reference momentum (inverse interaction radius), GeV.
-
-    Examples
-    --------
-    >>> import laddu_dask as ld
-    >>> round(ld.blatt_weisskopf(0.1973, 1).attr, 12)
-    1.0
-    """
-    l = _integer(l, "l")  # noqa: E741
-    q = as_expr(q)
-    return _barrier_polynomial((q / q_r) ** 2, l).sqrt()
-
-
-def relativistic_breit_wigner(
-    s: ExprLike,
-    *,
-    mass: ExprLike,
-    width: ExprLike,
-    mass1: ExprLike,
-    mass2: ExprLike,
-    l: int = 0,  # noqa: E741
-) -> Expr:
-    """Relativistic Breit-Wigner with a mass-dependent width (laddu's convention).
-
-    ``1 / (M^2 - s - i M Gamma(s))`` with
-    ``Gamma(s) = Gamma0 (M / sqrt s) (q / q0) B_l(q)^2 / B_l(q0)^2``, where ``q`` and ``q0``
-    are the (complex, principal-branch) breakup momenta at ``s`` and ``M^2`` and ``B_l``
-    the Blatt-Weisskopf factors with ``q_r = 0.1973`` GeV.  No numerator factor.
-
-    Parameters
-    ----------
-    s : Expr or float
-        Squared invariant mass.
-    mass, width : Expr or float
-        Pole mass and nominal width.
-    mass1, mass2 : Expr or float
-        Daughter masses.
-    l : int
-        Orbital angular momentum (0 to 4).
-
-    Examples
-    --------
-    >>> import laddu_dask as ld
-    >>> bw = ld.relativistic_breit_wigner(1.5**2, mass=1.5, width=0.1, mass1=0.5, mass2=0.5, l=2)
-    >>> complex(bw.attr) == 1j / (1.5 * 0.1)
-    True
-    """
-    l = _integer(l, "l")  # noqa: E741
-    s = _real(s, "s")
-    mass, width = _real(mass, "mass"), _real(width, "width")
-    m1, m2 = _real(mass1, "mass1"), _real(mass2, "mass2")
-    m_sq = mass * mass
-    q = breakup_momentum(s, m1, m2)
-    q0 = breakup_momentum(m_sq, m1, m2)
-    ratio = _barrier_polynomial((q / Q_R) ** 2, l) / _barrier_polynomial((q0 / Q_R) ** 2, l)
-    gamma = width * (mass / s.to_complex().sqrt()) * (q / q0) * ratio
-    return 1.0 / (m_sq - s - 1j * mass * gamma)
 
 
 def spherical_harmonic(l: int, m: int, *, costheta: ExprLike, phi: ExprLike) -> Expr:  # noqa: E741
