@@ -46,6 +46,7 @@ from laddu_dask.expr import (
     L,
     M,
     MandelstamChannel,
+    Matrix,
     Model,
     ParameterSpec,
     ParameterUpdate,
@@ -57,6 +58,7 @@ from laddu_dask.expr import (
     S,
     Vec3,
     Vec4,
+    Vector,
     Vertex,
     VertexFrame,
     WignerD,
@@ -70,12 +72,18 @@ from laddu_dask.expr import (
     clebsch_gordan,
     constant,
     cparameter,
+    dot,
+    matmul,
+    matrix,
+    matvec,
     parameter,
     particles,
     polar_complex,
     relativistic_breit_wigner,
     scalar,
+    solve,
     spherical_harmonic,
+    vector,
 )
 from laddu_dask.expr import complex_ as complex  # noqa: A001 - laddu's name
 from laddu_dask.likelihood import NLL, ExtendedNLL, FitResult, Likelihood, fit
@@ -174,6 +182,8 @@ __all__ = [
     "clebsch_gordan",
 ]
 
+# -- matrices, vectors and the K-matrix (issue 11, items 2 and 3) --
+__all__ += ["Matrix", "Vector", "dot", "matmul", "matrix", "matvec", "solve", "vector"]
 # -- reaction topology and frames (issue 11, item 4) --
 __all__ += ["Channel", "Edge", "MandelstamChannel", "Particle", "Vertex", "VertexFrame", "particles"]
 # -- end of reaction topology and frames --
