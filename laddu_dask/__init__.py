@@ -66,6 +66,7 @@ from laddu_dask.expr import (
     acos,
     atan2,
     blatt_weisskopf,
+    blatt_weisskopf_barriers,
     breakup_momentum,
     breit_wigner,
     cis,
@@ -73,9 +74,12 @@ from laddu_dask.expr import (
     constant,
     cparameter,
     dot,
+    f_vector,
+    k_matrix,
     matmul,
     matrix,
     matvec,
+    p_vector,
     parameter,
     particles,
     polar_complex,
@@ -184,6 +188,7 @@ __all__ = [
 
 # -- matrices, vectors and the K-matrix (issue 11, items 2 and 3) --
 __all__ += ["Matrix", "Vector", "dot", "matmul", "matrix", "matvec", "solve", "vector"]
+__all__ += ["blatt_weisskopf_barriers", "f_vector", "k_matrix", "p_vector"]
 # -- reaction topology and frames (issue 11, item 4) --
 __all__ += ["Channel", "Edge", "MandelstamChannel", "Particle", "Vertex", "VertexFrame", "particles"]
 # -- end of reaction topology and frames --

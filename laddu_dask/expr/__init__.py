@@ -15,6 +15,7 @@ from laddu_dask.expr.amplitudes import (
     relativistic_breit_wigner,
     spherical_harmonic,
 )
+from laddu_dask.expr.kmatrix import blatt_weisskopf_barriers, f_vector, k_matrix, p_vector
 from laddu_dask.expr.linalg import Matrix, Vector, dot, matmul, matrix, matvec, solve, vector
 from laddu_dask.expr.model import Model
 from laddu_dask.expr.node import (
@@ -110,5 +111,6 @@ __all__ = [
 # -- reaction topology and frames (issue 11, item 4) --
 # -- matrices, vectors and the K-matrix (issue 11, items 2 and 3) --
 __all__ += ["Matrix", "Vector", "dot", "matmul", "matrix", "matvec", "solve", "vector"]
+__all__ += ["blatt_weisskopf_barriers", "f_vector", "k_matrix", "p_vector"]
 __all__ += ["Channel", "Edge", "MandelstamChannel", "Particle", "Vertex", "VertexFrame", "particles"]
 # -- end of reaction topology and frames --
