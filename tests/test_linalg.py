@@ -157,3 +157,13 @@ def test_shape_errors_are_model_errors():
         m2[0]
     with pytest.raises(ModelError, match="Matrix"):
         ld.Model(m2)
+
+
+def test_a_zero_pivot_on_an_event_is_a_likelihood_error_naming_the_event():
+    x = ld.scalar("x0")
+    sol = ld.solve(ld.matrix([[x, 1.0], [1.0, 2.0]]), ld.vector([ld.parameter("p", initial=1.0), 1.0]))
+    model = ld.Model(sol[0].norm_sqr() + 1.0)
+    data = ld.Dataset.from_arrays(scalars={"x0": np.array([1.0, 0.0, 2.0])})
+    mc = ld.Dataset.from_arrays(scalars={"x0": np.array([1.0, 3.0])})
+    with pytest.raises(ld.NonFiniteError, match="non-finite intensity nan at event 1"):
+        ld.Likelihood([ld.NLL(model, data=data, accepted_mc=mc)]).value_and_gradient([1.0])
