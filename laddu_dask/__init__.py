@@ -47,6 +47,7 @@ from laddu_dask.expr import (
     L,
     M,
     MandelstamChannel,
+    Matrix,
     Model,
     ParameterSpec,
     ParameterUpdate,
@@ -59,6 +60,7 @@ from laddu_dask.expr import (
     Sheet,
     Vec3,
     Vec4,
+    Vector,
     Vertex,
     VertexFrame,
     WignerD,
@@ -75,7 +77,14 @@ from laddu_dask.expr import (
     clebsch_gordan,
     constant,
     cparameter,
+    dot,
+    f_vector,
     flatte,
+    k_matrix,
+    matmul,
+    matrix,
+    matvec,
+    p_vector,
     parameter,
     particles,
     polar_complex,
@@ -84,7 +93,9 @@ from laddu_dask.expr import (
     relativistic_breit_wigner_custom,
     rho,
     scalar,
+    solve,
     spherical_harmonic,
+    vector,
 )
 from laddu_dask.expr import complex_ as complex  # noqa: A001 - laddu's name
 from laddu_dask.likelihood import NLL, ExtendedNLL, FitResult, Likelihood, fit
@@ -193,6 +204,9 @@ __all__ = [
     "clebsch_gordan",
 ]
 
+# -- matrices, vectors and the K-matrix (issue 11, items 2 and 3) --
+__all__ += ["Matrix", "Vector", "dot", "matmul", "matrix", "matvec", "solve", "vector"]
+__all__ += ["f_vector", "k_matrix", "p_vector"]
 # -- reaction topology and frames (issue 11, item 4) --
 __all__ += ["Channel", "Edge", "MandelstamChannel", "Particle", "Vertex", "VertexFrame", "particles"]
 # -- end of reaction topology and frames --

@@ -8,6 +8,8 @@ Examples
 """
 
 from laddu_dask.expr.amplitudes import spherical_harmonic
+from laddu_dask.expr.kmatrix import f_vector, k_matrix, p_vector
+from laddu_dask.expr.linalg import Matrix, Vector, dot, matmul, matrix, matvec, solve, vector
 from laddu_dask.expr.lineshapes import (
     Q_R,
     BarrierKind,
@@ -126,5 +128,8 @@ __all__ = [
 ]
 
 # -- reaction topology and frames (issue 11, item 4) --
+# -- matrices, vectors and the K-matrix (issue 11, items 2 and 3) --
+__all__ += ["Matrix", "Vector", "dot", "matmul", "matrix", "matvec", "solve", "vector"]
+__all__ += ["f_vector", "k_matrix", "p_vector"]
 __all__ += ["Channel", "Edge", "MandelstamChannel", "Particle", "Vertex", "VertexFrame", "particles"]
 # -- end of reaction topology and frames --

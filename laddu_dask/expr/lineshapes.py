@@ -26,6 +26,7 @@ from collections.abc import Sequence
 
 from laddu_dask.errors import ModelError
 from laddu_dask.expr.amplitudes import _integer, _real
+from laddu_dask.expr.linalg import Matrix, Vector, matrix
 from laddu_dask.expr.node import Expr, ExprLike, as_expr, complex_, constant
 
 #: Reference momentum of the Blatt-Weisskopf barrier factors (GeV), laddu's default.
@@ -306,12 +307,12 @@ def blatt_weisskopf(q: ExprLike, l: object = None, *, kind: BarrierKind = Barrie
 def blatt_weisskopf_barriers(
     s: ExprLike,
     *,
-    channel_mass_1: Sequence[ExprLike],
-    channel_mass_2: Sequence[ExprLike],
-    pole_masses: Sequence[ExprLike],
+    channel_mass_1: Vector | Sequence[ExprLike],
+    channel_mass_2: Vector | Sequence[ExprLike],
+    pole_masses: Vector | Sequence[ExprLike],
     l: object,  # noqa: E741
     q_r: ExprLike | None = None,
-) -> list[list[Expr]]:
+) -> Matrix:
     """Channel-by-pole barrier ratios ``B_l(q_c(s)) / B_l(q_c(m_p^2))`` (laddu's function).
 
     Rows are channels, columns poles; full factors on the physical sheet with reference
@@ -321,9 +322,9 @@ def blatt_weisskopf_barriers(
     ----------
     s : Expr, float or complex
         Squared invariant mass.
-    channel_mass_1, channel_mass_2 : sequence of Expr or float
+    channel_mass_1, channel_mass_2 : Vector, or sequence of Expr or float
         The two daughter masses of each channel.
-    pole_masses : sequence of Expr or float
+    pole_masses : Vector, or sequence of Expr or float
         The pole masses.
     l : L, int, float or Fraction
         Orbital angular momentum, 0 to 8.
@@ -332,16 +333,16 @@ def blatt_weisskopf_barriers(
 
     Returns
     -------
-    list of list of Expr
-        ``out[channel][pole]`` (laddu returns a matrix expression).
+    Matrix
+        ``out.at(channel, pole)``.
 
     Examples
     --------
     >>> import laddu_dask as ld
-    >>> b = ld.blatt_weisskopf_barriers(1.0, channel_mass_1=[0.14], channel_mass_2=[0.14],
-    ...                                 pole_masses=[1.0, 1.5], l=1)
-    >>> len(b), len(b[0]), round(complex(b[0][0].attr).real, 12)
-    (1, 2, 1.0)
+    >>> b = ld.blatt_weisskopf_barriers(1.0, channel_mass_1=ld.vector([0.14]),
+    ...     channel_mass_2=[0.14], pole_masses=[1.0, 1.5], l=1)
+    >>> b.shape, round(complex(b.at(0, 0).attr).real, 12)
+    ((1, 2), 1.0)
     """
     l = _barrier_l(l)  # noqa: E741
     q_r = _reference_momentum(Q_R if q_r is None else q_r)
@@ -359,7 +360,7 @@ def blatt_weisskopf_barriers(
             numerator / blatt_weisskopf_custom(breakup_momentum(as_expr(p) ** 2, m1, m2), l=l, q_r=q_r)
             for p in poles
         ])
-    return rows
+    return matrix(rows)
 
 
 def breit_wigner(s: ExprLike, *, mass: ExprLike, width: ExprLike) -> Expr:
