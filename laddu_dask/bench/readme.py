@@ -26,7 +26,7 @@ from laddu_dask.bench.results import RESULTS_DIR, ROOT, read_results
 
 README = os.path.join(ROOT, "README.md")
 HEADING = "## Benchmarks"
-FILES = ("bench_ksks.json", "overhead.json", "streaming.json", "cluster.json")
+FILES = ("bench_ksks.json", "overhead.json", "streaming.json", "cluster.json", "first_eval.json")
 
 
 def seconds(x: float | None) -> str:
@@ -109,7 +109,7 @@ def _ksks(r: dict[str, Any]) -> list[str]:
         "| laddu-dask | laddu JIT | ratio |",
         "|---|---|---|---|",
         _row("import", ours["cold"]["import_s"], _get(theirs, "cold", "import_s")),
-        _row("cold: read, prepare, compile, evaluate once (empty caches)",
+        _row("cold: read, prepare, compile, value and gradient once (empty caches)",
              ours["cold"]["first_evaluation_s"], _get(theirs, "cold", "first_evaluation_s")),
         _row("warm: the same, with the caches an earlier process filled",
              ours["warm"]["first_evaluation_s"], _get(theirs, "warm", "first_evaluation_s")),
@@ -206,6 +206,35 @@ def _tensorwaves(tw: dict[str, Any], fe: dict[str, Any], prov: dict[str, Any]) -
     ]
 
 
+def _first(r: dict[str, Any]) -> list[str]:
+    from laddu_dask.bench.cold_bench import total
+
+    prov = r["provenance"]
+    out = ["### Cold start", "",
+           "From `import` to the first value and gradient (what a fit asks for first) in fresh "
+           f"processes, median of {prov['parameters']['repeats']}, on the 100,000 / 1,000,000-event "
+           "KsKs sample. " + run_line(prov, ("laddu", "laddu-dask", "numba")), "",
+           "Cold: empty kernel and Numba caches. Warm: the caches a cold process filled. New model: "
+           "laddu-dask with the caches another model's process filled, so the Numba helpers every "
+           "kernel shares are compiled but this model's kernel is not (what an edit of a model costs); "
+           "laddu has no disk cache and is the same in every case. The kernel compiles on a background "
+           "thread while the data are prepared. Memory: resident memory the first evaluation added to "
+           "the process (data included).", "",
+           "| line shapes, caches | laddu-dask | laddu JIT | ratio | import (ours) | memory added "
+           "(ours / laddu) |",
+           "|---|---|---|---|---|---|"]
+    for ls, fe in r["lineshapes"].items():
+        ours, theirs = fe["laddu-dask"], fe.get("laddu", {})
+        for kind, label in (("cold", "cold"), ("warm", "warm"), ("edit", "new model")):
+            t = theirs.get("cold" if kind == "edit" else kind)
+            mine = ours[kind]
+            memory = f"{mine['rss_added_mib']:.0f} MiB / " + (f"{t['rss_added_mib']:.0f} MiB" if t else "-")
+            out.append(f"| `{ls}`, {label} | {seconds(total(mine))} | {seconds(t and total(t))} "
+                       f"| {ratio(_div(total(mine), t and total(t)))} | {seconds(mine['import_s'])} "
+                       f"| {memory} |")
+    return [*out, ""]
+
+
 def _overhead(r: dict[str, Any]) -> list[str]:
     prov = r["provenance"]
     out = ["### Scheduling overhead", "",
@@ -277,7 +306,7 @@ def _cluster(r: dict[str, Any]) -> list[str]:
 
 def render(folder: str = RESULTS_DIR) -> str:
     """The Benchmarks section (heading included) from the results files in ``folder``."""
-    ksks, overhead, streaming, cluster = (read_results(name, folder) for name in FILES)
+    ksks, overhead, streaming, cluster, first = (read_results(name, folder) for name in FILES)
     lines = [
         HEADING, "",
         "<!-- Rendered by `python3 -m laddu_dask.bench.readme --write` from benchmarks/results/*.json; "
@@ -288,7 +317,7 @@ def render(folder: str = RESULTS_DIR) -> str:
         "sides measured in the same run on the same files. Absolute times depend on the machine and "
         "on its load; compare the ratios. To measure again, run the command given with each table, "
         "then `python3 -m laddu_dask.bench.readme --write`.", "",
-        *_ksks(ksks), *_overhead(overhead), *_streaming(streaming), *_cluster(cluster),
+        *_ksks(ksks), *_first(first), *_overhead(overhead), *_streaming(streaming), *_cluster(cluster),
         "`benchmarks/gpu_check.py` is the one-shot check for a GPU machine (see GPUs above).",
     ]
     return "\n".join(_wrap(line) for line in lines) + "\n"
