@@ -204,9 +204,8 @@ __all__ = [
     "clebsch_gordan",
 ]
 
-# -- matrices, vectors and the K-matrix (issue 11, items 2 and 3) --
+# matrices, vectors and the K-matrix (issue 11, items 2 and 3)
 __all__ += ["Matrix", "Vector", "dot", "matmul", "matrix", "matvec", "solve", "vector"]
 __all__ += ["f_vector", "k_matrix", "p_vector"]
-# -- reaction topology and frames (issue 11, item 4) --
+# reaction topology and frames (issue 11, item 4)
 __all__ += ["Channel", "Edge", "MandelstamChannel", "Particle", "Vertex", "VertexFrame", "particles"]
-# -- end of reaction topology and frames --

@@ -46,20 +46,13 @@ from laddu_dask.expr.node import (
 from laddu_dask.expr.ops import register_operation, unregister_operation
 from laddu_dask.expr.parameter import ParameterSpec, cparameter, merge_parameters, parameter
 from laddu_dask.expr.predicate import Predicate
-
-# -- tags and parameter updates (issue 11, item 5) --
 from laddu_dask.expr.tags import project, strip_tags, tags_of
 from laddu_dask.expr.updates import ParameterUpdate
-
-# --
 from laddu_dask.expr.vectors import Vec3, Vec4
 
 # isort: split
-# -- reaction topology and frames (issue 11, item 4) --
+# the particle table as a submodule (ld.particles), then the toolkit's modules (issue 11)
 from laddu_dask.expr import particles
-
-# -- end of reaction topology and frames --
-# -- angular momentum: Wigner D, Clebsch-Gordan, quantum numbers, GlueX Zlm (issue 11) --
 from laddu_dask.expr.angular import WignerD, clebsch_gordan
 from laddu_dask.expr.frames import MandelstamChannel, VertexFrame
 from laddu_dask.expr.particles import Particle
@@ -127,9 +120,8 @@ __all__ = [
     "clebsch_gordan",
 ]
 
-# -- reaction topology and frames (issue 11, item 4) --
-# -- matrices, vectors and the K-matrix (issue 11, items 2 and 3) --
+# matrices, vectors and the K-matrix (issue 11, items 2 and 3)
 __all__ += ["Matrix", "Vector", "dot", "matmul", "matrix", "matvec", "solve", "vector"]
 __all__ += ["f_vector", "k_matrix", "p_vector"]
+# reaction topology and frames (issue 11, item 4)
 __all__ += ["Channel", "Edge", "MandelstamChannel", "Particle", "Vertex", "VertexFrame", "particles"]
-# -- end of reaction topology and frames --
