@@ -43,10 +43,12 @@ from laddu_dask.expr import (
     Channel,
     Edge,
     Expr,
+    InitialMomentum,
     J,
     L,
     M,
     MandelstamChannel,
+    MassProposal,
     Matrix,
     Model,
     ParameterSpec,
@@ -63,6 +65,7 @@ from laddu_dask.expr import (
     Vector,
     Vertex,
     VertexFrame,
+    VertexProposal,
     WignerD,
     Zlm,
     acos,
@@ -209,3 +212,5 @@ __all__ += ["Matrix", "Vector", "dot", "matmul", "matrix", "matvec", "solve", "v
 __all__ += ["f_vector", "k_matrix", "p_vector"]
 # reaction topology and frames (issue 11, item 4)
 __all__ += ["Channel", "Edge", "MandelstamChannel", "Particle", "Vertex", "VertexFrame", "particles"]
+# generation settings of a channel
+__all__ += ["InitialMomentum", "MassProposal", "VertexProposal"]

@@ -25,8 +25,8 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-__all__ = ["Device", "FitMethod", "Kernel", "MemoryPolicy", "Normalization", "Option", "Precision",
-           "Scheduler", "Transform"]
+__all__ = ["Autodiff", "Backend", "Device", "FitMethod", "Kernel", "MemoryPolicy", "Normalization", "Option",
+           "Partitioning", "Precision", "Scheduler", "Transform"]
 
 
 class Option(StrEnum):
@@ -59,6 +59,32 @@ class Device(Option):
     CPU = "cpu"
     GPU = "gpu"
     AUTO = "auto"
+
+
+class Backend(Option):
+    """laddu's name for where and how evaluations run: ``"jit"`` is the CPU with fused kernels."""
+
+    AUTO = "auto"
+    CPU = "cpu"
+    JIT = "jit"
+    GPU = "gpu"
+
+
+class Autodiff(Option):
+    """laddu's differentiation modes; laddu-dask's gradients are exact reverse mode for all three."""
+
+    AUTO = "auto"
+    FORWARD = "forward"
+    REVERSE = "reverse"
+
+
+class Partitioning(Option):
+    """laddu's MPI work split; laddu-dask's partitions are Dask's, and results do not depend on them."""
+
+    AUTO = "auto"
+    CONTIGUOUS = "contiguous"
+    FILE_GROUPS = "file_groups"
+    ROWS = "rows"
 
 
 class Precision(Option):

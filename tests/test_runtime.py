@@ -451,6 +451,38 @@ def test_execution_validates_its_arguments():
         Execution(num_workers=0)
 
 
+def test_execution_takes_laddus_signature():
+    """``closure.py``'s ``Execution(backend, precision=, autodiff=, threads=)`` runs unchanged, and each
+    of laddu's backends maps to a laddu-dask device and kernel (issue 11: the first line to break)."""
+    ex = Execution("jit", precision="auto", autodiff="forward", threads=2)
+    assert (ex.backend, ex.device, ex.kernel, ex.precision, ex.num_workers, ex.autodiff) == (
+        "jit", "cpu", "fused", "f64", 2, "forward")
+    assert (Execution("cpu").device, Execution("cpu").kernel, Execution().backend) == ("cpu", "auto", "cpu")
+    assert Execution("cpu", mpi=False, partitioning="rows").partitioning == "rows"
+    assert not Execution().is_distributed
+    # laddu-dask's own spelling is unchanged: device= by name; an int device is laddu's GPU index
+    assert Execution(device="cpu", num_workers=3).num_workers == 3
+    with pytest.raises(ValueError, match="backend must be one of 'auto', 'cpu', 'jit', 'gpu', got 'cuda'"):
+        Execution("cuda")
+    with pytest.raises(ValueError, match="autodiff must be one of 'auto', 'forward', 'reverse', got 'sym'"):
+        Execution(autodiff="sym")
+    with pytest.raises(ValueError, match="laddu-dask distributes with Dask, not MPI: pass client="):
+        Execution("cpu", mpi=True)
+    with pytest.raises(ValueError, match="threads=2 and num_workers=3 disagree"):
+        Execution(threads=2, num_workers=3)
+    with pytest.raises(ValueError, match="backend 'jit' runs on 'cpu', but device='gpu' was given"):
+        Execution("jit", device="gpu")
+    with pytest.raises(ValueError, match="'jit' means the fused compiled kernels, but kernel='numpy'"):
+        Execution("jit", kernel="numpy")
+    with pytest.raises(ValueError, match="GPUs by index, not by name or PCI bus ID"):
+        Execution(device="0000:01:00.0")
+    with pytest.raises(TypeError):  # precision and the rest are keywords, as in laddu
+        Execution("cpu", "f64")  # type: ignore[misc]
+    if not Execution("auto").device == "gpu":  # no GPU here: an explicit GPU index is a clear error
+        with pytest.raises(ValueError, match="device='gpu'"):
+            Execution(device=0)
+
+
 # ---------------------------------------------------------------------------
 # layout: no import circle, no import from a layer above
 # ---------------------------------------------------------------------------

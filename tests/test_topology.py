@@ -208,7 +208,10 @@ def test_particles_as_laddu_has_them():
         mine, ref = getattr(ld.particles, name), getattr(laddu.particles, name)
         assert (mine.name, mine.mass_checked, mine.charge_checked, mine.ids) == (
             ref.name, ref.mass_checked, ref.charge_checked, ref.ids), name
-        assert mine.spin == Fraction(str(ref.spin).removeprefix("S(").removesuffix(")")), name
+        assert isinstance(mine.spin, ld.S) and repr(mine.spin) == repr(ref.spin), name
+        for key in ("parity", "c_parity"):
+            want = getattr(ref, f"{key}_checked")
+            assert repr(getattr(mine, f"{key}_checked")) == repr(want), (name, key)
     for name in ("PHOTON", "PROTON", "K_SHORT", "PI_PLUS", "PI_MINUS", "PI_ZERO", "ETA", "NEUTRON"):
         assert isinstance(getattr(ld.particles, name), ld.Particle)
     assert ld.particles.K_SHORT.mass == 0.497611 and ld.particles.PHOTON.mass == 0.0
@@ -218,18 +221,22 @@ def test_particles_as_laddu_has_them():
 def test_particle_properties_and_errors():
     pion = ld.Particle("pi+", spin=0, parity="-", charge=1, mass=0.13957, ids={"pdg": 211})
     assert (pion.charge, pion.parity, pion.c_parity_checked, pion.ids) == (1, -1, None, {"pdg": 211})
+    assert isinstance(pion.parity, ld.Parity) and pion.parity == ld.Parity.NEGATIVE and pion.spin == ld.S(0)
     with pytest.raises(ModelError, match=r"particle pi\+ does not define `c_parity`"):
         _ = pion.c_parity
     with pytest.raises(ModelError, match="spin must be a non-negative integer or half-integer, got 0.3"):
         ld.Particle("x", spin=0.3)
-    with pytest.raises(ModelError, match="spin must be a number, got 'half'"):
+    with pytest.raises(ModelError, match="spin must be a non-negative integer or half-integer, got 'half'"):
         ld.Particle("x", spin="half")
-    assert ld.Particle(spin=1.5).spin == Fraction(3, 2)
-    if laddu is not None:  # a typed spin (anything with a float value) is taken
+    assert ld.Particle(spin=1.5).spin == Fraction(3, 2) == ld.S(1.5) == ld.Particle(spin=ld.J(1.5)).spin
+    # closure.py's spin algebra works on a particle's spin (laddu's S)
+    assert ld.particles.PHOTON.spin.coupled_with(ld.particles.PROTON.spin) == [ld.J(0.5), ld.J(1.5)]
+    assert ld.L(ld.Particle(spin=2).spin) == ld.L(2) and ld.particles.PROTON.spin.multiplicity == 2
+    if laddu is not None:  # laddu's own S is taken
         assert ld.Particle(spin=laddu.particles.OMEGA_MINUS.spin).spin == Fraction(3, 2)
     with pytest.raises(ModelError, match="mass must be finite and non-negative, got -1.0"):
         ld.Particle("x", mass=-1.0)
-    with pytest.raises(ModelError, match=r"parity must be \+1, -1, '\+' or '-', got 2"):
+    with pytest.raises(ModelError, match=r"parity must be a Parity, \+1, -1, '\+' or '-', got 2"):
         ld.Particle("x", parity=2)
 
 
@@ -325,3 +332,72 @@ def test_a_model_of_frame_angles_runs_through_the_likelihood():
     assert value == pytest.approx(-2.0 * (np.log(intensity).sum() - N * np.log(intensity.sum())), rel=1e-13)
     want = -2.0 * ((c / intensity).sum() - N * c.sum() / intensity.sum())
     assert gradient[0] == pytest.approx(want, rel=1e-11)
+
+
+def _proposals(lib):
+    """The generation settings of laddu's ``closure.py`` channel, in laddu's API."""
+    return dict(
+        beam=lib.InitialMomentum.uniform_energy(low=8.0, high=9.0, direction=[0.0, 0.0, 1.0]),
+        target=lib.InitialMomentum.momentum([0.0, 0.0, 0.0]),
+        x=lib.MassProposal(2.0 * lib.particles.K_SHORT.mass, high=2.0),
+        production=lib.VertexProposal.t_exchange(incoming="gamma", outgoing="X", slope=4.0,
+                                                 uniform_fraction=0.2),
+        decay=lib.VertexProposal.isotropic(),
+    )
+
+
+@pytest.mark.parametrize("lib", [ld, pytest.param(laddu, marks=needs_laddu)], ids=["laddu_dask", "laddu"])
+def test_a_channel_with_laddus_generation_settings_builds(lib):
+    """closure.py's channel (initial momenta, a mass proposal, t-exchange and isotropic vertices)
+    builds unchanged, and its frames are those of the same channel without the settings."""
+    p = _proposals(lib)
+    channel = lib.Channel(
+        "gamma p -> K_S K_S p",
+        edges=[lib.Edge("gamma", p4="beam", particle=lib.particles.PHOTON, initial_momentum=p["beam"]),
+               lib.Edge("target", p4="target", particle=lib.particles.PROTON, initial_momentum=p["target"]),
+               lib.Edge("X", mass_proposal=p["x"]),
+               lib.Edge("recoil", p4="recoil", particle=lib.particles.PROTON),
+               lib.Edge("ks1", p4="kshort1", particle=lib.particles.K_SHORT),
+               lib.Edge("ks2", p4="kshort2", particle=lib.particles.K_SHORT)],
+        vertices=[lib.Vertex("production", incoming=["gamma", "target"], outgoing=["X", "recoil"],
+                             generation=p["production"]),
+                  lib.Vertex("decay", incoming=["X"], outgoing=["ks1", "ks2"], generation=p["decay"])],
+    )
+    assert channel.vertex_names == ["production", "decay"]
+    if lib is ld:
+        assert str(channel.s("X")) == str(kk_channel(ld).s("X"))
+        assert (p["x"].value, p["x"].high, p["beam"].values, p["production"].slope) == (
+            0.995222, 2.0, (8.0, 9.0), 4.0)
+
+
+BAD_PROPOSALS = [
+    (lambda lib: lib.MassProposal(1.0, high=0.5), "value < high"),
+    (lambda lib: lib.MassProposal(-1.0), "fixed mass must be non-negative"),
+    (lambda lib: lib.InitialMomentum.uniform_energy(low=9.0, high=8.0, direction=[0, 0, 1]),
+     "finite low < high"),
+    (lambda lib: lib.InitialMomentum.momentum([0.0, 0.0]), "sequence of 3"),
+    (lambda lib: lib.VertexProposal.t_exchange(incoming="a", outgoing="b", uniform_fraction=1.5),
+     "uniform_fraction must be between 0 and 1"),
+]
+
+
+@pytest.mark.parametrize(("make", "message"), BAD_PROPOSALS)
+def test_bad_generation_settings_are_refused_as_laddu_refuses_them(make, message):
+    with pytest.raises(ModelError, match=message):
+        make(ld)
+    if laddu is not None:  # laddu refuses the same settings
+        with pytest.raises(ValueError):
+            make(laddu)
+
+
+def test_generation_settings_of_the_wrong_kind_or_edges_name_the_edge_or_vertex():
+    with pytest.raises(ModelError, match="edge 'X': mass_proposal must be a MassProposal, got float"):
+        ld.Edge("X", mass_proposal=3.0)
+    with pytest.raises(ModelError, match="edge 'gamma': initial_momentum must be a InitialMomentum"):
+        ld.Edge("gamma", initial_momentum=[0.0, 0.0, 8.0])
+    with pytest.raises(ModelError, match="vertex 'v': generation must be a VertexProposal, got str"):
+        ld.Vertex("v", incoming=["a"], outgoing=["b", "c"], generation="isotropic")
+    bad = ld.VertexProposal.t_exchange(incoming="gamma", outgoing="recoil2")
+    with pytest.raises(ModelError, match="vertex 'production': its t-exchange proposal names 'gamma' -> "
+                                         "'recoil2', which are not an incoming and an outgoing edge"):
+        ld.Vertex("production", incoming=["gamma", "target"], outgoing=["X", "recoil"], generation=bad)

@@ -57,6 +57,7 @@ from laddu_dask.expr.angular import WignerD, clebsch_gordan
 from laddu_dask.expr.frames import MandelstamChannel, VertexFrame
 from laddu_dask.expr.particles import Particle
 from laddu_dask.expr.polarization import Angles, Polarization, PolPhase, Zlm
+from laddu_dask.expr.proposals import InitialMomentum, MassProposal, VertexProposal
 from laddu_dask.expr.quantum import J, L, M, Parity, S
 from laddu_dask.expr.topology import Channel, Edge, Vertex
 
@@ -125,3 +126,5 @@ __all__ += ["Matrix", "Vector", "dot", "matmul", "matrix", "matvec", "solve", "v
 __all__ += ["f_vector", "k_matrix", "p_vector"]
 # reaction topology and frames (issue 11, item 4)
 __all__ += ["Channel", "Edge", "MandelstamChannel", "Particle", "Vertex", "VertexFrame", "particles"]
+# generation settings of a channel
+__all__ += ["InitialMomentum", "MassProposal", "VertexProposal"]

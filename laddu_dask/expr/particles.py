@@ -10,11 +10,11 @@ Examples
 --------
 >>> import laddu_dask as ld
 >>> ld.particles.PROTON.mass, ld.particles.PROTON.spin, ld.particles.PROTON.charge
-(0.93827208816, Fraction(1, 2), 1)
+(0.93827208816, S(1/2), 1)
 >>> ld.particles.K_SHORT.charge_checked is None
 True
 >>> ld.Particle("pi+", spin=0, parity="-", charge=1, mass=0.13957).parity
--1
+Parity.NEGATIVE
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from fractions import Fraction
 from typing import Any
 
 from laddu_dask.errors import ModelError
+from laddu_dask.expr.quantum import Parity, S, doubled
 
 #: The optional integer and flag properties, in laddu's names.
 _PLAIN = (
@@ -37,29 +38,28 @@ _INTEGERS = (
 )
 
 
-def _spin(value: Any) -> Fraction | None:
-    """A spin as a ``Fraction``: from a number, or a quantum-number object with a float value."""
+def _spin(value: Any) -> S | None:
+    """A spin as laddu's :class:`S`: from ``S``/``J``, an integer, a half-integer float or a Fraction."""
     if value is None:
         return None
-    try:
-        number = value if isinstance(value, (int, Fraction)) else float(value)
-    except (TypeError, ValueError) as exc:
-        raise ModelError(f"a particle spin must be a number, got {value!r}") from exc
-    spin = Fraction(number).limit_denominator(2)
-    if spin < 0 or (2 * spin).denominator != 1 or spin != number:
+    try:  # laddu's own S and J objects convert through float
+        number = value if isinstance(value, int | float | Fraction | S) else float(value)
+        twice = doubled(number, "a particle spin")
+    except (ModelError, TypeError, ValueError):
+        raise ModelError(f"a particle spin must be a non-negative integer or half-integer, "
+                         f"got {value!r}") from None
+    if twice < 0:
         raise ModelError(f"a particle spin must be a non-negative integer or half-integer, got {value!r}")
-    return spin
+    return S(Fraction(twice, 2))
 
 
-def _parity(value: Any, what: str) -> int | None:
+def _parity(value: Any, what: str) -> Parity | None:
     if value is None:
         return None
-    text = getattr(value, "name", value)  # an enum-like Parity gives its name
-    table = {1: 1, -1: -1, "+": 1, "-": -1, "POSITIVE": 1, "NEGATIVE": -1, "positive": 1, "negative": -1}
     try:
-        return table[text]
-    except (KeyError, TypeError):
-        raise ModelError(f"a particle {what} must be +1, -1, '+' or '-', got {value!r}") from None
+        return Parity(value)
+    except ModelError:
+        raise ModelError(f"a particle {what} must be a Parity, +1, -1, '+' or '-', got {value!r}") from None
 
 
 class Particle:
@@ -73,10 +73,11 @@ class Particle:
         Particle and antiparticle species names.
     self_conjugate : bool, optional
         Whether particle and antiparticle are the same.
-    spin : float or fractions.Fraction, optional
-        Non-negative integer or half-integer spin (kept as a ``Fraction``).
-    parity, c_parity, g_parity : int or str, optional
-        Intrinsic, charge-conjugation and G parities: ``+1``/``-1`` or ``"+"``/``"-"`` (kept as ints).
+    spin : S, J, int, float or fractions.Fraction, optional
+        Non-negative integer or half-integer spin (kept as laddu's :class:`~laddu_dask.S`).
+    parity, c_parity, g_parity : Parity, int or str, optional
+        Intrinsic, charge-conjugation and G parities: a :class:`~laddu_dask.Parity`,
+        ``+1``/``-1`` or ``"+"``/``"-"`` (kept as ``Parity``).
     charge, strangeness, charm, bottomness, topness, baryon_number : int, optional
         Charge in units of the positron charge, and flavour quantum numbers.
     electron_lepton_number, muon_lepton_number, tau_lepton_number : int, optional

@@ -38,6 +38,7 @@ from laddu_dask.errors import ModelError
 from laddu_dask.expr.frames import VertexFrame
 from laddu_dask.expr.node import Expr
 from laddu_dask.expr.particles import Particle
+from laddu_dask.expr.proposals import InitialMomentum, MassProposal, VertexProposal
 from laddu_dask.expr.vectors import Vec3, Vec4
 
 #: The order in which a missing momentum is inferred at a vertex (laddu's priorities).
@@ -65,9 +66,11 @@ class Edge:
     particle : Particle, optional
         Particle properties (mass, spin, ...).
     output : bool, default True
-        Whether generated datasets include this edge (kept; generation is not in laddu-dask yet).
-    mass_proposal, initial_momentum : object, optional
-        laddu's generation settings (kept as given; not used).
+        Whether generated datasets include this edge.
+    mass_proposal : MassProposal, optional
+        The mass sampled for this edge in generation.
+    initial_momentum : InitialMomentum, optional
+        The momentum of an initial-state edge in generation.
 
     Examples
     --------
@@ -90,6 +93,11 @@ class Edge:
             Vec4.event(p4)  # the same check of the name as everywhere else
         if particle is not None and not isinstance(particle, Particle):
             raise ModelError(f"edge {name!r}: particle must be a Particle, got {type(particle).__name__}")
+        for value, kind, what in ((mass_proposal, MassProposal, "mass_proposal"),
+                                  (initial_momentum, InitialMomentum, "initial_momentum")):
+            if value is not None and not isinstance(value, kind):
+                raise ModelError(f"edge {name!r}: {what} must be a {kind.__name__}, "
+                                 f"got {type(value).__name__}")
         self._p4, self._particle, self._output = p4, particle, bool(output)
         self.mass_proposal, self.initial_momentum = mass_proposal, initial_momentum
 
@@ -130,8 +138,9 @@ class Vertex:
         Unique vertex name.
     incoming, outgoing : sequence of str
         Names of the edges entering and leaving the vertex; each edge at most once.
-    generation : object, optional
-        laddu's phase-space proposal for generation (kept as given; not used).
+    generation : VertexProposal, optional
+        How the vertex is sampled in generation; a t-exchange names one incoming and one
+        outgoing edge of this vertex.
 
     Examples
     --------
@@ -159,6 +168,15 @@ class Vertex:
         if repeated:
             raise ModelError(f"vertex {name!r}: an edge cannot appear more than once in a vertex "
                              f"(edge {repeated[0]!r})")
+        if generation is not None:
+            if not isinstance(generation, VertexProposal):
+                raise ModelError(f"vertex {name!r}: generation must be a VertexProposal, "
+                                 f"got {type(generation).__name__}")
+            if generation.kind == "t_exchange" and (generation.incoming not in self._incoming
+                                                    or generation.outgoing not in self._outgoing):
+                raise ModelError(f"vertex {name!r}: its t-exchange proposal names "
+                                 f"{generation.incoming!r} -> {generation.outgoing!r}, which are not "
+                                 f"an incoming and an outgoing edge of the vertex")
         self.generation = generation
 
     @property

@@ -23,7 +23,16 @@ from collections.abc import Hashable, Mapping
 from typing import Any
 
 from laddu_dask import config
-from laddu_dask.options import Device, Kernel, Normalization, Precision, Scheduler
+from laddu_dask.options import (
+    Autodiff,
+    Backend,
+    Device,
+    Kernel,
+    Normalization,
+    Partitioning,
+    Precision,
+    Scheduler,
+)
 from laddu_dask.runtime.jobs import Runner
 from laddu_dask.runtime.local import PoolRunner
 from laddu_dask.runtime.memory import MemoryBudget, MemoryDecision, MemoryPlan, decisions_html
@@ -88,15 +97,45 @@ def _dashboard_link(client: Any, info: Mapping[str, Any]) -> str | None:
         return None
 
 
+def _laddu_backend(backend: str | None, device: str | int | None, kernel: str,
+                   gpu: int | None) -> tuple[str, str, int]:
+    """``(device, kernel, gpu)`` from laddu's ``backend`` and ``device`` and laddu-dask's own
+    ``device`` (``"cpu"``/``"gpu"``/``"auto"``), ``kernel`` and ``gpu``."""
+    if isinstance(device, int) and not isinstance(device, bool):  # laddu: the GPU adapter index
+        if gpu is not None and gpu != device:
+            raise ValueError(f"device={device!r} (laddu's GPU index) and gpu={gpu!r} disagree")
+        gpu, device = device, "gpu" if backend is None else None
+    elif device is not None and device not in Device.values():
+        raise ValueError(f"device must be one of {', '.join(map(repr, Device.values()))} or a GPU index "
+                         f"(an int), got {device!r}; laddu-dask selects GPUs by index, not by name "
+                         "or PCI bus ID")
+    if backend is not None:
+        backend = Backend.check(backend, "backend")
+        wanted = {"cpu": "cpu", "jit": "cpu", "gpu": "gpu", "auto": "auto"}[backend]
+        if device is not None and device != wanted:
+            raise ValueError(f"backend {backend!r} runs on {wanted!r}, but device={device!r} was given")
+        device = wanted
+        if backend == "jit":
+            if kernel not in ("auto", "fused"):
+                raise ValueError(f"backend 'jit' means the fused compiled kernels, but kernel={kernel!r}")
+            kernel = "fused"
+    return device or "cpu", kernel, 0 if gpu is None else gpu
+
+
 class Execution:
     """Runtime configuration of evaluations.
 
     Parameters
     ----------
-    device : {"cpu", "gpu", "auto"}
-        Where kernels run; ``"auto"`` takes a GPU when CuPy sees one.
-    precision : {"f64", "f32"}
-        Arithmetic precision of the kernels (sums are always accumulated exactly).
+    backend : {"cpu", "jit", "gpu", "auto"}, optional
+        laddu's first argument, positional only: ``"jit"`` is the CPU with the fused
+        kernels, ``"auto"`` takes a GPU when CuPy sees one.  The default is the CPU.
+    device : {"cpu", "gpu", "auto"} or int, optional
+        Where kernels run (laddu-dask's spelling of ``backend``), or, as in laddu, the
+        index of the GPU to use (then the backend is ``"gpu"``).
+    precision : {"f64", "f32", "auto"}
+        Arithmetic precision of the kernels (sums are always accumulated exactly);
+        ``"auto"`` is ``"f64"``, as in laddu.
     memory : MemoryPlan, MemoryBudget, int or str, optional
         Host (and device) budgets; a single budget applies to the host.
     client : distributed.Client, optional
@@ -115,8 +154,9 @@ class Execution:
     split_every : int, optional
         Fan-in of the tree reduction that merges partition sums (default: the Dask config
         ``laddu-dask.split-every``, 8; see :mod:`laddu_dask.config`).
-    num_workers : int, optional
-        Threads of the local scheduler (default: the number of CPUs).
+    num_workers, threads : int, optional
+        Threads of the local scheduler (default: the number of CPUs); ``threads`` is
+        laddu's name.
     kernel : {"auto", "fused", "numpy"}
         Per-partition kernels: fused compiled loops (Numba) or whole-array NumPy code;
         ``"auto"`` takes the fused ones when Numba is installed.
@@ -130,9 +170,17 @@ class Execution:
         graph on the threaded scheduler (``"dask"``); default: the Dask config
         ``laddu-dask.scheduler`` (``"pool"``).  Preparation, streaming and clusters always
         use Dask.
-    gpu : int
-        Index of the GPU to use with ``device="gpu"`` (one Dask worker per GPU on a
-        cluster: see the README).
+    gpu : int, optional
+        Index of the GPU to use with ``device="gpu"`` (default 0; one Dask worker per GPU
+        on a cluster: see the README).
+    autodiff : {"auto", "forward", "reverse"}
+        laddu's differentiation mode, accepted and kept: laddu-dask's gradients are exact
+        reverse mode (one backward sweep per event) whichever is asked for.
+    mpi : bool, optional
+        laddu's MPI switch: ``False``/``None`` only; laddu-dask distributes with ``client``.
+    partitioning : {"auto", "contiguous", "file_groups", "rows"}
+        laddu's MPI work split, accepted and kept: Dask's partitions are the dataset's, and
+        results are bitwise the same for any partitioning.
     progress : bool
         Show progress while datasets are prepared (Dask's progress bar locally; a
         count of worker stores on a cluster).
@@ -142,22 +190,45 @@ class Execution:
     >>> import laddu_dask as ld
     >>> ld.Execution(memory="1 GiB").memory.host.spec
     '1 GiB'
+    >>> ex = ld.Execution("jit", precision="f64", autodiff="forward", threads=2)  # laddu's spelling
+    >>> ex.device, ex.kernel, ex.num_workers, ex.backend
+    ('cpu', 'fused', 2, 'jit')
     """
 
     def __init__(
         self,
-        device: str = "cpu",
+        backend: str | None = None,
+        /,
+        *,
+        device: str | int | None = None,
         precision: str = "f64",
         memory: MemoryPlan | MemoryBudget | int | str | None = None,
         client: Any = None,
         split_every: int | None = None,
         num_workers: int | None = None,
+        threads: int | None = None,
         kernel: str = "auto",
         normalization: str = "auto",
+        autodiff: str = "auto",
         progress: bool = False,
-        gpu: int = 0,
+        gpu: int | None = None,
         scheduler: str | None = None,
+        mpi: bool | None = None,
+        partitioning: str = "auto",
     ) -> None:
+        device, kernel, gpu = _laddu_backend(backend, device, kernel, gpu)
+        if threads is not None:
+            if num_workers is not None and num_workers != threads:
+                raise ValueError(f"threads={threads!r} and num_workers={num_workers!r} disagree; "
+                                 "they are the same setting (laddu's and Dask's name)")
+            num_workers = threads
+        if mpi:
+            raise ValueError("laddu-dask distributes with Dask, not MPI: pass client=distributed.Client(...) "
+                             "(see the README's cluster section)")
+        self.autodiff = Autodiff.check(autodiff, "autodiff")
+        self.partitioning = Partitioning.check(partitioning, "partitioning")
+        if precision == "auto":  # laddu's default: double precision
+            precision = "f64"
         device = Device.check(device, "device")
         if device == "auto":
             device = "gpu" if _gpu_available() else "cpu"
@@ -182,6 +253,7 @@ class Execution:
         else:
             plan = MemoryPlan(host=memory)
         self.device = device
+        self.backend = Backend.check(backend, "backend") if backend is not None else device
         self.precision = precision
         self.memory = plan
         self.client = client
@@ -194,6 +266,11 @@ class Execution:
         self.num_workers = num_workers or os.cpu_count() or 1
         self._decisions: list[MemoryDecision] = []
         self._runner: Runner | None = None
+
+    @property
+    def is_distributed(self) -> bool:
+        """Whether evaluations run on a Dask cluster (laddu: on more than one MPI rank)."""
+        return self.client is not None
 
     def __repr__(self) -> str:
         where = "local threaded scheduler" if self.client is None else f"client {self.client!r}"
