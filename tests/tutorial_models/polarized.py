@@ -70,11 +70,11 @@ def angles(ld, channel):
     return theta_p, phi_p, theta_h, phi_h
 
 
-def wave_parts(ld, channel):
-    """``[(J, coupling * line shape), ...]`` of the S and D waves."""
+def wave_parts(ld, channel, waves=WAVES):
+    """``[(J, coupling * line shape), ...]`` of ``waves`` (the S and D waves), each tagged with its name."""
     kaon = ld.particles.K_SHORT
     parts = []
-    for name, j, mass, width in WAVES:
+    for name, j, mass, width in waves:
         line = ld.relativistic_breit_wigner(
             channel.s("X"),
             mass=ld.parameter(f"{name}_mass", initial=mass, bounds=(1.2, 1.8), unit="GeV"),
@@ -115,10 +115,10 @@ def helicity_amplitude(ld, parts, angle_exprs, lg, lt, lr):
     return total
 
 
-def intensity(ld):
-    """The polarized intensity ``sum_{lt, lr} Re(A^dagger rho_gamma A)``."""
+def intensity(ld, waves=WAVES):
+    """The polarized intensity ``sum_{lt, lr} Re(A^dagger rho_gamma A)`` of ``waves``."""
     channel = reaction(ld)
-    parts = wave_parts(ld, channel)
+    parts = wave_parts(ld, channel, waves)
     angle_exprs = angles(ld, channel)
     polarization = ld.scalar("beam_polarization")
     polarization_angle = ld.scalar("polarization_angle")
@@ -139,9 +139,9 @@ def intensity(ld):
     return total
 
 
-def build_model(ld):
-    """The tutorial model as ``ld.Model``."""
-    return ld.Model(intensity(ld))
+def build_model(ld, waves=WAVES):
+    """The tutorial model as ``ld.Model`` (of the S and D waves, or of ``waves``)."""
+    return ld.Model(intensity(ld, waves))
 
 
 def events(n: int, seed: int, weighted: bool = False) -> dict:
