@@ -208,3 +208,22 @@ def test_cuda_printer_evaluates_the_k_matrix_model(tmp_path):
     # within 1e-6 GeV^2 of a pole the solve's condition number (1e6) amplifies the printed
     # complex division's other rounding (one reciprocal per quotient)
     assert agreement(got[near_poles], want[near_poles]) < 1e-8
+
+
+@needs_laddu
+def test_a_phase_space_vector_is_refused_as_laddu_refuses_it():
+    """laddu 0.28.1's ``f_vector`` docstring allows a "channel phase-space vector or diagonal
+    matrix", yet laddu refuses a vector when the expression is built; so do we (a matrix
+    only, ``ModelError``). The tutorial models pass ``-i diag(rho)`` as a matrix."""
+    def f_of_vector(lib):
+        s = lib.scalar("s")
+        masses, g = lib.vector([1.2, 1.6]), lib.matrix([[0.5, 0.3], [0.2, 0.7]])
+        k = lib.k_matrix(s, pole_masses=masses, couplings=g, barriers=g)
+        p = lib.p_vector(s, pole_masses=masses, production=lib.vector([1.0, 0.5j]), couplings=g, barriers=g)
+        return lib.f_vector(s, pole_masses=masses, k=k, p=p, phase_space=lib.vector([1j, 1j]))
+
+    assert "phase-space vector or diagonal matrix" in laddu.f_vector.__doc__
+    with pytest.raises(laddu.LadduError, match=r"phase_space must be matrix\[2x2\], got vector\[2\]"):
+        f_of_vector(laddu)
+    with pytest.raises(ModelError, match=r"phase_space must be a matrix, got Vector\[2\]"):
+        f_of_vector(ld)

@@ -1,1 +1,1 @@
-"""laddu tutorial models, each written once against laddu 0.28.1's API (``ld`` is either library)."""
+"""laddu's tutorial models written once against laddu 0.28.1's API, built with either library."""
