@@ -44,6 +44,7 @@ from laddu_dask.expr import (
     Edge,
     Expr,
     InitialMomentum,
+    Isospin,
     J,
     L,
     M,
@@ -60,6 +61,7 @@ from laddu_dask.expr import (
     Predicate,
     S,
     Sheet,
+    Statistics,
     Vec3,
     Vec4,
     Vector,
@@ -214,3 +216,5 @@ __all__ += ["f_vector", "k_matrix", "p_vector"]
 __all__ += ["Channel", "Edge", "MandelstamChannel", "Particle", "Vertex", "VertexFrame", "particles"]
 # generation settings of a channel
 __all__ += ["InitialMomentum", "MassProposal", "VertexProposal"]
+# particle metadata types
+__all__ += ["Isospin", "Statistics"]

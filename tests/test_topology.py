@@ -209,7 +209,9 @@ def test_particles_as_laddu_has_them():
         assert (mine.name, mine.mass_checked, mine.charge_checked, mine.ids) == (
             ref.name, ref.mass_checked, ref.charge_checked, ref.ids), name
         assert isinstance(mine.spin, ld.S) and repr(mine.spin) == repr(ref.spin), name
-        for key in ("parity", "c_parity"):
+        for key in ("parity", "c_parity", "g_parity", "isospin", "statistics", "self_conjugate", "species",
+                    "antiparticle_species", "strangeness", "charm", "bottomness", "topness", "baryon_number",
+                    "electron_lepton_number", "muon_lepton_number", "tau_lepton_number"):
             want = getattr(ref, f"{key}_checked")
             assert repr(getattr(mine, f"{key}_checked")) == repr(want), (name, key)
     for name in ("PHOTON", "PROTON", "K_SHORT", "PI_PLUS", "PI_MINUS", "PI_ZERO", "ETA", "NEUTRON"):
@@ -234,6 +236,18 @@ def test_particle_properties_and_errors():
     assert ld.L(ld.Particle(spin=2).spin) == ld.L(2) and ld.particles.PROTON.spin.multiplicity == 2
     if laddu is not None:  # laddu's own S is taken
         assert ld.Particle(spin=laddu.particles.OMEGA_MINUS.spin).spin == Fraction(3, 2)
+    # the polarized-photoproduction tutorial's resonance: statistics and isospin as laddu types them
+    x = ld.Particle("X", spin=ld.S(1), statistics=ld.Statistics.BOSON, isospin=ld.Isospin(1, projection=0))
+    assert (x.statistics, x.isospin.isospin, x.isospin.projection) == (ld.Statistics.BOSON, ld.J(1), ld.M(0))
+    assert ld.Statistics.from_spin(ld.particles.PROTON.spin) == ld.Statistics.FERMION
+    with pytest.raises(ModelError, match="isospin projection must satisfy -I <= I3 <= I, got I = 1, I3 = 2"):
+        ld.Isospin(1, projection=2)
+    with pytest.raises(ModelError, match="integral exactly when the isospin is, got I = 1, I3 = 1/2"):
+        ld.Isospin(1, projection=0.5)
+    with pytest.raises(ModelError, match="a particle isospin must be a Isospin, got 1"):
+        ld.Particle("x", isospin=1)
+    with pytest.raises(ModelError, match="statistics must be Statistics.BOSON, .* got 'anyon'"):
+        ld.Particle("x", statistics="anyon")
     with pytest.raises(ModelError, match="mass must be finite and non-negative, got -1.0"):
         ld.Particle("x", mass=-1.0)
     with pytest.raises(ModelError, match=r"parity must be a Parity, \+1, -1, '\+' or '-', got 2"):

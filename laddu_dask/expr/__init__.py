@@ -58,7 +58,7 @@ from laddu_dask.expr.frames import MandelstamChannel, VertexFrame
 from laddu_dask.expr.particles import Particle
 from laddu_dask.expr.polarization import Angles, Polarization, PolPhase, Zlm
 from laddu_dask.expr.proposals import InitialMomentum, MassProposal, VertexProposal
-from laddu_dask.expr.quantum import J, L, M, Parity, S
+from laddu_dask.expr.quantum import Isospin, J, L, M, Parity, S, Statistics
 from laddu_dask.expr.topology import Channel, Edge, Vertex
 
 __all__ = [
@@ -128,3 +128,5 @@ __all__ += ["f_vector", "k_matrix", "p_vector"]
 __all__ += ["Channel", "Edge", "MandelstamChannel", "Particle", "Vertex", "VertexFrame", "particles"]
 # generation settings of a channel
 __all__ += ["InitialMomentum", "MassProposal", "VertexProposal"]
+# particle metadata types
+__all__ += ["Isospin", "Statistics"]

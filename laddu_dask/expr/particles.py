@@ -24,7 +24,7 @@ from fractions import Fraction
 from typing import Any
 
 from laddu_dask.errors import ModelError
-from laddu_dask.expr.quantum import Parity, S, doubled
+from laddu_dask.expr.quantum import Isospin, Parity, S, Statistics, doubled
 
 #: The optional integer and flag properties, in laddu's names.
 _PLAIN = (
@@ -62,6 +62,16 @@ def _parity(value: Any, what: str) -> Parity | None:
         raise ModelError(f"a particle {what} must be a Parity, +1, -1, '+' or '-', got {value!r}") from None
 
 
+def _typed(value: Any, kind: type, what: str) -> Any:
+    if value is not None and not isinstance(value, kind):
+        raise ModelError(f"a particle {what} must be a {kind.__name__}, got {value!r}")
+    return value
+
+
+def _statistics(value: Any) -> Statistics | None:
+    return None if value is None else Statistics(value)
+
+
 class Particle:
     """Physical and quantum-number metadata for a particle species (laddu's ``Particle``).
 
@@ -82,8 +92,10 @@ class Particle:
         Charge in units of the positron charge, and flavour quantum numbers.
     electron_lepton_number, muon_lepton_number, tau_lepton_number : int, optional
         Lepton numbers.
-    isospin, statistics : object, optional
-        Kept as given.
+    isospin : Isospin, optional
+        Total isospin and, optionally, its third component.
+    statistics : Statistics, optional
+        ``Statistics.BOSON`` or ``Statistics.FERMION`` (laddu's ``Statistics``).
     mass : float, optional
         Non-negative mass, in the units of the event four-vectors.
     ids : dict[str, int], optional
@@ -112,7 +124,7 @@ class Particle:
             name=name, species=species, antiparticle_species=antiparticle_species,
             self_conjugate=self_conjugate, spin=_spin(spin), parity=_parity(parity, "parity"),
             c_parity=_parity(c_parity, "c_parity"), g_parity=_parity(g_parity, "g_parity"),
-            isospin=isospin, statistics=statistics, mass=None,
+            isospin=_typed(isospin, Isospin, "isospin"), statistics=_statistics(statistics), mass=None,
         )
         for key in _INTEGERS:
             value = locals()[key]
@@ -231,15 +243,94 @@ _TABLE = (
     ('Z_BOSON', 'Z0', 'Z', 91.188, '1', None, None, None, 23),
 )
 
+#: (constant, doubled isospin, doubled I3, G parity, self-conjugate, antiparticle species, strangeness,
+#: charm, bottomness, topness, baryon number, e, mu and tau lepton numbers), as laddu 0.28.1 has them.
+_QUANTUM = (
+    ('ANTILAMBDA', 0, None, None, False, 'Lambda0', 1, 0, 0, 0, -1, 0, 0, 0),
+    ('ANTIMUON', 0, None, None, False, 'muon', 0, 0, 0, 0, 0, 0, -1, 0),
+    ('ANTINEUTRON', 1, None, None, False, 'neutron', 0, 0, 0, 0, -1, 0, 0, 0),
+    ('ANTIPROTON', 1, None, None, False, 'proton', 0, 0, 0, 0, -1, 0, 0, 0),
+    ('ANTISIGMA_MINUS', 2, None, None, False, 'Sigma+', 1, 0, 0, 0, -1, 0, 0, 0),
+    ('ANTISIGMA_PLUS', 2, None, None, False, 'Sigma-', 1, 0, 0, 0, -1, 0, 0, 0),
+    ('ANTISIGMA_ZERO', 2, None, None, False, 'Sigma0', 1, 0, 0, 0, -1, 0, 0, 0),
+    ('ANTITAU', 0, None, None, False, 'tau', 0, 0, 0, 0, 0, 0, 0, -1),
+    ('ANTI_OMEGA_PLUS', 0, None, None, False, 'Omega-', 3, 0, 0, 0, -1, 0, 0, 0),
+    ('ANTI_XI_PLUS', 1, None, None, False, 'Xi-', 2, 0, 0, 0, -1, 0, 0, 0),
+    ('ANTI_XI_ZERO', 1, None, None, False, 'Xi0', 2, 0, 0, 0, -1, 0, 0, 0),
+    ('B_MINUS', 1, None, None, False, 'B+', 0, 0, -1, 0, 0, 0, 0, 0),
+    ('B_PLUS', 1, None, None, False, 'B-', 0, 0, 1, 0, 0, 0, 0, 0),
+    ('B_S_ZERO', 0, None, None, False, 'B_s0_bar', -1, 0, 1, 0, 0, 0, 0, 0),
+    ('B_S_ZERO_BAR', 0, None, None, False, 'B_s0', 1, 0, -1, 0, 0, 0, 0, 0),
+    ('B_ZERO', 1, None, None, False, 'B0_bar', 0, 0, 1, 0, 0, 0, 0, 0),
+    ('B_ZERO_BAR', 1, None, None, False, 'B0', 0, 0, -1, 0, 0, 0, 0, 0),
+    ('D_MINUS', 1, None, None, False, 'D+', 0, -1, 0, 0, 0, 0, 0, 0),
+    ('D_PLUS', 1, None, None, False, 'D-', 0, 1, 0, 0, 0, 0, 0, 0),
+    ('D_S_MINUS', 0, None, None, False, 'D_s+', -1, -1, 0, 0, 0, 0, 0, 0),
+    ('D_S_PLUS', 0, None, None, False, 'D_s-', 1, 1, 0, 0, 0, 0, 0, 0),
+    ('D_ZERO', 1, None, None, False, 'D0_bar', 0, 1, 0, 0, 0, 0, 0, 0),
+    ('D_ZERO_BAR', 1, None, None, False, 'D0', 0, -1, 0, 0, 0, 0, 0, 0),
+    ('ELECTRON', 0, None, None, False, 'positron', 0, 0, 0, 0, 0, 1, 0, 0),
+    ('ELECTRON_ANTINEUTRINO', 0, None, None, False, 'nu_e', 0, 0, 0, 0, 0, -1, 0, 0),
+    ('ELECTRON_NEUTRINO', 0, None, None, False, 'nubar_e', 0, 0, 0, 0, 0, 1, 0, 0),
+    ('ETA', 0, None, 1, True, 'eta', None, None, None, None, 0, 0, 0, 0),
+    ('ETA_PRIME', 0, None, 1, True, "eta'", None, None, None, None, 0, 0, 0, 0),
+    ('HIGGS', 0, None, None, True, 'Higgs', None, None, None, None, 0, 0, 0, 0),
+    ('J_PSI', 0, None, None, True, 'J/psi', None, None, None, None, 0, 0, 0, 0),
+    ('K_LONG', None, None, None, True, 'K_L0', None, None, None, None, 0, 0, 0, 0),
+    ('K_MINUS', 1, None, None, False, 'K+', -1, 0, 0, 0, 0, 0, 0, 0),
+    ('K_PLUS', 1, None, None, False, 'K-', 1, 0, 0, 0, 0, 0, 0, 0),
+    ('K_SHORT', None, None, None, True, 'K_S0', None, None, None, None, 0, 0, 0, 0),
+    ('K_ZERO', 1, None, None, False, 'K0_bar', 1, 0, 0, 0, 0, 0, 0, 0),
+    ('K_ZERO_BAR', 1, None, None, False, 'K0', -1, 0, 0, 0, 0, 0, 0, 0),
+    ('LAMBDA', 0, None, None, False, 'Lambda0_bar', -1, 0, 0, 0, 1, 0, 0, 0),
+    ('MUON', 0, None, None, False, 'antimuon', 0, 0, 0, 0, 0, 0, 1, 0),
+    ('MUON_ANTINEUTRINO', 0, None, None, False, 'nu_mu', 0, 0, 0, 0, 0, 0, -1, 0),
+    ('MUON_NEUTRINO', 0, None, None, False, 'nubar_mu', 0, 0, 0, 0, 0, 0, 1, 0),
+    ('NEUTRON', 1, None, None, False, 'antineutron', 0, 0, 0, 0, 1, 0, 0, 0),
+    ('OMEGA', 0, None, -1, True, 'omega', None, None, None, None, 0, 0, 0, 0),
+    ('OMEGA_MINUS', 0, None, None, False, 'Omega+_bar', -3, 0, 0, 0, 1, 0, 0, 0),
+    ('PHI', 0, None, -1, True, 'phi', None, None, None, None, 0, 0, 0, 0),
+    ('PHOTON', None, None, None, True, 'photon', None, None, None, None, 0, 0, 0, 0),
+    ('PI_MINUS', 2, None, None, False, 'pi+', 0, 0, 0, 0, 0, 0, 0, 0),
+    ('PI_PLUS', 2, None, None, False, 'pi-', 0, 0, 0, 0, 0, 0, 0, 0),
+    ('PI_ZERO', 2, None, -1, True, 'pi0', 0, 0, 0, 0, 0, 0, 0, 0),
+    ('POSITRON', 0, None, None, False, 'electron', 0, 0, 0, 0, 0, -1, 0, 0),
+    ('PROTON', 1, None, None, False, 'antiproton', 0, 0, 0, 0, 1, 0, 0, 0),
+    ('RHO_MINUS', 2, None, None, False, 'rho+', None, None, None, None, 0, 0, 0, 0),
+    ('RHO_PLUS', 2, None, None, False, 'rho-', None, None, None, None, 0, 0, 0, 0),
+    ('RHO_ZERO', 2, None, 1, True, 'rho0', None, None, None, None, 0, 0, 0, 0),
+    ('SIGMA_MINUS', 2, None, None, False, 'Sigma+_bar', -1, 0, 0, 0, 1, 0, 0, 0),
+    ('SIGMA_PLUS', 2, None, None, False, 'Sigma-_bar', -1, 0, 0, 0, 1, 0, 0, 0),
+    ('SIGMA_ZERO', 2, None, None, False, 'Sigma0_bar', -1, 0, 0, 0, 1, 0, 0, 0),
+    ('TAU', 0, None, None, False, 'antitau', 0, 0, 0, 0, 0, 0, 0, 1),
+    ('TAU_ANTINEUTRINO', 0, None, None, False, 'nu_tau', 0, 0, 0, 0, 0, 0, 0, -1),
+    ('TAU_NEUTRINO', 0, None, None, False, 'nubar_tau', 0, 0, 0, 0, 0, 0, 0, 1),
+    ('W_MINUS', 0, None, None, False, 'W+', None, None, None, None, 0, 0, 0, 0),
+    ('W_PLUS', 0, None, None, False, 'W-', None, None, None, None, 0, 0, 0, 0),
+    ('XI_MINUS', 1, None, None, False, 'Xi+_bar', -2, 0, 0, 0, 1, 0, 0, 0),
+    ('XI_ZERO', 1, None, None, False, 'Xi0_bar', -2, 0, 0, 0, 1, 0, 0, 0),
+    ('Z_BOSON', 0, None, None, True, 'Z', None, None, None, None, 0, 0, 0, 0),
+)
+
 _SIGN = {"+": 1, "-": -1, None: None}
+_NUMBERS = ("strangeness", "charm", "bottomness", "topness", "baryon_number", "electron_lepton_number",
+            "muon_lepton_number", "tau_lepton_number")
 
 
-def _builtin(row: tuple) -> Particle:
+def _builtin(row: tuple, quantum: tuple) -> Particle:
     _, name, species, mass, spin, parity, c_parity, charge, pdg = row
-    return Particle(name, species=species, mass=mass, spin=Fraction(spin), parity=_SIGN[parity],
-                    c_parity=_SIGN[c_parity], charge=charge, ids={"pdg": pdg})
+    _, isospin, i3, g_parity, self_conjugate, anti, *numbers = quantum
+    return Particle(
+        name, species=species, mass=mass, spin=Fraction(spin), parity=_SIGN[parity],
+        c_parity=_SIGN[c_parity], g_parity=g_parity, charge=charge, ids={"pdg": pdg},
+        isospin=None if isospin is None else Isospin(Fraction(isospin, 2),
+                                                     projection=None if i3 is None else Fraction(i3, 2)),
+        statistics=Statistics.from_spin(Fraction(spin)), self_conjugate=self_conjugate,
+        antiparticle_species=anti, **dict(zip(_NUMBERS, numbers, strict=True)),
+    )
 
 
-BUILTIN: dict[str, Particle] = {row[0]: _builtin(row) for row in _TABLE}
+_EXTRA = {q[0]: q for q in _QUANTUM}
+BUILTIN: dict[str, Particle] = {row[0]: _builtin(row, _EXTRA[row[0]]) for row in _TABLE}
 globals().update(BUILTIN)
 __all__ = ["BUILTIN", "Particle", *BUILTIN]

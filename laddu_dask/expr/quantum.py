@@ -386,3 +386,110 @@ class Parity(_Ordered):
 
 Parity.POSITIVE = Parity(1)
 Parity.NEGATIVE = Parity(-1)
+
+
+class Statistics(_Ordered):
+    """Bose-Einstein or Fermi-Dirac statistics (laddu's ``Statistics``).
+
+    Examples
+    --------
+    >>> import laddu_dask as ld
+    >>> ld.Statistics.from_spin(ld.S(0.5)), ld.particles.PI_PLUS.statistics
+    (Statistics.FERMION, Statistics.BOSON)
+    """
+
+    __slots__ = ("_fermion",)
+    BOSON: Statistics
+    FERMION: Statistics
+
+    def __init__(self, value: Statistics | str) -> None:
+        if isinstance(value, Statistics):
+            self._fermion = value._fermion
+            return
+        name = value.strip().upper() if isinstance(value, str) else None
+        if name not in ("BOSON", "FERMION"):
+            raise ModelError(f"statistics must be Statistics.BOSON, Statistics.FERMION, 'boson' or "
+                             f"'fermion', got {value!r}")
+        self._fermion = name == "FERMION"
+
+    @staticmethod
+    def from_spin(spin: Any) -> Statistics:
+        """Bosons for integer spin, fermions for half-integer spin (spin-statistics theorem)."""
+        return Statistics.FERMION if doubled(spin, "spin") % 2 else Statistics.BOSON
+
+    def __repr__(self) -> str:
+        return "Statistics.FERMION" if self._fermion else "Statistics.BOSON"
+
+    def __hash__(self) -> int:
+        return hash(("laddu_dask.Statistics", self._fermion))
+
+    def _key(self) -> int:
+        return int(self._fermion)
+
+    def _other(self, other: object) -> int | None:
+        return int(other._fermion) if isinstance(other, Statistics) else None
+
+
+Statistics.BOSON = Statistics("boson")
+Statistics.FERMION = Statistics("fermion")
+
+
+class Isospin:
+    """A total isospin with an optional third component (laddu's ``Isospin``).
+
+    Parameters
+    ----------
+    isospin : J, int, float or Fraction
+        The non-negative integer or half-integer total isospin.
+    projection : M, int, float or Fraction, optional
+        The third component, in ``[-I, I]`` and integral exactly when ``I`` is.
+
+    Examples
+    --------
+    >>> import laddu_dask as ld
+    >>> ld.Isospin(0.5, projection=0.5), ld.particles.PI_PLUS.isospin
+    (Isospin(J(1/2), M(1/2)), Isospin(J(1)))
+    """
+
+    __slots__ = ("_isospin", "_projection")
+
+    def __init__(self, isospin: Any, *, projection: Any = None) -> None:
+        self._isospin = J(isospin)
+        self._projection = None if projection is None else M(projection)
+        if self._projection is not None:
+            i, m = self._isospin.doubled, self._projection.doubled
+            if (i - m) % 2:
+                raise ModelError(f"an isospin projection must be integral exactly when the isospin is, "
+                                 f"got I = {self._isospin.fraction}, I3 = {self._projection.fraction}")
+            if abs(m) > i:
+                raise ModelError(f"an isospin projection must satisfy -I <= I3 <= I, got "
+                                 f"I = {self._isospin.fraction}, I3 = {self._projection.fraction}")
+
+    @property
+    def isospin(self) -> J:
+        """The total isospin."""
+        return self._isospin
+
+    @property
+    def projection(self) -> M:
+        """The third component; ``ModelError`` when it was not given."""
+        if self._projection is None:
+            raise ModelError(f"{self!r} has no projection")
+        return self._projection
+
+    @property
+    def projection_checked(self) -> M | None:
+        """The third component, or ``None``."""
+        return self._projection
+
+    def __repr__(self) -> str:
+        if self._projection is None:
+            return f"Isospin({self._isospin!r})"
+        return f"Isospin({self._isospin!r}, {self._projection!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Isospin) and (self._isospin, self._projection) == (
+            other._isospin, other._projection)
+
+    def __hash__(self) -> int:
+        return hash(("laddu_dask.Isospin", self._isospin, self._projection))
