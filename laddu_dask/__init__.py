@@ -20,7 +20,7 @@ Examples
 """
 
 from laddu_dask.compile import CompiledModel, ReductionPlan
-from laddu_dask.data import Dataset, EventBatch, Schema, read_parquet
+from laddu_dask.data import Bin, BinnedDataset, Dataset, DatasetStats, EventBatch, Schema, read_parquet
 from laddu_dask.errors import (
     BudgetError,
     ClusterError,
@@ -218,3 +218,5 @@ __all__ += ["Channel", "Edge", "MandelstamChannel", "Particle", "Vertex", "Verte
 __all__ += ["InitialMomentum", "MassProposal", "VertexProposal"]
 # particle metadata types
 __all__ += ["Isospin", "Statistics"]
+# dataset operations (issue 12)
+__all__ += ["Bin", "BinnedDataset", "DatasetStats"]

@@ -72,19 +72,43 @@ def predicate_mask(predicate: Predicate, events: Any,
                          f"do not have (they have {', '.join(sorted(columns)) or 'none'})")
     n = len(next(iter(columns.values()))) if columns else 0
     xp = array_module(*columns.values())
-    params = dict(parameters or {})
     values: dict[int, Any] = {}
 
     def value(expr: Expr) -> Any:
         hit = values.get(expr.serial)
         if hit is None:
-            cm = CompiledModel.from_expr(expr)
-            cache = cm.event_cache({c: columns[c] for c in cm.columns}, precision)
-            given = {name: params[name] for name in cm.parameter_names if name in params}
-            hit = values[expr.serial] = cm.values(cache, given if cm.parameter_names else (),
-                                                  n=n, precision=precision)
+            hit = values[expr.serial] = expression_values(expr, columns, parameters, precision, n=n)
         return hit
 
     with np.errstate(invalid="ignore"):
         mask = evaluate_predicate(predicate, value, xp)
     return xp.broadcast_to(xp.asarray(mask, dtype=bool), (n,)).copy()
+
+
+def expression_values(expr: Expr, columns: Mapping[str, Any],
+                      parameters: Mapping[str, float] | None = None, precision: str = "f64",
+                      n: int | None = None) -> Any:
+    """The per-event values of ``expr`` on event ``columns`` (its compiled array code).
+
+    ``parameters`` gives the free parameters the expression uses, by name (a missing one is
+    a ``ParameterError``); ``n`` is the number of events (for an expression that reads no
+    column).  The values are real or complex as the expression is.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import laddu_dask as ld
+    >>> expression_values(ld.scalar("x") * 2.0, {"x": np.array([1.0, 2.5])})
+    array([2., 5.])
+    """
+    cm = CompiledModel.from_expr(expr)
+    missing = [c for c in cm.columns if c not in columns]
+    if missing:
+        raise ModelError(f"the expression reads column(s) {', '.join(missing)}, which the events "
+                         f"do not have (they have {', '.join(sorted(columns)) or 'none'})")
+    cache = cm.event_cache({c: columns[c] for c in cm.columns}, precision)
+    params = dict(parameters or {})
+    given = {name: params[name] for name in cm.parameter_names if name in params}
+    if n is None:
+        n = len(next(iter(columns.values()))) if columns else 1
+    return cm.values(cache, given if cm.parameter_names else (), n=n, precision=precision)

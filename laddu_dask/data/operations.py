@@ -1,0 +1,269 @@
+"""laddu's dataset operations: selections, bins, subsamples, bootstrap replicas, columns.
+
+:class:`DatasetOperations` gives :class:`~laddu_dask.data.dataset.Dataset` laddu 0.28.1's
+methods of the same names.  The ones returning datasets (``select``, ``bin_by``,
+``subsample``, ``bootstrap``) are lazy views built on :mod:`laddu_dask.data.derived`: they
+copy nothing and load their parent's partitions when they are loaded, so they stream
+when the parent streams.  The ones returning arrays (``weights``, ``column``,
+``evaluate``) read the partitions once, in order.
+
+Examples
+--------
+>>> import numpy as np
+>>> import laddu_dask as ld
+>>> ds = ld.Dataset.from_arrays(scalars={"m": np.linspace(0.5, 1.5, 11)})
+>>> bins = ds.bin_by(ld.scalar("m"), bins=ld.Bin([0.5, 1.0, 1.5]))
+>>> [(b.index, b.low, b.high, b.dataset.n_events) for b in bins]
+[(0, 0.5, 1.0, 5), (1, 1.0, 1.5, 6)]
+>>> ds.stats().events, ds.p4_names(), ds.scalar_names()
+(11, [], ['m'])
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from laddu_dask.compile.selection import expression_values
+from laddu_dask.data.derived import DerivedOrigin, RowRule
+from laddu_dask.errors import ModelError
+from laddu_dask.expr.node import Expr, walk
+from laddu_dask.expr.predicate import Predicate
+
+__all__ = ["Bin", "BinnedDataset", "DatasetOperations", "DatasetStats"]
+
+
+class Bin:
+    """One-dimensional bin edges (laddu's ``Bin``): ``N + 1`` strictly increasing finite edges.
+
+    Examples
+    --------
+    >>> import laddu_dask as ld
+    >>> ld.Bin.uniform(4, low=0.0, high=2.0).edges
+    [0.0, 0.5, 1.0, 1.5, 2.0]
+    """
+
+    __slots__ = ("_edges",)
+
+    def __init__(self, edges: Sequence[float] | np.ndarray) -> None:
+        try:
+            values = [float(e) for e in edges]
+        except (TypeError, ValueError):
+            raise ModelError(f"bin edges must be a sequence of numbers, got {edges!r}") from None
+        if len(values) < 2:
+            raise ModelError(f"bins need at least two edges, got {len(values)}")
+        if not all(math.isfinite(v) for v in values) or any(b <= a for a, b in zip(values, values[1:])):
+            raise ModelError(f"bin edges must be finite and strictly increasing, got {values}")
+        self._edges = values
+
+    @staticmethod
+    def uniform(count: int, *, low: float, high: float) -> Bin:
+        """``count`` equal bins from ``low`` to ``high`` (edges ``low + i (high - low) / count``)."""
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ModelError(f"the bin count must be a positive integer, got {count!r}")
+        if not (math.isfinite(low) and math.isfinite(high) and low < high):
+            raise ModelError(f"uniform bins need finite low < high, got {low!r} and {high!r}")
+        edges = [low + i * (high - low) / count for i in range(count)] + [float(high)]
+        return Bin(edges)
+
+    @property
+    def edges(self) -> list[float]:
+        """A copy of the edges."""
+        return list(self._edges)
+
+    def __len__(self) -> int:
+        return len(self._edges) - 1
+
+    def __repr__(self) -> str:
+        return f"Bin({self._edges})"
+
+
+@dataclass(frozen=True)
+class BinnedDataset:
+    """A bin of :meth:`DatasetOperations.bin_by`: its index, edges and events (laddu's ``BinnedDataset``).
+
+    ``low`` is inclusive and ``high`` exclusive, except in the last bin, which holds its
+    upper edge too (as in laddu).
+    """
+
+    index: int
+    low: float
+    high: float
+    dataset: Any
+
+
+@dataclass(frozen=True)
+class DatasetStats:
+    """Event and weight totals of a dataset (laddu's ``DatasetStats``), every sum exact.
+
+    ``effective_entries`` is ``(sum w)^2 / sum w^2``, ``None`` when ``sum w^2`` is 0;
+    ``negative_weights`` is the sum of the negative weights (not above 0), as in laddu.
+    """
+
+    events: int
+    sum_weights: float
+    sum_squared_weights: float
+    effective_entries: float | None
+    positive_weights: float
+    negative_weights: float
+
+
+class DatasetOperations:
+    """laddu's dataset methods (see the module); mixed into :class:`~laddu_dask.data.dataset.Dataset`."""
+
+    # -- lazy views ----------------------------------------------------------------------
+    def _derived(self, rule: RowRule, counts: Sequence[int] | None = None) -> Any:
+        return type(self)(DerivedOrigin(self, rule, counts), memory_policy=self.memory_policy)
+
+    def select(self, predicate: Predicate, *, execution: Any = None) -> Any:
+        """The events where ``predicate`` holds, lazily (laddu's ``Dataset.select``).
+
+        Only the columns the predicate reads are loaded now, to count the events each
+        partition keeps; the selection keeps its parent's partitioning and memory policy.
+        ``execution`` is accepted for laddu's signature.
+
+        Raises
+        ------
+        ModelError
+            If ``predicate`` is not a Predicate or reads a column the dataset lacks.
+        ParameterError
+            If it reads a free parameter (a selection is event-only).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import laddu_dask as ld
+        >>> ds = ld.Dataset.from_arrays(scalars={"t": np.array([-0.9, -0.5, -0.05, -1.2])})
+        >>> ds.select(ld.Predicate.between(ld.scalar("t"), low=-1.0, high=-0.1)).column("t")
+        array([-0.9, -0.5])
+        """
+        rule = RowRule.select(predicate)
+        self.schema.require(rule.columns, self._source_label(), needed_by="the selection")
+        return self._derived(rule)
+
+    def subsample(self, fraction: float, *, seed: int = 0) -> Any:
+        """Each event kept with probability ``fraction``, reproducibly (laddu's ``subsample``).
+
+        The draw of event ``i`` depends only on ``seed`` and ``i``, so the subsample is the
+        same for any partitioning.
+        """
+        return self._derived(RowRule.subsample(fraction, seed))
+
+    def bootstrap(self, *, seed: int = 0) -> Any:
+        """A Poisson-bootstrap replica: every weight times an independent Poisson(1) count
+        (laddu's ``bootstrap``); reproducible for a seed, whatever the partitioning."""
+        return self._derived(RowRule.bootstrap(seed))
+
+    def bin_by(self, expr: Expr, *, bins: Bin | Sequence[float],
+               execution: Any = None) -> list[BinnedDataset]:
+        """The events in each bin of the real expression ``expr`` (laddu's ``bin_by``).
+
+        Bins are ``[low, high)``, the last ``[low, high]``; events outside the edges (or
+        where ``expr`` is NaN) are in no bin.  One pass over the columns ``expr`` reads
+        counts every bin; each bin is a lazy selection of this dataset.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import laddu_dask as ld
+        >>> ds = ld.Dataset.from_arrays(scalars={"x": np.array([-1.0, 0.0, 0.5, 1.0, 2.0, 2.5])})
+        >>> [b.dataset.column("x").tolist() for b in ds.bin_by(ld.scalar("x"), bins=ld.Bin([0, 1, 2]))]
+        [[0.0, 0.5], [1.0, 2.0]]
+        """
+        if not isinstance(bins, Bin):
+            bins = Bin(bins)
+        if not isinstance(expr, Expr):
+            raise ModelError(f"bin_by needs a real expression, got {type(expr).__name__}")
+        if expr.kind != "real":
+            raise ModelError(f"bin_by needs a real expression, got a {expr.kind} one: {expr}")
+        edges = bins.edges
+        columns = [n.attr for n in _columns_of(expr)]
+        self.schema.require(columns, self._source_label(), needed_by="bin_by")
+        counts = [_bin_counts(expr, edges, p, columns) for p in self.partitions]
+        out = []
+        for i, (low, high) in enumerate(zip(edges, edges[1:])):
+            last = i == len(edges) - 2
+            predicate = Predicate.between(expr, low=low, high=high, closed="both" if last else "left")
+            rule = RowRule.select(predicate, label=f"bin {i} [{low:g}, {high:g}{']' if last else ')'}")
+            out.append(BinnedDataset(i, low, high, self._derived(rule, [c[i] for c in counts])))
+        return out
+
+    # -- arrays --------------------------------------------------------------------------
+    def weights(self) -> np.ndarray:
+        """Every event weight, in order (1 where none are stored)."""
+        return _concat([b.weights for b in self.iter_batches([])])
+
+    def column(self, name: str) -> np.ndarray:
+        """One flat column (``"beam_px"``, ``"pol_angle"``, ``"weight"``) of every event, in order."""
+        if name == "weight":
+            return self.weights()
+        self.schema.require([name], self._source_label(), needed_by="column")
+        return _concat([b.columns[name] for b in self.iter_batches([name])])
+
+    def evaluate(self, expr: Expr | Mapping[str, Expr], *, execution: Any = None,
+                 real: bool = False) -> Any:
+        """The value of a parameter-free expression (or of each of a mapping of them) for
+        every event (laddu's ``Dataset.evaluate``): ``complex128`` arrays, ``float64`` with
+        ``real=True`` (then a complex expression is a ``ModelError``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import laddu_dask as ld
+        >>> ds = ld.Dataset.from_arrays(scalars={"x": np.array([1.0, 4.0])})
+        >>> ds.evaluate(ld.scalar("x") * 2.0, real=True)
+        array([2., 8.])
+        >>> ds.evaluate(ld.scalar("x").sqrt())  # complex, as in laddu
+        array([1.+0.j, 2.+0.j])
+        """
+        if isinstance(expr, Mapping):
+            return {name: self.evaluate(e, real=real) for name, e in expr.items()}
+        if not isinstance(expr, Expr):
+            raise ModelError(f"evaluate needs an expression, got {type(expr).__name__}")
+        if real and expr.kind != "real":
+            raise ModelError(f"evaluate(real=True) needs a real expression, got a {expr.kind} one: {expr}")
+        columns = [n.attr for n in _columns_of(expr)]
+        self.schema.require(columns, self._source_label(), needed_by="evaluate")
+        parts = [np.broadcast_to(expression_values(expr, b.columns, n=b.n_events), (b.n_events,))
+                 for b in self.iter_batches(columns)]
+        return _concat(parts).astype(np.float64 if real else np.complex128)
+
+    def stats(self) -> DatasetStats:
+        """Event count and exact weight totals (laddu's ``Dataset.stats``)."""
+        w = self.weights()
+        total, squares = math.fsum(w), math.fsum(w * w)
+        return DatasetStats(
+            events=int(w.shape[0]), sum_weights=total, sum_squared_weights=squares,
+            effective_entries=total * total / squares if squares > 0 else None,
+            positive_weights=math.fsum(w[w > 0]), negative_weights=math.fsum(w[w < 0]),
+        )
+
+    def p4_names(self) -> list[str]:
+        """The four-vector names (laddu's ``Dataset.p4_names()``)."""
+        return list(self.schema.p4s)
+
+    def scalar_names(self) -> list[str]:
+        """The scalar column names (laddu's ``Dataset.scalar_names()``)."""
+        return list(self.schema.scalars)
+
+
+def _columns_of(expr: Expr) -> list[Expr]:
+    return [n for n in walk(expr) if n.op == "column"]
+
+
+def _concat(parts: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(0)
+
+
+def _bin_counts(expr: Expr, edges: list[float], part: Any, columns: list[str]) -> list[int]:
+    batch = part.load(columns, np.float64)
+    x = np.broadcast_to(expression_values(expr, batch.columns, n=batch.n_events), (batch.n_events,))
+    counts = []
+    for i, (low, high) in enumerate(zip(edges, edges[1:])):
+        inside = (x >= low) & ((x <= high) if i == len(edges) - 2 else (x < high))
+        counts.append(int(np.count_nonzero(inside)))
+    return counts
