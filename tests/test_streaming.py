@@ -150,10 +150,10 @@ def test_planned_working_set_holds_a_streamed_partition(tmp_path, kernel, n_ampl
     params = pm._params(point)
     plan = ReductionPlan.weighted_real()
     for exact in (False, True):  # the fast sums, and their exact redo
-        stream_partitions(pm.reducer, pd.dataset, [1], params, plan, True, exact)  # warm
+        stream_partitions(pm.reducer, pd.dataset, [1], (params,), plan, True, exact)  # warm
         tracemalloc.start()
         try:
-            stream_partitions(pm.reducer, pd.dataset, [1], params, plan, True, exact)
+            stream_partitions(pm.reducer, pd.dataset, [1], (params,), plan, True, exact)
             _, peak = tracemalloc.get_traced_memory()
         finally:
             tracemalloc.stop()

@@ -15,6 +15,9 @@ Examples
 >>> value, grad = lik.value_and_gradient({"a": 2.0})
 >>> grad.shape
 (1,)
+>>> values = lik.values([[1.0], [2.0]])  # K points in one evaluation round
+>>> bool(values[1] == value)
+True
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from laddu_dask.expr.parameter import ParameterSpec, merge_parameters
 from laddu_dask.likelihood.cost import MinuitCost
 from laddu_dask.likelihood.terms import NLL, ExtendedNLL
 from laddu_dask.runtime.execution import Execution
-from laddu_dask.runtime.prepared import reduce_many
+from laddu_dask.runtime.prepared import reduce_points
 
 Term = NLL | ExtendedNLL
 
@@ -134,21 +137,33 @@ class Likelihood(MinuitCost):
         )
 
     def _evaluate(self, params: ParameterValues, with_gradient: bool) -> tuple[float, Any]:
-        p = self.resolve(params)
-        # the reductions of every term in one round (one call per worker on a cluster)
-        requests = [term.requests(self.execution, p[idx], with_gradient)
+        return self._evaluate_points([self.resolve(params)], with_gradient)[0]
+
+    def _evaluate_points(self, points: list[np.ndarray], with_gradient: bool) -> list[tuple[float, Any]]:
+        """``(value, gradient or None)`` at each resolved point, all in one round."""
+        # the reductions of every term at every point in one round (one call per worker on
+        # a cluster; each partition read once)
+        requests = [term.requests(self.execution, [p[idx] for p in points], with_gradient)
                     for term, idx in zip(self.terms, self._index)]
-        results = iter(reduce_many(self.execution, [r for reqs in requests for r in reqs]))
-        total = 0.0
-        grad = np.zeros(len(p))
+        results = iter(reduce_points(self.execution, [r for reqs in requests for r in reqs]))
+        totals = [0.0] * len(points)
+        grads = [np.zeros(len(self.parameter_names)) for _ in points]
         for term, idx, reqs in zip(self.terms, self._index, requests):
-            value, g = term.combine(self.execution, p[idx], [next(results) for _ in reqs],
-                                    with_gradient)
-            total += value
-            if with_gradient:
-                np.add.at(grad, idx, g)
-        self.n_evaluations += 1
-        return total, (grad if with_gradient else None)
+            per_request = [next(results) for _ in reqs]
+            for k, p in enumerate(points):
+                value, g = term.combine(self.execution, p[idx], [r[k] for r in per_request],
+                                        with_gradient)
+                totals[k] += value
+                if with_gradient:
+                    np.add.at(grads[k], idx, g)
+        self.n_evaluations += len(points)
+        return [(total, grad if with_gradient else None) for total, grad in zip(totals, grads)]
+
+    def _resolve_points(self, points: Any) -> list[np.ndarray]:
+        if isinstance(points, np.ndarray) and points.ndim != 2:
+            raise ValueError(f"points must be a (K, {len(self.parameter_names)}) array, one row per "
+                             f"point, got shape {points.shape}")
+        return [self.resolve(point) for point in points]
 
     def value(self, params: ParameterValues) -> float:
         """The likelihood at ``params`` (sequence in :attr:`parameter_names` order, or mapping)."""
@@ -161,6 +176,49 @@ class Likelihood(MinuitCost):
     def gradient(self, params: ParameterValues) -> np.ndarray:
         """The exact gradient at ``params``."""
         return self._evaluate(params, True)[1]
+
+    def values(self, points: Any) -> np.ndarray:
+        """The likelihood at K points in one evaluation round.
+
+        Locally one pass of the thread pool's tasks, on a cluster one call per worker,
+        and each partition's data read once for all K points (a streamed one re-read once,
+        not K times): an MCMC step for all its walkers costs one round trip.  Each value
+        is bitwise :meth:`value` at that point.
+
+        Parameters
+        ----------
+        points : array of shape (K, n_parameters), or sequence of K points
+            Rows in :attr:`parameter_names` order (or mappings by name).
+
+        Returns
+        -------
+        numpy.ndarray
+            The K values.
+
+        Examples
+        --------
+        See the module's: ``lik.values([[1.0], [2.0]])``.
+        """
+        points = self._resolve_points(points)
+        if not points:
+            return np.zeros(0)
+        return np.array([value for value, _ in self._evaluate_points(points, False)])
+
+    def values_and_gradients(self, points: Any) -> tuple[np.ndarray, np.ndarray]:
+        """The likelihood and its exact gradient at K points in one round (see :meth:`values`).
+
+        Returns
+        -------
+        values : numpy.ndarray
+            Shape ``(K,)``.
+        gradients : numpy.ndarray
+            Shape ``(K, n_parameters)``, each row bitwise :meth:`gradient` at that point.
+        """
+        points = self._resolve_points(points)
+        if not points:
+            return np.zeros(0), np.zeros((0, len(self.parameter_names)))
+        out = self._evaluate_points(points, True)
+        return np.array([v for v, _ in out]), np.array([g for _, g in out]).reshape(len(out), -1)
 
     def project(self, params: ParameterValues, term: str | None = None) -> np.ndarray:
         """Accepted-MC weights ``w I`` at ``params``, scaled to the data (for plots).

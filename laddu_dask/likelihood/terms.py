@@ -170,7 +170,8 @@ class _Term(MinuitCost):
     def requests(self, execution: Execution, params: Any, with_gradient: bool) -> list[ReductionRequest]:
         """The reductions an evaluation at ``params`` needs (the data's, and the accepted
         MC's unless its sum comes from sufficient statistics); a :class:`Likelihood`
-        runs those of all its terms in one round."""
+        runs those of all its terms in one round.  ``params`` is one point, or a sequence
+        of points for :func:`~laddu_dask.runtime.prepared.reduce_points`."""
         prep = self.prepare(execution, with_gradient)
         if not math.isfinite(prep.data_weight):
             raise NonFiniteError(

@@ -12,7 +12,7 @@ A round trip through the scheduler costs tens of milliseconds, too much for the 
 hundred evaluations of a fit, so an evaluation calls each worker directly, once, for
 all the jobs of that evaluation (``client.rpc(worker).laddu_reduce``, served by
 :mod:`laddu_dask.runtime.worker`).  Each worker reduces the partitions it holds, on all
-its threads, and returns one exact partial sum per job.  Where each partition is comes
+its threads, and returns one exact partial sum per job and point.  Where each partition is comes
 from Dask's ``who_has``, cached and refreshed only when the workers changed or a
 worker did not hold what it was asked for (:mod:`laddu_dask.runtime.placement`); a
 worker that joined is given its share of the partitions at the next evaluation.  When
@@ -42,7 +42,7 @@ import numpy as np
 
 from laddu_dask.data.dataset import Dataset
 from laddu_dask.errors import ClusterError
-from laddu_dask.runtime.accumulate import CertifiedPartials, fsum_rows
+from laddu_dask.runtime.accumulate import fsum_rows
 from laddu_dask.runtime.cluster_waits import (
     POLL,
     Deadline,
@@ -53,7 +53,7 @@ from laddu_dask.runtime.cluster_waits import (
     who_has,
 )
 from laddu_dask.runtime.dashboard import record_client_evaluation
-from laddu_dask.runtime.jobs import ReductionJob, Runner, WorkerJob
+from laddu_dask.runtime.jobs import PointPartials, ReductionJob, Runner, WorkerJob
 from laddu_dask.runtime.memory import MemoryDecision
 from laddu_dask.runtime.placement import WorkerWatch, balance, choose
 from laddu_dask.runtime.preparation import (
@@ -361,11 +361,11 @@ class ClusterRunner(Runner):
             job, pd = jobs[j], jobs[j].prepared
             used = {self._token(job.reducer): job.reducer}
             if pd.storage == "resident":
-                out.append(WorkerJob(self._token(job.reducer), job.params, job.plan, job.with_gradient,
+                out.append(WorkerJob(self._token(job.reducer), job.points, job.plan, job.with_gradient,
                                      job.exact, keys=[pd.partitions[i].key for i in ids]))
             else:
                 used[self._token(pd.dataset)] = pd.dataset
-                out.append(WorkerJob(self._token(job.reducer), job.params, job.plan, job.with_gradient,
+                out.append(WorkerJob(self._token(job.reducer), job.points, job.plan, job.with_gradient,
                                      job.exact, dataset=self._token(pd.dataset), indices=ids,
                                      stream_threads=pd.stream_workers))
             objects.update({t: obj for t, obj in used.items() if t not in sent})
@@ -412,7 +412,7 @@ class ClusterRunner(Runner):
                 raise deadline.error("an evaluation", f"worker(s) {', '.join(sorted(tasks))}")
         return out
 
-    def run(self, jobs: list[ReductionJob]) -> list[CertifiedPartials]:
+    def run(self, jobs: list[ReductionJob]) -> list[PointPartials]:
         """One call per worker for all ``jobs``; partitions moved or lost are asked for again.
 
         Raises
@@ -435,7 +435,7 @@ class ClusterRunner(Runner):
             self._refresh(what)
         deadline = Deadline("evaluation-timeout")
         todo = {j: list(range(job.prepared.stats.batches)) for j, job in enumerate(jobs)}
-        partials: list[list[CertifiedPartials]] = [[] for _ in jobs]
+        partials: list[list[PointPartials]] = [[] for _ in jobs]
         events = calls = 0
         for _ in range(MAX_ROUNDS):
             shares, missing = self._assign(jobs, todo)
@@ -482,4 +482,4 @@ class ClusterRunner(Runner):
         # -- dashboard hook: one call per evaluation on the client ---------------------------
         self.evaluations += 1
         _on_client_evaluation(self.client, label, self.evaluations, time.perf_counter() - start)
-        return [CertifiedPartials.merge(p) if p else job.empty() for job, p in zip(jobs, partials)]
+        return [PointPartials.merge(p) if p else job.empty() for job, p in zip(jobs, partials)]

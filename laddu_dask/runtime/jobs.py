@@ -1,9 +1,10 @@
 """The low-level jobs of an evaluation, and what every place that runs them provides.
 
 An evaluation is a list of :class:`ReductionJob` (one per dataset to reduce: a model's
-reducer, the prepared dataset, the parameter point, the plan, whether the gradient
+reducer, the prepared dataset, the parameter points, the plan, whether the gradient
 is wanted and whether the sums must be exact).  A *runner* takes them all at once and
-returns one :class:`~laddu_dask.runtime.accumulate.CertifiedPartials` per job; three
+returns one :class:`PointPartials` per job (the
+:class:`~laddu_dask.runtime.accumulate.CertifiedPartials` of each of its points); three
 exist, one per place an evaluation runs, chosen once by the
 :class:`~laddu_dask.runtime.execution.Execution`:
 
@@ -12,7 +13,10 @@ exist, one per place an evaluation runs, chosen once by the
 * :class:`~laddu_dask.runtime.cluster.ClusterRunner`: a ``distributed`` cluster.
 
 The task functions here (:func:`reduce_partitions`, :func:`stream_partitions`) are the
-work of one group of partitions, wherever it runs.
+work of one group of partitions, wherever it runs.  A job carries K parameter points
+(one for a plain evaluation, one per walker of an MCMC step): each task reads each of
+its partitions once and runs the kernel at every point, so K points cost one round
+and one pass over the data, and each point's sums are those of a one-point job.
 
 Examples
 --------
@@ -34,20 +38,30 @@ from laddu_dask.runtime.preparation import PreparedDataset, prepare_partition
 from laddu_dask.runtime.reducer import Params, PartitionReducer, PreparedPartition
 
 
+class PointPartials(tuple):
+    """The partial sums of one job at each of its points (a tuple of
+    :class:`~laddu_dask.runtime.accumulate.CertifiedPartials`), merged point by point."""
+
+    @staticmethod
+    def merge(parts: list[PointPartials]) -> PointPartials:
+        """Exact merge, point by point."""
+        return PointPartials(CertifiedPartials.merge(list(sums)) for sums in zip(*parts))
+
+
 @dataclass(frozen=True)
 class ReductionJob:
-    """One reduction of an evaluation: a model over a prepared dataset at a point."""
+    """One reduction of an evaluation: a model over a prepared dataset at K points."""
 
     reducer: PartitionReducer
     prepared: PreparedDataset
-    params: Params
+    points: tuple[Params, ...]
     plan: ReductionPlan
     with_gradient: bool
     exact: bool = False
 
-    def empty(self) -> CertifiedPartials:
+    def empty(self) -> PointPartials:
         """The partial sums of a job without partitions."""
-        return self.reducer.empty(self.with_gradient)
+        return PointPartials(self.reducer.empty(self.with_gradient) for _ in self.points)
 
 
 @dataclass(frozen=True)
@@ -56,7 +70,7 @@ class WorkerJob:
     partition ``indices``; the reducer and the dataset by the token they were sent under."""
 
     reducer: str
-    params: Params
+    points: tuple[Params, ...]
     plan: ReductionPlan
     with_gradient: bool
     exact: bool
@@ -71,25 +85,32 @@ class WorkerJob:
         return self.dataset is not None
 
 
-def reduce_partitions(reducer: PartitionReducer, parts: list[PreparedPartition], params: Params,
-                      plan: ReductionPlan, with_gradient: bool, exact: bool) -> CertifiedPartials:
-    """Task: partial sums over a group of resident partitions, merged exactly."""
-    return CertifiedPartials.merge(
-        [reducer.partials(part, params, plan, with_gradient, exact) for part in parts]
-    )
+def at_points(reducer: PartitionReducer, part: PreparedPartition, points: tuple[Params, ...],
+              plan: ReductionPlan, with_gradient: bool, exact: bool) -> PointPartials:
+    """One partition's partial sums at every point (its data read once)."""
+    return PointPartials(reducer.partials(part, params, plan, with_gradient, exact) for params in points)
+
+
+def reduce_partitions(reducer: PartitionReducer, parts: list[PreparedPartition],
+                      points: tuple[Params, ...], plan: ReductionPlan, with_gradient: bool,
+                      exact: bool) -> PointPartials:
+    """Task: partial sums over a group of resident partitions at every point, merged exactly."""
+    return PointPartials.merge([at_points(reducer, part, points, plan, with_gradient, exact)
+                                for part in parts])
 
 
 def stream_partitions(reducer: PartitionReducer, dataset: Dataset, indices: list[int],
-                      params: Params, plan: ReductionPlan, with_gradient: bool,
-                      exact: bool) -> CertifiedPartials:
-    """Task: read, prepare and reduce a group of partitions one at a time, keeping nothing."""
+                      points: tuple[Params, ...], plan: ReductionPlan, with_gradient: bool,
+                      exact: bool) -> PointPartials:
+    """Task: read, prepare and reduce a group of partitions one at a time (each at every
+    point), keeping nothing."""
     out = []
     for index in indices:
         part = prepare_partition(reducer.compiled, dataset, index, reducer.precision,
                                  reducer.device, reducer.gpu)
-        out.append(reducer.partials(part, params, plan, with_gradient, exact))
+        out.append(at_points(reducer, part, points, plan, with_gradient, exact))
         del part
-    return CertifiedPartials.merge(out)
+    return PointPartials.merge(out)
 
 
 def task_groups(n: int, workers: int) -> list[range]:
@@ -126,6 +147,6 @@ class Runner:
         """Prepare ``dataset`` under the storage of ``decision`` (kept resident, or streamed)."""
         raise NotImplementedError
 
-    def run(self, jobs: list[ReductionJob]) -> list[CertifiedPartials]:
-        """The merged partial sums of every job (all of them in one round)."""
+    def run(self, jobs: list[ReductionJob]) -> list[PointPartials]:
+        """The merged partial sums of every job at each of its points (all in one round)."""
         raise NotImplementedError

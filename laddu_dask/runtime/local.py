@@ -20,8 +20,7 @@ from collections.abc import Hashable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from laddu_dask.runtime.accumulate import CertifiedPartials
-from laddu_dask.runtime.jobs import ReductionJob
+from laddu_dask.runtime.jobs import PointPartials, ReductionJob
 from laddu_dask.runtime.reduction import merge_list
 from laddu_dask.runtime.threaded import ThreadedRunner, evaluation_graph, with_empty
 
@@ -52,7 +51,7 @@ class PoolRunner(ThreadedRunner):
             self._pool = ThreadPoolExecutor(self.num_workers, thread_name_prefix="laddu-dask")
         return self._pool
 
-    def run(self, jobs: list[ReductionJob]) -> list[CertifiedPartials]:
+    def run(self, jobs: list[ReductionJob]) -> list[PointPartials]:
         """One graph for all ``jobs``: on the pool, or on Dask's scheduler when one streams."""
         graph, roots, workers = evaluation_graph(jobs, self.num_workers, self.split_every)
         keys = [r for r in roots if r is not None]

@@ -9,7 +9,9 @@ recorded on the execution.
 
 An evaluation is then one round of the execution's runner for all its reductions
 (:func:`reduce_many`): each partition's parameter-dependent kernel returns exact
-partial sums of the value and of every gradient component, merged exactly.
+partial sums of the value and of every gradient component, merged exactly.  The
+round may carry K parameter points (:func:`reduce_points`): each partition is then
+read once and reduced at every point.
 
 Examples
 --------
@@ -76,7 +78,11 @@ class ReductionEvaluation:
 
 @dataclass(frozen=True)
 class ReductionRequest:
-    """One reduction of an evaluation: a model over a prepared dataset at a point."""
+    """One reduction of an evaluation: a model over a prepared dataset at a point.
+
+    ``params`` is one point for :func:`reduce_many`, a sequence of points for
+    :func:`reduce_points`.
+    """
 
     model: PreparedModel
     params: Any
@@ -86,30 +92,50 @@ class ReductionRequest:
 
 
 def reduce_many(execution: Execution, requests: list[ReductionRequest]) -> list[tuple[float, Any]]:
-    """Run several reductions in ONE round of the execution's runner (one graph locally,
-    one call per worker on a cluster).
+    """Run several reductions, each at one point, in ONE round of the execution's runner
+    (one graph locally, one call per worker on a cluster).
 
-    Returns ``(value, gradient or None)`` per request.  Fast (fused) sums that cannot be
-    certified correctly rounded are recomputed exactly, so the result never depends on
-    the partitioning.
+    Returns ``(value, gradient or None)`` per request (see :func:`reduce_points`).
+    """
+    single = [replace(req, params=[req.params]) for req in requests]
+    return [at_points[0] for at_points in reduce_points(execution, single)]
+
+
+def reduce_points(execution: Execution, requests: list[ReductionRequest]
+                  ) -> list[list[tuple[float, Any]]]:
+    """Run several reductions, each at K points (its ``params``, a sequence of points), in
+    ONE round of the execution's runner: every partition is read once per round and
+    reduced at each of its request's points.
+
+    Returns, per request, ``(value, gradient or None)`` at each of its points: each one
+    bitwise the result of that point alone.  Fast (fused) sums that cannot be certified
+    correctly rounded are recomputed exactly (those points only), so a result never
+    depends on the partitioning.
     """
     for req in requests:
         if not isinstance(req.plan, ReductionPlan):
             raise TypeError(f"plan must be a ReductionPlan, got {type(req.plan).__name__}")
-    jobs = [ReductionJob(req.model.reducer, req.prepared, req.model._params(req.params), req.plan,
+    jobs = [ReductionJob(req.model.reducer, req.prepared,
+                         tuple(req.model._params(point) for point in req.params), req.plan,
                          req.with_gradient) for req in requests]
-    merged = execution.runner.run(jobs)
-    out: list[Any] = [None] * len(requests)
-    redo = []
-    for k, (job, m) in enumerate(zip(jobs, merged)):
-        try:
-            out[k] = job.reducer.finish(m, job.params, job.with_gradient, job.prepared.label)
-        except Uncertified:
-            redo.append(k)
+    merged = execution.runner.run(jobs) if any(job.points for job in jobs) else [()] * len(jobs)
+    out: list[list[Any]] = [[None] * len(job.points) for job in jobs]
+    redo: list[tuple[int, list[int]]] = []
+    for j, (job, sums) in enumerate(zip(jobs, merged)):
+        uncertified = []
+        for k, (params, m) in enumerate(zip(job.points, sums)):
+            try:
+                out[j][k] = job.reducer.finish(m, params, job.with_gradient, job.prepared.label)
+            except Uncertified:
+                uncertified.append(k)
+        if uncertified:
+            redo.append((j, uncertified))
     if redo:
-        exact = [replace(jobs[k], exact=True) for k in redo]
-        for k, job, m in zip(redo, exact, execution.runner.run(exact)):
-            out[k] = job.reducer.finish(m, job.params, job.with_gradient, job.prepared.label)
+        exact = [replace(jobs[j], points=tuple(jobs[j].points[k] for k in ks), exact=True)
+                 for j, ks in redo]
+        for (j, ks), job, sums in zip(redo, exact, execution.runner.run(exact)):
+            for k, params, m in zip(ks, job.points, sums):
+                out[j][k] = job.reducer.finish(m, params, job.with_gradient, job.prepared.label)
     return out
 
 

@@ -29,8 +29,15 @@ import dask.threaded
 from dask.task_spec import TaskRef
 
 from laddu_dask.data.dataset import Dataset
-from laddu_dask.runtime.accumulate import CertifiedPartials, ExactPartials
-from laddu_dask.runtime.jobs import ReductionJob, Runner, reduce_partitions, stream_partitions, task_groups
+from laddu_dask.runtime.accumulate import ExactPartials
+from laddu_dask.runtime.jobs import (
+    PointPartials,
+    ReductionJob,
+    Runner,
+    reduce_partitions,
+    stream_partitions,
+    task_groups,
+)
 from laddu_dask.runtime.memory import MemoryDecision
 from laddu_dask.runtime.preparation import (
     PreparedDataset,
@@ -59,13 +66,13 @@ def evaluation_graph(jobs: list[ReductionJob], threads: int, split_every: int
             groups = task_groups(len(pd.partitions), threads)
             leaves = {
                 (token, g): (reduce_partitions, job.reducer, [pd.partitions[i] for i in group],
-                             job.params, job.plan, job.with_gradient, job.exact)
+                             job.points, job.plan, job.with_gradient, job.exact)
                 for g, group in enumerate(groups)
             }
         else:
             groups = task_groups(pd.stats.batches, pd.stream_workers)
             leaves = {
-                (token, g): (stream_partitions, job.reducer, pd.dataset, list(group), job.params,
+                (token, g): (stream_partitions, job.reducer, pd.dataset, list(group), job.points,
                              job.plan, job.with_gradient, job.exact)
                 for g, group in enumerate(groups)
             }
@@ -93,7 +100,7 @@ def fetched(graph: Mapping[Hashable, Any]) -> tuple[Mapping[Hashable, Any], dict
 
 
 def with_empty(jobs: list[ReductionJob], roots: list[Hashable | None], merged: list[Any]
-               ) -> list[CertifiedPartials]:
+               ) -> list[PointPartials]:
     """One result per job: the merged ones in order, the empty sums where a job had no root."""
     results = iter(merged)
     return [next(results) if root is not None else job.empty() for root, job in zip(roots, jobs)]
@@ -159,7 +166,7 @@ class ThreadedRunner(Runner):
                               resident_bytes=int(nbytes), storage=decision.strategy)
         return PreparedDataset(dataset, name, stats, decision, list(parts), stream_workers)
 
-    def run(self, jobs: list[ReductionJob]) -> list[CertifiedPartials]:
+    def run(self, jobs: list[ReductionJob]) -> list[PointPartials]:
         """One graph for all ``jobs``, on the threaded scheduler."""
         graph, roots, workers = evaluation_graph(jobs, self.num_workers, self.split_every)
         keys = [r for r in roots if r is not None]

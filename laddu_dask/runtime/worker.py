@@ -7,7 +7,7 @@ worker per evaluation carries all its jobs.  The handler *reads* the prepared
 partitions from its worker's own data store (``worker.data[key]``: Dask-managed data,
 computed by ordinary tasks, which the scheduler places, moves, spills and recomputes),
 reduces them on a pool of as many threads as the worker has (the fused kernels
-release the GIL) and returns one exact partial sum per job.  It owns no data: only the
+release the GIL) and returns one exact partial sum per job and point.  It owns no data: only the
 reducers and the streamed datasets the client sent it, under a token each, so that an
 evaluation carries only parameters.
 
@@ -38,9 +38,14 @@ from typing import Any
 from distributed.diagnostics.plugin import WorkerPlugin
 from distributed.protocol import to_serialize
 
-from laddu_dask.runtime.accumulate import CertifiedPartials
 from laddu_dask.runtime.dashboard import record_worker_evaluation
-from laddu_dask.runtime.jobs import WorkerJob, reduce_partitions, stream_partitions, task_groups
+from laddu_dask.runtime.jobs import (
+    PointPartials,
+    WorkerJob,
+    reduce_partitions,
+    stream_partitions,
+    task_groups,
+)
 from laddu_dask.runtime.placement import TOPIC
 
 #: The name of the comm handler on every worker.
@@ -105,7 +110,7 @@ class LadduWorker(WorkerPlugin):
         events = 0
         for j, job in enumerate(jobs):
             reducer = self.objects[job.reducer]
-            tail = (job.params, job.plan, job.with_gradient, job.exact)
+            tail = (job.points, job.plan, job.with_gradient, job.exact)
             if job.streaming:  # at most stream_threads partitions read at once (the budget)
                 dataset = self.objects[job.dataset]
                 events += sum(dataset.partitions[i].n_events for i in job.indices)
@@ -134,11 +139,11 @@ class LadduWorker(WorkerPlugin):
         errors = [d for d in done if isinstance(d, BaseException)]
         if errors:
             return {"error": to_serialize(errors[0])}
-        per_job: list[list[CertifiedPartials]] = [[] for _ in jobs]
+        per_job: list[list[PointPartials]] = [[] for _ in jobs]
         for share in done:
             for j, partial in share:
                 per_job[j].append(partial)
-        results = [CertifiedPartials.merge(p) if p else None for p in per_job]
+        results = [PointPartials.merge(p) if p else None for p in per_job]
         # -- dashboard hook: one call per evaluation served by this worker ------------------
         _on_worker_evaluation(self.worker, message.get("label", ""), time.perf_counter() - start, events)
         # one pickled frame: far cheaper to send than the arrays of every partial sum as frames
@@ -146,7 +151,7 @@ class LadduWorker(WorkerPlugin):
                                       protocol=pickle.HIGHEST_PROTOCOL)}
 
 
-def _run_share(units: list[tuple[int, Any, tuple]]) -> list[tuple[int, CertifiedPartials]]:
+def _run_share(units: list[tuple[int, Any, tuple]]) -> list[tuple[int, PointPartials]]:
     """One thread's share of an evaluation: ``(job, partial sums)`` of each unit."""
     return [(j, fn(*args)) for j, fn, args in units]
 
