@@ -120,6 +120,13 @@ def _center(likelihood: Likelihood, init: Any) -> np.ndarray:
     return likelihood.resolve(init)
 
 
+def _limits(bounds: list[tuple[float | None, float | None]]) -> tuple[np.ndarray, np.ndarray]:
+    """Lower and upper limits (``-inf``/``inf`` where a side is unbounded)."""
+    lo = np.array([-np.inf if b[0] is None else b[0] for b in bounds])
+    hi = np.array([np.inf if b[1] is None else b[1] for b in bounds])
+    return lo, hi
+
+
 def walker_positions(likelihood: Likelihood, center: Any, n_walkers: int, *, scale: float = 1e-3,
                      seed: int = 0) -> np.ndarray:
     """Starting walkers in a small cloud around ``center`` (laddu's ``walker_positions``).
@@ -159,10 +166,11 @@ def walker_positions(likelihood: Likelihood, center: Any, n_walkers: int, *, sca
     x0 = _center(likelihood, center)
     rng = np.random.default_rng(seed)
     specs = list(likelihood.parameters.values())
+    limits = _limits(likelihood.bounds())
     out = np.empty((n_walkers, len(x0)))
     for j, (spec, c) in enumerate(zip(specs, x0)):
         half = scale * (spec.scale if spec.scale is not None else max(abs(c), 1.0))
-        lo, hi = (-np.inf if b is None else b for b in spec.bounds)
+        lo, hi = limits[0][j], limits[1][j]
         column = c + half * rng.uniform(-1.0, 1.0, n_walkers)
         if spec.periodic and np.isfinite(lo) and np.isfinite(hi):
             column = lo + np.mod(column - lo, hi - lo)
@@ -172,7 +180,7 @@ def walker_positions(likelihood: Likelihood, center: Any, n_walkers: int, *, sca
                 break
             column[bad] = c + half * rng.uniform(-1.0, 1.0, int(bad.sum()))
         else:
-            raise ValueError(f"parameter {spec.name!r}: the starting cloud around {c!r} keeps leaving "
+            raise ValueError(f"parameter {spec.name!r}: the starting cloud around {float(c)!r} keeps leaving "
                              f"its bounds {spec.bounds}; start inside them")
         out[:, j] = column
     return out
@@ -182,8 +190,7 @@ def log_probability(likelihood: Likelihood, counter: list[int] | None = None):
     """The vectorised log-density ``X (K, n) -> (K,)``: ``-NLL / 2`` in one
     :meth:`Likelihood.values` call, ``-inf`` outside the bounds (not evaluated).
     ``counter`` (``[points, rounds]``) counts what it evaluated."""
-    lo = np.array([-np.inf if b[0] is None else b[0] for b in likelihood.bounds()])
-    hi = np.array([np.inf if b[1] is None else b[1] for b in likelihood.bounds()])
+    lo, hi = _limits(likelihood.bounds())
 
     def log_prob(points: np.ndarray) -> np.ndarray:
         points = np.atleast_2d(points)
@@ -251,7 +258,8 @@ def sample(likelihood: Likelihood, init: Any = None, *, n_walkers: int | None = 
     start = log_prob(walkers)
     if not np.all(np.isfinite(start)):
         k = int(np.argmin(np.isfinite(start)))
-        raise ValueError(f"starting walker {k} ({dict(zip(likelihood.parameter_names, walkers[k]))}) is "
+        point = {name: float(v) for name, v in zip(likelihood.parameter_names, walkers[k])}
+        raise ValueError(f"starting walker {k} ({point}) is "
                          "outside the parameter bounds")
     sampler = emcee.EnsembleSampler(len(walkers), n, log_prob, moves=moves, vectorize=True)
     sampler.random_state = np.random.RandomState(seed).get_state()
