@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from laddu_dask.compile.layout import ParameterValues, resolve_parameters
-from laddu_dask.expr.parameter import ParameterSpec, merge_parameters
+from laddu_dask.expr.parameter import ParameterSpec, draw_starts, merge_parameters
 from laddu_dask.likelihood.cost import MinuitCost
 from laddu_dask.likelihood.terms import NLL, ExtendedNLL
 from laddu_dask.runtime.execution import Execution
@@ -170,6 +170,12 @@ class Likelihood(MinuitCost):
         from laddu_dask.likelihood.projection import project
 
         return project(self, params, term)
+
+    def sample_parameters(self, *, seed: int = 0, n: int | None = None) -> list[float] | list[list[float]]:
+        """Reproducible starts for the free parameters, in :attr:`parameter_names` order
+        (laddu's ``Likelihood.sample_parameters``; the rules of
+        :meth:`~laddu_dask.Model.sample_parameters`): ``n`` gives that many."""
+        return draw_starts(self.parameters.values(), seed, n)
 
     def fit(self, initial: ParameterValues | None = None, method: str = "migrad", **options: Any):
         """Minimise the likelihood; see :func:`laddu_dask.likelihood.fit.fit`."""
