@@ -104,6 +104,10 @@ from laddu_dask.expr import (
 )
 from laddu_dask.expr import complex_ as complex  # noqa: A001 - laddu's name
 from laddu_dask.likelihood import NLL, ExtendedNLL, FitResult, Likelihood, fit
+
+# isort: split
+# the analysis layer: many fits (it registers Likelihood.fit_restarts and bootstrap_fit)
+from laddu_dask.analysis import BinFit, FitEnsemble, binned_likelihoods, bootstrap_fit, fit_bins, fit_restarts
 from laddu_dask.options import Device, FitMethod, Kernel, MemoryPolicy, Normalization, Precision, Scheduler
 from laddu_dask.runtime import (
     ExactPartials,
@@ -220,3 +224,5 @@ __all__ += ["InitialMomentum", "MassProposal", "VertexProposal"]
 __all__ += ["Isospin", "Statistics"]
 # dataset operations (issue 12)
 __all__ += ["Bin", "BinnedDataset", "DatasetStats"]
+# many fits (issue 12)
+__all__ += ["BinFit", "FitEnsemble", "binned_likelihoods", "bootstrap_fit", "fit_bins", "fit_restarts"]

@@ -19,7 +19,7 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,6 +32,25 @@ from laddu_dask.runtime.execution import Execution
 from laddu_dask.runtime.prepared import reduce_many
 
 Term = NLL | ExtendedNLL
+
+
+#: Methods of :class:`Likelihood` that the analysis layer provides (laddu's ``fit_restarts``,
+#: ``bootstrap_fit``): registered when :mod:`laddu_dask.analysis` is imported, which
+#: ``import laddu_dask`` does, because this layer never imports the one above it.
+_METHODS: dict[str, Callable[..., Any]] = {}
+
+
+def register_method(name: str, function: Callable[..., Any]) -> None:
+    """Make ``function(likelihood, ...)`` the implementation of ``Likelihood.<name>``."""
+    _METHODS[name] = function
+
+
+def _method(name: str) -> Callable[..., Any]:
+    try:
+        return _METHODS[name]
+    except KeyError:
+        raise RuntimeError(f"Likelihood.{name} is provided by laddu_dask.analysis; "
+                           "import laddu_dask (or laddu_dask.analysis) first") from None
 
 
 class Likelihood(MinuitCost):
@@ -176,6 +195,18 @@ class Likelihood(MinuitCost):
         (laddu's ``Likelihood.sample_parameters``; the rules of
         :meth:`~laddu_dask.Model.sample_parameters`): ``n`` gives that many."""
         return draw_starts(self.parameters.values(), seed, n)
+
+    def fit_restarts(self, restarts: int, initial: ParameterValues | None = None, *, seed: int = 0,
+                     **options: Any) -> Any:
+        """``restarts`` fits from sampled starts (laddu's ``fit_restarts``); returns a
+        :class:`~laddu_dask.analysis.FitEnsemble`. See :func:`laddu_dask.analysis.fit_restarts`."""
+        return _method("fit_restarts")(self, restarts, initial, seed=seed, **options)
+
+    def bootstrap_fit(self, samples: int, initial: ParameterValues | None = None, *, seed: int = 0,
+                      **options: Any) -> Any:
+        """Refits of ``samples`` Poisson-bootstrap replicas of the data (laddu's
+        ``bootstrap_fit``). See :func:`laddu_dask.analysis.bootstrap_fit`."""
+        return _method("bootstrap_fit")(self, samples, initial, seed=seed, **options)
 
     def fit(self, initial: ParameterValues | None = None, method: str = "migrad", **options: Any):
         """Minimise the likelihood; see :func:`laddu_dask.likelihood.fit.fit`."""

@@ -1,0 +1,24 @@
+"""Many fits as one analysis: restarts, bootstrap refits, binned (mass-independent) fits.
+
+The analysis layer sits above the likelihood layer (DESIGN.md). It gives
+:class:`~laddu_dask.Likelihood` laddu's ``fit_restarts`` and ``bootstrap_fit`` methods by
+registering them (:func:`laddu_dask.likelihood.likelihood.register_method`) when it is
+imported, which ``import laddu_dask`` does; the likelihood layer never imports it.
+
+Examples
+--------
+>>> import laddu_dask as ld
+>>> callable(ld.Likelihood.fit_restarts), ld.fit_bins.__module__
+(True, 'laddu_dask.analysis.binned')
+"""
+
+from laddu_dask.analysis.binned import BinFit, binned_likelihoods, fit_bins
+from laddu_dask.analysis.ensembles import FitEnsemble, failed_fit
+from laddu_dask.analysis.restarts import bootstrap_fit, fit_restarts, replica_seeds
+from laddu_dask.likelihood.likelihood import register_method
+
+register_method("fit_restarts", fit_restarts)
+register_method("bootstrap_fit", bootstrap_fit)
+
+__all__ = ["BinFit", "FitEnsemble", "binned_likelihoods", "bootstrap_fit", "failed_fit", "fit_bins",
+           "fit_restarts", "replica_seeds"]
