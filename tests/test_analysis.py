@@ -158,3 +158,36 @@ def test_results_and_ensembles_survive_json(samples, tmp_path):
     (tmp_path / "broken.json").write_text("{")
     with pytest.raises(ValueError, match="broken.json is not JSON"):
         ld.FitEnsemble.load(tmp_path / "broken.json")
+
+
+@pytest.mark.slow
+def test_on_a_cluster_the_fits_run_as_tasks_and_equal_the_local_ones(samples):
+    """Binned fits and restarts on a 2-process LocalCluster: each fit is one task on a worker
+    (no evaluation crosses the network), and every minimum is the local one, bit for bit."""
+    distributed = pytest.importorskip("distributed")
+    from cluster_helpers import local_cluster
+
+    data, mc = samples
+    bins = ld.Bin([1.0, 1.5, 2.0])
+    def binned(execution=None):
+        return ld.fit_bins(_waves(ld), data=_dataset(data), accepted_mc=_dataset(mc), by=ld.scalar("m"),
+                           bins=bins, restarts=2, seed=5, execution=execution)
+
+    local_bins = binned()
+    local_restarts = _likelihood(samples).fit_restarts(3, seed=8)
+    for client in local_cluster():
+        assert isinstance(client, distributed.Client)
+        ex = ld.Execution(client=client)
+        remote_bins = binned(ex)
+        lik = ld.Likelihood([ld.NLL(_waves(ld), data=_dataset(data), accepted_mc=_dataset(mc))], execution=ex)
+        remote_restarts = lik.fit_restarts(3, seed=8)
+        ran = client.run_on_scheduler(lambda dask_scheduler: [
+            (str(t[0]), t[2]) for t in dask_scheduler.transition_log
+            if str(t[0]).startswith("laddu-dask-fit")])
+    for got, want in zip(remote_bins, local_bins, strict=True):
+        assert [r.fval for r in got.ensemble] == [r.fval for r in want.ensemble]
+        assert [r.values for r in got.ensemble] == [r.values for r in want.ensemble]
+    assert [r.fval for r in remote_restarts] == [r.fval for r in local_restarts]
+    assert [r.values for r in remote_restarts] == [r.values for r in local_restarts]
+    finished = {k for k, state in ran if state == "memory"}
+    assert len(finished) == 2 * 2 + 3, finished  # 4 bin fits and 3 restarts, one task each

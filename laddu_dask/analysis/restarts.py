@@ -8,7 +8,9 @@ of every term (:meth:`~laddu_dask.Dataset.bootstrap`, lazily), shares the accept
 preparation with the original likelihood, and is fitted from the original's best values.
 Both return a :class:`~laddu_dask.analysis.FitEnsemble`; a fit that raises is recorded
 and the others go on.  Locally the fits run one after another, each on the whole thread
-pool; on a cluster each evaluation is one call per worker, as for a single fit.
+pool.  On a cluster, fits whose data are small run concurrently as tasks, each on one
+worker next to its data (:mod:`laddu_dask.analysis.tasks`); larger ones run one after
+another, each evaluation one call per worker, as for a single fit.
 
 Examples
 --------
@@ -33,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from laddu_dask.analysis.ensembles import FitEnsemble, failed_fit
+from laddu_dask.analysis.tasks import fit_as_tasks, runs_as_tasks
 from laddu_dask.errors import (
     DataError,
     NonFiniteError,
@@ -61,7 +64,14 @@ def _note(progress: bool | Callable, label: str, i: int, n: int, result: Any) ->
 def fit_each(likelihoods: list[Any], starts: list[Any], *, method: str, label: str,
              progress: bool | Callable = False, **options: Any) -> FitEnsemble:
     """Fit ``likelihoods[i]`` from ``starts[i]`` for every ``i``; a fit that raises one of
-    :data:`FIT_FAILURES` is recorded as failed and the others go on."""
+    :data:`FIT_FAILURES` is recorded as failed and the others go on.  On a cluster, fits
+    whose data are small run as tasks next to their data (:mod:`laddu_dask.analysis.tasks`)."""
+    names = likelihoods[0].parameter_names
+    if all(runs_as_tasks(lik) for lik in likelihoods):
+        x0s = [_start(lik, s) for lik, s in zip(likelihoods, starts, strict=True)]
+        results = fit_as_tasks(likelihoods, x0s, method=method, label=label, failures=FIT_FAILURES,
+                               progress=progress, note=_note, **options)
+        return FitEnsemble(results, parameter_names=names, starts=x0s, label=label)
     results, resolved = [], []
     for i, (lik, start) in enumerate(zip(likelihoods, starts, strict=True)):
         x0 = _start(lik, start)
@@ -72,7 +82,7 @@ def fit_each(likelihoods: list[Any], starts: list[Any], *, method: str, label: s
         results.append(result)
         resolved.append(x0)
         _note(progress, label, i, len(starts), result)
-    return FitEnsemble(results, parameter_names=likelihoods[0].parameter_names, starts=resolved, label=label)
+    return FitEnsemble(results, parameter_names=names, starts=resolved, label=label)
 
 
 def _start(likelihood: Any, start: Any) -> list[float]:
