@@ -95,7 +95,7 @@ class SameOrder:
     --------
     >>> class F:
     ...     parameter_names = ["b", "a"]
-    ...     def value(self, p): return 10 * p[0] + p[1]
+    ...     def value(self, p): return float(10 * p[0] + p[1])
     ...     def value_and_gradient(self, p): return self.value(p), np.array([10.0, 1.0])
     >>> f = SameOrder(F(), ["a", "b"])
     >>> f.value([1.0, 2.0]), f.value_and_gradient([1.0, 2.0])[1].tolist()

@@ -162,6 +162,7 @@ def with_polarization(source: str, outdir: str, seed: int) -> str:
     table = table.append_column(POLARIZATION_COLUMNS[0], pa.array(magnitude))
     table = table.append_column(POLARIZATION_COLUMNS[1], pa.array(angle))
     row_group = pq.read_metadata(source).row_group(0).num_rows if n else None
+    os.makedirs(outdir, exist_ok=True)
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp, row_group_size=row_group)
     return path
