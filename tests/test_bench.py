@@ -66,7 +66,7 @@ def test_the_models_figures_are_rendered_from_their_results(tmp_path):
     assert (f"| polarized Zlm: `value_and_gradient` | 12.35 ms | {readme.seconds(theirs)} "
             f"| {readme.ratio(0.0123456 / theirs)} |") in rendered
     assert "| 3-channel K-matrix: first value and gradient, cold (empty caches) | 7.50 s |" in rendered
-    assert "kernel compiles in 6.00 s of its 7.50 s cold first evaluation (80%)" in " ".join(rendered.split())
+    assert "kernel compiles in 6.00 s of its 7.50 s cold first evaluation (80%" in " ".join(rendered.split())
     assert rendered.rstrip("\n") != _readme_section()
 
 
@@ -221,11 +221,11 @@ def test_a_cold_process_reports_the_kernel_compilation_and_a_warm_one_none(tmp_p
     paths = polarized_sample(ksks.write_sample(str(tmp_path), n_data=200, n_mc=1000, seed=2), str(tmp_path))
     r = first_evaluations(paths, "kmatrix", initial_point("kmatrix"), repeats=1, libraries=("laddu-dask",))
     cold, warm = r["laddu-dask"]["runs"]["cold"][0], r["laddu-dask"]["runs"]["warm"][0]
-    # the compilation the laddu_dask logger reports (over a second: Numba's, of the fused kernel)
+    # the compilation the laddu_dask logger reports (over a second: Numba's, of the fused kernel);
+    # warm, Numba loads it from its cache (reported when that takes over a second)
     assert 1.0 <= cold["compile_s"] <= cold["first_evaluation_s"]
-    assert warm["compile_s"] is None and cold["value"] == warm["value"]
-    medians = r["laddu-dask"]
-    assert medians["cold"]["compile_s"] == cold["compile_s"] and "compile_s" not in medians["warm"]
+    assert (warm["compile_s"] or 0.0) < cold["compile_s"] / 2 and cold["value"] == warm["value"]
+    assert r["laddu-dask"]["cold"]["compile_s"] == cold["compile_s"]
 
 
 # -- the benchmark models: written once, the same numbers in both libraries ------------------------
