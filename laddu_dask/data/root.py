@@ -8,8 +8,8 @@ the final-state arrays become four-vectors under the names given.
 
 Only metadata (and, for an AmpTools tree, the ``NumFinalState`` counts) are read by
 :func:`read_root`; each partition later reads just its entries of just the branches asked
-for. Partitions are cut at the tree's basket boundaries where they fall within a chunk,
-so that no basket is decompressed by two partitions.
+for. Partitions are cut at the tree's basket boundaries (when its baskets are smaller than
+a chunk), so that no basket is decompressed by two partitions.
 
 Examples
 --------
@@ -42,6 +42,7 @@ from laddu_dask.data.checks import (
     check_memory_policy,
     check_same_columns,
     resolve_chunk_size,
+    split_rows,
 )
 from laddu_dask.data.dataset import Dataset
 from laddu_dask.data.fs import filesystem, is_url, open_input
@@ -308,8 +309,16 @@ class RootPartition(Partition):
 
 
 def _cuts(n: int, boundaries: Sequence[int], chunk: int) -> list[tuple[int, int]]:
-    """``(start, stop)`` pieces of at most ``chunk`` entries, ending at a basket boundary where
-    one falls inside the piece."""
+    """``(start, stop)`` pieces of at most ``chunk`` entries, each ending at the last basket
+    boundary inside it, when the baskets are no larger than ``chunk`` (else cut at ``chunk``).
+
+    Examples
+    --------
+    >>> _cuts(10, [0, 4, 8, 10], 6), _cuts(10, [0, 4, 8, 10], 3)
+    ([(0, 4), (4, 10)], [(0, 3), (3, 6), (6, 9), (9, 10)])
+    """
+    if any(b - a > chunk for a, b in zip(boundaries, boundaries[1:])):
+        return split_rows(n, chunk)
     pieces: list[tuple[int, int]] = []
     a = 0
     while a < n:
@@ -400,8 +409,9 @@ def read_root(path: PathArg | Sequence[PathArg], tree: str | None = None, *,
         "kshort1", "kshort2"]``. The weight comes from ``Weight`` (1 without it); other
         flat numeric branches are scalars under their own names.
     chunk_size : int, optional
-        Maximum events per partition (default as for :func:`read_parquet`); a partition
-        ends at a basket boundary where one lies within it, and never spans two files.
+        Maximum events per partition (default as for :func:`read_parquet`). When the
+        tree's baskets are no larger, a partition ends at the last basket boundary within
+        it, so that no basket is decompressed twice; it never spans two files.
     memory_policy : {"fastest", "resident", "streaming"}
         Hint for the runtime.
     storage_options : dict, optional
