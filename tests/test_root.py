@@ -292,6 +292,35 @@ def test_nll_on_root_equals_parquet_bit_for_bit(ksks_small):
             assert np.array_equal(gradient, ref[1]), (policy, suffix)
 
 
+def test_selection_of_a_root_dataset_streams_like_parquet(ksks_small):
+    out, paths = ksks_small
+    mass = (ld.Vec4.event("kshort1") + ld.Vec4.event("kshort2")).m().real()
+    root = ld.read_root(out / "data_kin.root", amptools=NAMES, chunk_size=400, memory_policy="streaming")
+    parquet = ld.read_parquet(paths["data"], chunk_size=400)
+    picked, reference = root.select(mass < 1.5), parquet.select(mass < 1.5)
+    assert 0 < picked.n_events == reference.n_events < root.n_events
+    np.testing.assert_array_equal(picked.weights(), reference.weights())
+
+
+@pytest.mark.slow
+def test_nll_on_root_on_a_local_cluster_equals_local(ksks_small):
+    from cluster_helpers import local_cluster
+
+    out, _ = ksks_small
+
+    def terms():
+        return (ld.read_root(out / "data.root", chunk_size=400, memory_policy="streaming"),
+                ld.read_root(out / "accmc_kin.root", amptools=NAMES, chunk_size=1000))
+    local = _value_and_gradient(*terms())
+    for client in local_cluster():
+        data, mc = terms()
+        lik = ld.Likelihood([ld.NLL(ksks.model(), data=data, accepted_mc=mc)],
+                            execution=ld.Execution(client=client))
+        value, gradient = lik.value_and_gradient(
+            np.array([ksks.TRUTH[n] for n in lik.parameter_names]) * 1.01)
+    assert value == local[0] and np.array_equal(gradient, local[1])
+
+
 # ----------------------------------------------------------------------------- bad input
 
 
@@ -306,6 +335,12 @@ def test_missing_tree_and_objects_that_are_not_trees(tmp_path):
     ld.Dataset.from_arrays(scalars={"x": np.ones(3)}).write_root(tmp_path / "t.root", tree="events")
     with pytest.raises(DataError, match=r"t\.root has no tree 'kin' \(its trees: \['events'\]\)"):
         ld.read_root(tmp_path / "t.root", tree="kin")
+    with uproot.recreate(tmp_path / "rntuple.root") as f:
+        f["events"] = {"x": np.ones(3)}                            # uproot 5.7 writes an RNTuple
+    if "RNTuple" in uproot.open(tmp_path / "rntuple.root").classnames()["events;1"]:
+        with pytest.raises(DataError, match=r"rntuple\.root:events is a ROOT::RNTuple, not a TTree "
+                                            r".*f\.mktree"):
+            ld.read_root(tmp_path / "rntuple.root", tree="events")
     (tmp_path / "fake.root").write_bytes(b"PAR1 not a ROOT file at all")
     with pytest.raises(DataError, match=r"fake\.root is not a readable ROOT file"):
         ld.read_root(tmp_path / "fake.root")

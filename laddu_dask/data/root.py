@@ -101,7 +101,10 @@ def _find_tree(f: Any, path: str, tree: str | None) -> tuple[str, Any]:
     except uproot.KeyInFileError:
         raise DataError(f"{path} has no tree {tree!r} (its trees: {_trees(f)})") from None
     if not isinstance(obj, uproot.TTree):
-        raise DataError(f"{path}:{tree} is a {obj.classname}, not a TTree (its trees: {_trees(f)})")
+        hint = ("; uproot 5.7 writes an RNTuple for f[name] = {...} and a TTree for f.mktree(...)"
+                if "RNTuple" in obj.classname else "")
+        raise DataError(f"{path}:{tree} is a {obj.classname}, not a TTree (its trees: "
+                        f"{_trees(f)}){hint}")
     return tree, obj
 
 
