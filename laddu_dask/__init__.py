@@ -20,7 +20,16 @@ Examples
 """
 
 from laddu_dask.compile import CompiledModel, ReductionPlan
-from laddu_dask.data import Bin, BinnedDataset, Dataset, DatasetStats, EventBatch, Schema, read_parquet
+from laddu_dask.data import (
+    Bin,
+    BinnedDataset,
+    Dataset,
+    DatasetStats,
+    EventBatch,
+    Schema,
+    read_parquet,
+    read_root,
+)
 from laddu_dask.errors import (
     BudgetError,
     ClusterError,
@@ -184,6 +193,7 @@ __all__ = [
     "parameter",
     "polar_complex",
     "read_parquet",
+    "read_root",
     "relativistic_breit_wigner",
     "scalar",
     "spherical_harmonic",
