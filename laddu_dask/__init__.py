@@ -20,7 +20,16 @@ Examples
 """
 
 from laddu_dask.compile import CompiledModel, ReductionPlan
-from laddu_dask.data import Bin, BinnedDataset, Dataset, DatasetStats, EventBatch, Schema, read_parquet
+from laddu_dask.data import (
+    Bin,
+    BinnedDataset,
+    Dataset,
+    DatasetStats,
+    EventBatch,
+    Schema,
+    read_parquet,
+    read_root,
+)
 from laddu_dask.errors import (
     BudgetError,
     ClusterError,
@@ -104,6 +113,18 @@ from laddu_dask.expr import (
 )
 from laddu_dask.expr import complex_ as complex  # noqa: A001 - laddu's name
 from laddu_dask.likelihood import NLL, ExtendedNLL, FitResult, Likelihood, fit
+
+# isort: split
+# the analysis layer: many fits and MCMC (it registers Likelihood.fit_restarts, bootstrap_fit, sample)
+from laddu_dask.analysis import (
+    BinFit,
+    FitEnsemble,
+    MCMCSummary,
+    binned_likelihoods,
+    bootstrap_fit,
+    fit_bins,
+    fit_restarts,
+)
 from laddu_dask.options import Device, FitMethod, Kernel, MemoryPolicy, Normalization, Precision, Scheduler
 from laddu_dask.runtime import (
     ExactPartials,
@@ -180,6 +201,7 @@ __all__ = [
     "parameter",
     "polar_complex",
     "read_parquet",
+    "read_root",
     "relativistic_breit_wigner",
     "scalar",
     "spherical_harmonic",
@@ -220,3 +242,6 @@ __all__ += ["InitialMomentum", "MassProposal", "VertexProposal"]
 __all__ += ["Isospin", "Statistics"]
 # dataset operations (issue 12)
 __all__ += ["Bin", "BinnedDataset", "DatasetStats"]
+# many fits (issue 12)
+__all__ += ["BinFit", "FitEnsemble", "MCMCSummary", "binned_likelihoods", "bootstrap_fit", "fit_bins",
+            "fit_restarts"]

@@ -5,8 +5,9 @@
     scheduler and print fitted values against the truth.
 ``laddu-dask fit CONFIG.toml [--scheduler ADDRESS] [--output result.json]``
     a fit described by a TOML file, for batch jobs (see :mod:`laddu_dask.jobs`).
-``laddu-dask bench``
-    time laddu-dask against laddu's JIT on the shared KsKs benchmark sample.
+``laddu-dask bench [--models zlm kmatrix] [--no-ksks]``
+    time laddu-dask against laddu's JIT on the shared KsKs benchmark sample: the KsKs
+    model, then the polarized Zlm and 3-channel K-matrix models.
 ``laddu-dask --version``
     the installed version.
 
@@ -129,7 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--debug", action="store_true",
                       help="print the traceback of a failure before its one-line message")
     sub.add_parser("bench", add_help=False,
-                   help="benchmark against laddu's JIT on the KsKs sample (see bench --help)")
+                   help="benchmark against laddu's JIT on the KsKs sample: the KsKs, polarized "
+                        "Zlm and K-matrix models (see bench --help)")
     sub.add_parser("fit", add_help=False,
                    help="fit as configured by a TOML file (batch jobs; see fit --help)")
     return parser

@@ -21,6 +21,10 @@ key                                         default          meaning
 ``laddu-dask.cluster.worker-timeout``       ``"60s"``        how long a cluster may have no worker
 ``laddu-dask.cluster.preparation-timeout``  ``"1 hour"``     preparing a dataset on a cluster
 ``laddu-dask.cluster.evaluation-timeout``   ``"10 minutes"`` one evaluation on a cluster
+``laddu-dask.cluster.fit-timeout``          ``"1 hour"``     one fit run as a task on a worker
+``laddu-dask.analysis.task-bytes``          ``"256 MiB"``    many fits on a cluster run as tasks, each
+                                                             on one worker next to its data, when the
+                                                             data of a fit take at most this much
 =========================================== ================ ===========================================
 
 Examples
@@ -53,7 +57,9 @@ DEFAULTS: dict[str, Any] = {
             "worker-timeout": "60s",
             "preparation-timeout": "1 hour",
             "evaluation-timeout": "10 minutes",
+            "fit-timeout": "1 hour",
         },
+        "analysis": {"task-bytes": "256 MiB"},
     }
 }
 

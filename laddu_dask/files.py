@@ -159,3 +159,41 @@ def atomic_folder(path: str | os.PathLike[str]) -> Iterator[str]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def write_json(path: str | os.PathLike[str], content: dict) -> None:
+    """Write ``content`` as JSON through :func:`atomic_write`, with provenance: the
+    laddu-dask version and the UTC time, under ``"provenance"``."""
+    import datetime
+    import json
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        here = version("laddu-dask")
+    except PackageNotFoundError:  # pragma: no cover - run from a source tree
+        here = "unknown"
+    stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    body = {**content, "provenance": {"laddu_dask": here, "written": stamp}}
+    with atomic_write(path) as out:
+        out.write(json.dumps(body, indent=2, allow_nan=True) + "\n")
+
+
+def read_json(path: str | os.PathLike[str], kind: str) -> dict:
+    """The JSON object :func:`write_json` wrote, whose ``"kind"`` must be ``kind``.
+
+    Raises
+    ------
+    ValueError
+        If the file is not JSON or holds another kind of object (naming the file).
+    """
+    import json
+
+    with open(path, encoding="utf-8") as f:
+        try:
+            content = json.load(f)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{os.fspath(path)} is not JSON: {exc}") from None
+    if not isinstance(content, dict) or content.get("kind") != kind:
+        found = content.get("kind") if isinstance(content, dict) else type(content).__name__
+        raise ValueError(f"{os.fspath(path)} holds {found!r}, not a {kind}")
+    return content

@@ -803,3 +803,44 @@ def test_elementwise_functions_match_numpy():
             got = evaluate(expr, cols, [0.7])
         assert np.iscomplexobj(got) == np.iscomplexobj(ref), expr
         np.testing.assert_allclose(got, ref, rtol=1e-14, atol=1e-15, equal_nan=True)
+
+
+def test_initial_ranges_and_sampled_starts_follow_laddu():
+    """laddu's ``initial=(min, max)``: the same checks; starts drawn in the range, else the
+    initial value (laddu's rule); reproducible."""
+    import laddu_dask as ld
+
+    def shared(lib):  # what laddu and laddu-dask treat alike
+        return (lib.parameter("a", initial=(1.0, 2.0)) + lib.parameter("b", initial=0.3, bounds=(0, 1))
+                + lib.parameter("c") + lib.parameter("d", initial=(1.2, 1.5), bounds=(1.0, 2.0)))
+
+    model = ld.Model(shared(ld) + ld.parameter("e", bounds=(-5.0, 5.0))
+                     + ld.cparameter("f", initial=((0.0, 1.0), 2.0)))
+    assert model.parameter_names == ["a", "b", "c", "d", "e", "f real", "f imag"]
+    assert model.default_parameters[:4] == [1.5, 0.3, 0.0, 1.35]  # a range starts a fit at its middle
+    starts = np.array(model.sample_parameters(seed=11, n=200))
+    assert starts.shape == (200, 7)
+    inside = [((starts[:, k] >= lo) & (starts[:, k] < hi)).all()
+              for k, lo, hi in ((0, 1.0, 2.0), (3, 1.2, 1.5), (5, 0.0, 1.0))]
+    assert all(inside) and starts[:, 0].std() > 0.2 and starts[:, 5].std() > 0.2  # drawn, not constant
+    assert [set(starts[:, k]) for k in (1, 2, 4, 6)] == [{0.3}, {0.0}, {0.0}, {2.0}]  # initial values
+    assert np.array_equal(model.sample_parameters(seed=11, n=200), starts)  # reproducible
+    assert model.sample_parameters(seed=11) == starts[0].tolist()
+    updated = model.with_parameters({"a": ld.ParameterUpdate(initial=(0.5, 0.7))})
+    spec = updated.parameters["a"]
+    assert (spec.initial_range, spec.initial) == ((0.5, 0.7), 0.6)
+    with pytest.raises(ParameterError, match=r"initial range \[0.0, 3.0\] is outside its bounds"):
+        ld.parameter("f", initial=(0.0, 3.0), bounds=(1.0, 2.0))
+    with pytest.raises(ParameterError, match=r"initial range \[2.0, 1.0\] is empty"):
+        ld.parameter("g", initial=(2.0, 1.0))
+    with pytest.raises(ParameterError, match="seed must be a non-negative integer, got -1"):
+        model.sample_parameters(seed=-1)
+    try:
+        import laddu
+    except ImportError:  # pragma: no cover - laddu is a test dependency
+        return
+    with pytest.raises(Exception, match="outside parameter bounds"):
+        laddu.parameter("f", initial=(0.0, 3.0), bounds=(1.0, 2.0))
+    ref = np.array([laddu.Model(shared(laddu)).sample_parameters(seed=s) for s in range(50)])
+    assert (ref[:, 1] == 0.3).all() and (ref[:, 2] == 0.0).all()  # laddu's rule, where we agree
+    assert ((ref[:, 0] >= 1.0) & (ref[:, 0] < 2.0)).all() and ((ref[:, 3] >= 1.2) & (ref[:, 3] < 1.5)).all()

@@ -298,7 +298,7 @@ def test_with_parameters_errors_name_the_parameter(updates, message):
     (dict(bounds=(1.0,)), r"bounds must be a pair \(lo, hi\) or None, got \(1.0,\)"),
     (dict(scale=-1.0), "scale must be positive and finite, got -1.0"),
     (dict(periodic=None), "periodic must be True or False, got None"),
-    (dict(initial=(0.0, 1.0)), r"an initial range \(lo, hi\) is not supported yet"),
+    (dict(initial=(0.0, 1.0, 2.0)), r"an initial range must be \(minimum, maximum\), got \(0.0, 1.0, 2.0\)"),
     (dict(unit=3), "unit must be a string or None, got 3"),
     (dict(name=""), "name must be a non-empty string"),
 ])

@@ -85,6 +85,40 @@ class Counted:
         return getattr(self.inner, name)
 
 
+class SameOrder:
+    """A likelihood (with ``parameter_names``) taking and returning parameters in ``names``'s order.
+
+    For two libraries that order the same parameters differently (laddu's first-seen
+    order against laddu-dask's): both sides are then given the same parameter vector.
+
+    Examples
+    --------
+    >>> class F:
+    ...     parameter_names = ["b", "a"]
+    ...     def value(self, p): return float(10 * p[0] + p[1])
+    ...     def value_and_gradient(self, p): return self.value(p), np.array([10.0, 1.0])
+    >>> f = SameOrder(F(), ["a", "b"])
+    >>> f.value([1.0, 2.0]), f.value_and_gradient([1.0, 2.0])[1].tolist()
+    (21.0, [1.0, 10.0])
+    """
+
+    def __init__(self, inner: Any, names: Sequence[str]) -> None:
+        theirs = list(inner.parameter_names)
+        if sorted(theirs) != sorted(names):
+            raise NotComparableError(f"different parameters: {sorted(theirs)} against {sorted(names)}")
+        self.inner = inner
+        self.parameter_names = list(names)
+        self._to_theirs = np.array([self.parameter_names.index(n) for n in theirs])
+        self._to_ours = np.array([theirs.index(n) for n in self.parameter_names])
+
+    def value(self, params: Any) -> float:
+        return self.inner.value(np.asarray(params, dtype=float)[self._to_theirs])
+
+    def value_and_gradient(self, params: Any) -> tuple[float, np.ndarray]:
+        v, g = self.inner.value_and_gradient(np.asarray(params, dtype=float)[self._to_theirs])
+        return v, np.asarray(g)[self._to_ours]
+
+
 def migrad(likelihood: Any, start: Any, *, strategy: int = 1, tolerance: float = 0.1) -> dict[str, Any]:
     """Fit ``likelihood`` from ``start`` with :func:`laddu_dask.fit` (MIGRAD, then HESSE).
 

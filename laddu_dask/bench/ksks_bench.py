@@ -18,7 +18,9 @@ is faster).  Figures, each side measured in the same run on the same files:
   L-BFGS-B, a different algorithm and stopping rule) separately;
 * the scheduling overhead of one evaluation graph with an empty kernel;
 * TensorWaves (JAX) on the same events when installed, timed only after it is shown
-  to compute the same likelihood (:func:`laddu_dask.bench.compare.same_function`).
+  to compute the same likelihood (:func:`laddu_dask.bench.compare.same_function`);
+* then (``--models``, ``--no-ksks`` for only these) the polarized Zlm and the 3-channel
+  K-matrix models: :mod:`laddu_dask.bench.model_bench`.
 
 Examples
 --------
@@ -104,9 +106,14 @@ def _alternate(ours: Any, theirs: Any, points: list[np.ndarray]) -> dict[str, di
 def _points(names: list[str], repeats: int, seed: int = 7) -> list[np.ndarray]:
     from laddu_dask import ksks
 
+    return spread([ksks.TRUTH[n] for n in names], repeats, seed)
+
+
+def spread(base: Any, repeats: int, seed: int = 7) -> list[np.ndarray]:
+    """``repeats`` parameter points within 2% of ``base`` (the timed points), from ``seed``."""
     rng = np.random.default_rng(seed)
-    base = np.array([ksks.TRUTH[n] for n in names])
-    return [base * rng.uniform(0.98, 1.02, len(names)) for _ in range(repeats)]
+    base = np.asarray(base, dtype=float)
+    return [base * rng.uniform(0.98, 1.02, base.size) for _ in range(repeats)]
 
 
 def scheduling_overhead(partitions: int = 8, repeats: int = 200, scheduler: str = "pool") -> float:
@@ -290,10 +297,15 @@ def run(n_data: int = 100_000, n_mc: int = 1_000_000, repeats: int = 15, linesha
                                     for sched in ("pool", "dask") for k in (2, 8, 64)}
     out["ratios"] = ratios(out)
     _report(out, say)
+    save(out, results, say)
+    return out
+
+
+def save(out: dict[str, Any], results: str | None, say: Any) -> None:
+    """Write ``out`` to ``results`` (when given) and say how to render the README from it."""
     if results:
         write_results(results, out)
         say(f"wrote {results}; render the README with: python3 -m laddu_dask.bench.readme --write")
-    return out
 
 
 def ratios(out: dict[str, Any]) -> dict[str, float]:
@@ -321,6 +333,14 @@ def ratios(out: dict[str, Any]) -> dict[str, float]:
     return r
 
 
+def table_row(label: str, ours: float, theirs: float | None, scale: float = 1e3, unit: str = "ms") -> str:
+    """One printed line: ``label``, both times (in ``unit``, ``scale`` per second) and their ratio."""
+    text = f"{label:40s} {ours * scale:8.2f} {unit:2s}"
+    if theirs is not None:
+        text += f" {theirs * scale:8.2f} {unit:2s} {ours / theirs:6.2f}x"
+    return text
+
+
 def _report(out: dict[str, Any], say: Any) -> None:
     smp, prov = out["sample"], out["provenance"]
     say(f"\nKsKs benchmark: {smp['data']} data, {smp['mc']} accepted MC ({smp['source']}), "
@@ -329,10 +349,7 @@ def _report(out: dict[str, Any], say: Any) -> None:
     say(f"{'':40s} {'laddu-dask':>11s} {'laddu JIT':>11s} {'ratio':>7s}")
 
     def row(label: str, ours: float, theirs: float | None, scale: float = 1e3, unit: str = "ms") -> None:
-        text = f"{label:40s} {ours * scale:8.2f} {unit:2s}"
-        if theirs is not None:
-            text += f" {theirs * scale:8.2f} {unit:2s} {ours / theirs:6.2f}x"
-        say(text)
+        say(table_row(label, ours, theirs, scale, unit))
 
     for key, label in (("steady_s", ""), ("fixed_lineshapes_steady_s", "fixed line shapes: ")):
         s = out[key]
@@ -390,12 +407,23 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--results", default=os.path.join(RESULTS_DIR, "bench_ksks.json"))
     ap.add_argument("--no-fit", action="store_true", help="skip the fit comparison")
     ap.add_argument("--no-tensorwaves", action="store_true", help="skip TensorWaves even when installed")
+    ap.add_argument("--models", nargs="*", choices=("zlm", "kmatrix"), default=["zlm", "kmatrix"],
+                    help="benchmark models timed after the KsKs section (default: zlm kmatrix; none "
+                         "with no names); see laddu_dask.bench.model_bench")
+    ap.add_argument("--models-results", default=os.path.join(RESULTS_DIR, "models.json"),
+                    help="results file of the models section")
+    ap.add_argument("--no-ksks", action="store_true", help="skip the KsKs section (only the models)")
     return ap
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``laddu-dask bench`` and ``benchmarks/bench_ksks.py``."""
     a = build_parser().parse_args(argv)
-    run(a.data, a.mc, a.repeats, a.lineshape, a.outdir, a.results, fit=not a.no_fit,
-        fit_repeats=a.fit_repeats, first_repeats=a.first_repeats, tensorwaves=not a.no_tensorwaves)
+    if not a.no_ksks:
+        run(a.data, a.mc, a.repeats, a.lineshape, a.outdir, a.results, fit=not a.no_fit,
+            fit_repeats=a.fit_repeats, first_repeats=a.first_repeats, tensorwaves=not a.no_tensorwaves)
+    if a.models:
+        from laddu_dask.bench.model_bench import run as run_models
+
+        run_models(tuple(a.models), a.data, a.mc, a.repeats, a.first_repeats, a.outdir, a.models_results)
     return 0

@@ -237,6 +237,20 @@ def laddu_ksks_nll(
     expected = list(COEFFICIENT_NAMES if fixed_lineshapes else PARAMETER_NAMES)
     if list(model.parameter_names) != expected:
         raise RuntimeError(f"unexpected laddu parameter order {model.parameter_names}")
-    term = ld.NLL(model, data=_dataset(data_path), accepted_mc=_dataset(mc_path), name="ksks")
-    likelihood = ld.Likelihood([term], execution=execution)
-    return LadduKsKsNLL(likelihood, model)
+    return laddu_nll(model, data_path, mc_path, execution=execution, name="ksks")
+
+
+def laddu_nll(model: Any, data_path: Any, mc_path: Any, execution: Any = None,
+              name: str = "ksks") -> LadduKsKsNLL:
+    """laddu's ``NLL`` of ``model`` (a ``laddu.Model``) on a data and an accepted-MC sample
+    (paths as :func:`laddu_ksks_nll` takes them), in one ``Likelihood`` on ``execution``.
+
+    Examples
+    --------
+    >>> import laddu                                            # doctest: +SKIP
+    >>> nll = laddu_nll(laddu.Model(expr), "data.parquet", "accmc.parquet")  # doctest: +SKIP
+    """
+    import laddu as ld
+
+    term = ld.NLL(model, data=_dataset(data_path), accepted_mc=_dataset(mc_path), name=name)
+    return LadduKsKsNLL(ld.Likelihood([term], execution=execution), model)

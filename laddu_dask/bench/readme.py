@@ -1,8 +1,8 @@
 """The README's Benchmarks section, rendered from the results files.
 
 ``python3 -m laddu_dask.bench.readme`` prints the section (Markdown) from
-``benchmarks/results/bench_ksks.json``, ``overhead.json``, ``streaming.json`` and
-``cluster.json``;
+``benchmarks/results/bench_ksks.json``, ``overhead.json``, ``streaming.json``,
+``cluster.json``, ``first_eval.json`` and ``models.json``;
 ``--write`` puts it in ``README.md`` in place of the current one.  The tests check that
 the README's section is exactly what this renders from the committed files, so no
 figure in it can be edited by hand or left behind by a new run.
@@ -26,7 +26,10 @@ from laddu_dask.bench.results import RESULTS_DIR, ROOT, read_results
 
 README = os.path.join(ROOT, "README.md")
 HEADING = "## Benchmarks"
-FILES = ("bench_ksks.json", "overhead.json", "streaming.json", "cluster.json", "first_eval.json")
+FILES = ("bench_ksks.json", "overhead.json", "streaming.json", "cluster.json", "first_eval.json",
+         "models.json")
+#: How the README names the benchmark models of :mod:`laddu_dask.bench.models`.
+MODEL_TITLES = {"zlm": "polarized Zlm", "kmatrix": "3-channel K-matrix"}
 
 
 def seconds(x: float | None) -> str:
@@ -235,6 +238,60 @@ def _first(r: dict[str, Any]) -> list[str]:
     return [*out, ""]
 
 
+def _models(r: dict[str, Any]) -> list[str]:
+    from laddu_dask.bench.model_bench import compile_share
+
+    smp, prov = r["sample"], r["provenance"]
+    p = prov["parameters"]
+    angles = ", ".join(str(a) for a in smp["pol_angles_deg"])
+    out = ["### Polarized Zlm and 3-channel K-matrix: laddu-dask against laddu's JIT", "",
+           f"The models of `laddu_dask/bench/models.py`, each written once as a function of the library "
+           f"module and built with both: the GlueX `Zlm` amplitudes (S and D waves with m = -1..2, both "
+           f"reflectivities, beam polarization; {r['models']['zlm']['free_parameters']} free parameters) "
+           "and an S-wave K-matrix of pi+ pi-, K_S K_S and pi0 eta with two poles and P-vector production "
+           f"(|F_KK|^2 of the K_S K_S mass; {r['models']['kmatrix']['free_parameters']} free), on "
+           f"{smp['data']:,} data and {smp['mc']:,} accepted-MC events of the KsKs sample ({smp['source']}) "
+           f"with the polarization added (planes at {angles} degrees, magnitudes uniform in "
+           f"{smp['pol_magnitude'][0]}-{smp['pol_magnitude'][1]}). laddu `{r.get('laddu_execution')}`, "
+           "laddu-dask's default `Execution()`, f64. " + run_line(prov, ("laddu", "laddu-dask", "numba")), "",
+           f"| figure (steady state: median of {p['repeats']} alternating calls; first evaluation: fresh "
+           f"processes, median of {p['first_repeats']}) | laddu-dask | laddu JIT | ratio |",
+           "|---|---|---|---|"]
+    notes = []
+    for name, m in r["models"].items():
+        title, s = MODEL_TITLES.get(name, name), m["steady_s"]
+        ours, theirs = m["first_evaluation"]["laddu-dask"], m["first_evaluation"].get("laddu", {})
+        out += [_row(f"{title}: `value`", s["ours"]["value"], _get(s, "theirs", "value")),
+                _row(f"{title}: `value_and_gradient`", s["ours"]["value+gradient"],
+                     _get(s, "theirs", "value+gradient")),
+                _row(f"{title}: first value and gradient, cold (empty caches)",
+                     ours["cold"]["first_evaluation_s"], _get(theirs, "cold", "first_evaluation_s")),
+                _row(f"{title}: first value and gradient, warm (caches filled)",
+                     ours["warm"]["first_evaluation_s"], _get(theirs, "cold", "first_evaluation_s"))]
+        a = m.get("agreement")
+        agree = (f"values agree with laddu's to {a['value_rel']:.1e} and gradients to "
+                 f"{a['gradient_rel']:.1e}; " if a else "")
+        share = compile_share(ours)
+        warm = (f"; warm, Numba loads it from its cache in {seconds(ours['warm']['compile_s'])}"
+                if "compile_s" in ours["warm"] else "")
+        compiled = (f"its kernel compiles in {seconds(ours['cold']['compile_s'])} of its "
+                    f"{seconds(ours['cold']['first_evaluation_s'])} cold first evaluation ({share:.0%}{warm})"
+                    if share is not None else "no kernel compilation over a second was reported")
+        notes += [f"{title[0].upper() + title[1:]}: {agree}{compiled}; with the caches filled the "
+                  f"first evaluation takes {seconds(ours['warm']['first_evaluation_s'])}, so cold "
+                  f"compilation costs "
+                  f"{seconds(ours['cold']['first_evaluation_s'] - ours['warm']['first_evaluation_s'])}.", ""]
+    out += ["", *notes,
+            "Cold and warm as in the KsKs tables; laddu compiles its JIT in every process, so both rows "
+            "compare with laddu's one figure. The compile time is what laddu-dask's `laddu_dask` logger "
+            "reports (Numba compiling the fused value-and-gradient kernel, on a background thread while "
+            "the data are read and prepared, so the first evaluation waits for less than all of it). The "
+            "Zlm intensity is quadratic in its couplings, so laddu-dask's default normalization reduces "
+            "the accepted MC to sufficient statistics once, in the first evaluation; the K-matrix's is "
+            "not, and every evaluation sums over the accepted MC.", ""]
+    return out
+
+
 def _overhead(r: dict[str, Any]) -> list[str]:
     prov = r["provenance"]
     out = ["### Scheduling overhead", "",
@@ -306,7 +363,7 @@ def _cluster(r: dict[str, Any]) -> list[str]:
 
 def render(folder: str = RESULTS_DIR) -> str:
     """The Benchmarks section (heading included) from the results files in ``folder``."""
-    ksks, overhead, streaming, cluster, first = (read_results(name, folder) for name in FILES)
+    ksks, overhead, streaming, cluster, first, models = (read_results(name, folder) for name in FILES)
     lines = [
         HEADING, "",
         "<!-- Rendered by `python3 -m laddu_dask.bench.readme --write` from benchmarks/results/*.json; "
@@ -317,7 +374,8 @@ def render(folder: str = RESULTS_DIR) -> str:
         "sides measured in the same run on the same files. Absolute times depend on the machine and "
         "on its load; compare the ratios. To measure again, run the command given with each table, "
         "then `python3 -m laddu_dask.bench.readme --write`.", "",
-        *_ksks(ksks), *_first(first), *_overhead(overhead), *_streaming(streaming), *_cluster(cluster),
+        *_ksks(ksks), *_first(first), *_models(models), *_overhead(overhead), *_streaming(streaming),
+        *_cluster(cluster),
         "`benchmarks/gpu_check.py` is the one-shot check for a GPU machine (see GPUs above).",
     ]
     return "\n".join(_wrap(line) for line in lines) + "\n"

@@ -1,4 +1,4 @@
-"""Event data: schemas, event batches, partitioned datasets (Dask collections) and Parquet I/O.
+"""Event data: schemas, event batches, partitioned datasets (Dask collections), Parquet and ROOT I/O.
 
 Examples
 --------
@@ -17,6 +17,8 @@ from laddu_dask.data.operations import Bin, BinnedDataset, DatasetStats
 from laddu_dask.data.parquet import ParquetPartition, read_parquet
 from laddu_dask.data.parquet_writer import write_parquet
 from laddu_dask.data.partition import Partition
+from laddu_dask.data.root import RootPartition, read_root
+from laddu_dask.data.root_writer import write_root
 from laddu_dask.data.schema import P4_COMPONENTS, WEIGHT_COLUMN, Schema, p4_columns
 
 __all__ = [
@@ -33,9 +35,12 @@ __all__ = [
     "EventBatch",
     "ParquetPartition",
     "Partition",
+    "RootPartition",
     "Schema",
     "array_module",
     "p4_columns",
     "read_parquet",
+    "read_root",
     "write_parquet",
+    "write_root",
 ]

@@ -17,7 +17,7 @@ import numpy as np
 
 from laddu_dask import config
 from laddu_dask.data.schema import WEIGHT_COLUMN, Schema
-from laddu_dask.errors import DataError
+from laddu_dask.errors import DataError, SchemaError
 from laddu_dask.options import MemoryPolicy
 
 DEFAULT_CHUNK_SIZE = 262_144
@@ -122,6 +122,33 @@ def check_finite(array: np.ndarray, column: str, offset: int, source: str,
     if original is not None and np.isfinite(original[i]):
         what = f"a value ({float(value)!r}) that overflows {array.dtype}"
     raise DataError(f"column {column!r} has {what} at event {offset + i} ({source})")
+
+
+def check_same_columns(first: str, schema: Schema, path: str, other: Schema) -> None:
+    """Raise SchemaError naming both files unless ``other`` has the columns of ``schema``.
+
+    The order of the columns may differ; the four-vectors, scalars and weight may not.
+
+    Examples
+    --------
+    >>> check_same_columns("a.parquet", Schema((), ("x",), False), "b.parquet",
+    ...                    Schema((), ("y",), True))
+    Traceback (most recent call last):
+    ...
+    laddu_dask.errors.SchemaError: a.parquet and b.parquet have different columns (only the first ...
+    """
+    if other == schema or (set(other.p4s) == set(schema.p4s)
+                           and set(other.scalars) == set(schema.scalars)
+                           and other.has_weight == schema.has_weight):
+        return
+    ca = set(schema.columns()) | ({WEIGHT_COLUMN} if schema.has_weight else set())
+    cb = set(other.columns()) | ({WEIGHT_COLUMN} if other.has_weight else set())
+    parts = []
+    if ca - cb:
+        parts.append(f"only the first has {sorted(ca - cb)}")
+    if cb - ca:
+        parts.append(f"only the second has {sorted(cb - ca)}")
+    raise SchemaError(f"{first} and {path} have different columns ({'; '.join(parts)})")
 
 
 def split_rows(n_rows: int, chunk_size: int) -> list[tuple[int, int]]:

@@ -49,6 +49,7 @@ from laddu_dask.data.dask_input import dask_origin
 from laddu_dask.data.operations import DatasetOperations
 from laddu_dask.data.parquet_writer import write_parquet
 from laddu_dask.data.partition import DataOrigin, Partition
+from laddu_dask.data.root_writer import write_root
 from laddu_dask.data.schema import Schema
 from laddu_dask.data.weights import exact_weight_sum
 from laddu_dask.views import Raw, bytes_text, key_values
@@ -441,6 +442,31 @@ class Dataset(DatasetCollection, DatasetOperations):
             If ``precision`` is not ``"f64"`` or ``"f32"`` (nothing is written).
         """
         write_parquet(self, path, precision=precision)
+
+    def write_root(self, path: str | os.PathLike[str], tree: str = "tree",
+                   precision: str | None = None, amptools: Sequence[str] | None = None) -> None:
+        """Write every column and the weights to one ROOT TTree, atomically (through uproot).
+
+        Parameters
+        ----------
+        path : path-like
+            Output file; written to a temporary file in the same folder, then renamed.
+        tree : str, default "tree"
+            The TTree's name.
+        precision : {"f64", "f32"}, optional
+            Storage precision (``"f64"``; ``"f32"`` with ``amptools``).
+        amptools : sequence of str, optional
+            Write the AmpTools flat-tree convention: the four-vectors' names, the beam's
+            first (see :func:`~laddu_dask.data.root_writer.write_root`).
+
+        Raises
+        ------
+        ValueError
+            A bad ``precision`` or ``tree`` (nothing is written).
+        SchemaError
+            ``amptools`` does not name exactly the dataset's four-vectors.
+        """
+        write_root(self, path, tree=tree, precision=precision, amptools=amptools)
 
     # -- display -----------------------------------------------------------------------
 

@@ -29,6 +29,9 @@ import pyarrow as pa
 
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
+FORMATS = {".parquet": "Parquet", ".root": "ROOT"}
+"""The file suffixes a folder is searched for, and the format's name in messages."""
+
 
 def is_url(path: str) -> bool:
     """Whether ``path`` names a file through a protocol (``s3://...``, chained ``a::b``)."""
@@ -42,17 +45,18 @@ def filesystem(url: str, storage_options: Mapping[str, Any] | None = None) -> tu
     return fsspec.core.url_to_fs(url, **dict(storage_options or {}))
 
 
-def expand_url(url: str, storage_options: Mapping[str, Any] | None = None) -> list[str]:
-    """The files one URL names: itself, a folder's ``*.parquet`` (sorted), or a glob's matches.
+def expand_url(url: str, storage_options: Mapping[str, Any] | None = None,
+               suffix: str = ".parquet") -> list[str]:
+    """The files one URL names: itself, a folder's ``*SUFFIX`` (sorted), or a glob's matches.
 
     Raises FileNotFoundError naming the URL when it matches nothing.
     """
     fs, path = filesystem(url, storage_options)
     if fs.isdir(path):
         found = sorted(f["name"] for f in fs.ls(path, detail=True)
-                       if f["type"] == "file" and f["name"].endswith(".parquet"))
+                       if f["type"] == "file" and f["name"].endswith(suffix))
         if not found:
-            raise FileNotFoundError(f"folder {url!r} holds no *.parquet files")
+            raise FileNotFoundError(f"folder {url!r} holds no *{suffix} files")
     elif fs.isfile(path):
         found = [path]
     elif glob.has_magic(path):
@@ -60,7 +64,7 @@ def expand_url(url: str, storage_options: Mapping[str, Any] | None = None) -> li
         if not found:
             raise FileNotFoundError(f"no files match {url!r}")
     else:
-        raise FileNotFoundError(f"no such Parquet file or folder: {url!r}")
+        raise FileNotFoundError(f"no such {FORMATS[suffix]} file or folder: {url!r}")
     return [fs.unstrip_protocol(f) for f in found]
 
 

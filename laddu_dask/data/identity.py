@@ -1,4 +1,4 @@
-"""The identity of a Parquet file as it was opened, checked again at every read.
+"""The identity of a Parquet or ROOT file as it was opened, checked again at every read.
 
 A streamed dataset reads its files again at every evaluation, and a cluster worker may
 read them long after :func:`~laddu_dask.data.parquet.read_parquet` opened them. A file
@@ -51,6 +51,14 @@ from laddu_dask.errors import DataChangedError
 
 _MAGIC = b"PAR1"
 _TAIL = 8  # footer length (4 bytes, little endian) and the magic
+_ROOT_HEADER = 100  # a ROOT file's header: its first record (fBEGIN) starts at byte 100
+
+#: What the hash covers, and the reader that opens the file again, for each format.
+_FORMATS = {
+    "Parquet": ("its Parquet footer (row-group sizes, column statistics) differs", "read_parquet"),
+    "ROOT": ("its ROOT file header (UUID, end of file, free segments, streamers) differs",
+             "read_root"),
+}
 
 
 def _when(ns: int) -> str:
@@ -60,7 +68,7 @@ def _when(ns: int) -> str:
 
 @dataclass(frozen=True)
 class FileIdentity:
-    """Size, modification time and footer hash of one Parquet file.
+    """Size, modification time and footer (or header) hash of one Parquet (or ROOT) file.
 
     Attributes
     ----------
@@ -69,17 +77,22 @@ class FileIdentity:
     mtime_ns : int
         Modification time, nanoseconds since the epoch (0 where the filesystem has none).
     footer : str
-        BLAKE2b hash of the Parquet footer (file metadata) bytes; empty without one.
+        BLAKE2b hash of the Parquet footer (file metadata) bytes, or of a ROOT file's
+        header; empty without one.
+    kind : {"Parquet", "ROOT"}
+        The file's format.
     """
 
     size: int
     mtime_ns: int
     footer: str
+    kind: str = "Parquet"
 
     @classmethod
-    def read(cls, handle: pa.NativeFile, path: str, fs: Any = None) -> FileIdentity:
+    def read(cls, handle: pa.NativeFile, path: str, fs: Any = None,
+             kind: str = "Parquet") -> FileIdentity:
         """The identity of the open file ``handle`` (opened from ``path``, on the fsspec
-        filesystem ``fs``, or locally for None).
+        filesystem ``fs``, or locally for None), a ``kind`` file.
 
         ``footer`` is empty when the file does not end in a Parquet footer (pyarrow then
         says why when it opens the file).
@@ -89,13 +102,17 @@ class FileIdentity:
             size, mtime_ns = st.st_size, st.st_mtime_ns
         else:
             size, mtime_ns = handle.size(), modified_ns(fs, path)
+        footer = ""
+        if kind == "ROOT":
+            data = handle.read_at(min(size, _ROOT_HEADER), 0)
+            footer = hashlib.blake2b(data, digest_size=16).hexdigest()
+            return cls(size, mtime_ns, footer, kind)
         tail = handle.read_at(_TAIL, size - _TAIL) if size >= _TAIL + len(_MAGIC) else b""
         length = int.from_bytes(tail[:4], "little") if tail[4:] == _MAGIC else 0
-        footer = ""
         if 0 < length <= size - _TAIL - len(_MAGIC):
             data = handle.read_at(length, size - _TAIL - length)
             footer = hashlib.blake2b(data, digest_size=16).hexdigest()
-        return cls(size, mtime_ns, footer)
+        return cls(size, mtime_ns, footer, kind)
 
     def check(self, now: FileIdentity, path: str) -> None:
         """Raise :class:`DataChangedError` naming ``path`` and what differs from ``now``."""
@@ -106,10 +123,11 @@ class FileIdentity:
             changes.append(f"size {self.size} -> {now.size} bytes")
         if now.mtime_ns != self.mtime_ns:
             changes.append(f"modified {_when(self.mtime_ns)} -> {_when(now.mtime_ns)}")
+        what, reader = _FORMATS[self.kind]
         if now.footer != self.footer:
-            changes.append("its Parquet footer (row-group sizes, column statistics) differs")
+            changes.append(what)
         raise DataChangedError(
             f"{path} changed on disk since it was opened ({'; '.join(changes)}); its events "
-            "would no longer match the ones already used. Open it again with read_parquet "
+            f"would no longer match the ones already used. Open it again with {reader} "
             "and build the likelihood anew"
         )

@@ -31,20 +31,19 @@ from dask.base import is_dask_collection, tokenize
 
 from laddu_dask.data.batch import EventBatch
 from laddu_dask.data.checks import (
-    check_dtype,
     check_finite,
     check_memory_policy,
+    check_same_columns,
     resolve_chunk_size,
-    resolve_columns,
     split_rows,
 )
 from laddu_dask.data.dataset import Dataset
 from laddu_dask.data.fs import filesystem, is_url, open_input
 from laddu_dask.data.identity import FileIdentity
-from laddu_dask.data.partition import Partition
+from laddu_dask.data.partition import Partition, load_from_file
 from laddu_dask.data.paths import PathArg, expand_paths
-from laddu_dask.data.schema import WEIGHT_COLUMN, Schema
-from laddu_dask.errors import DataChangedError, DataError, SchemaError
+from laddu_dask.data.schema import Schema
+from laddu_dask.errors import DataChangedError, DataError
 
 """Storage precisions accepted by :func:`write_parquet`."""
 
@@ -114,17 +113,6 @@ def _numbers(chunked: pa.ChunkedArray) -> np.ndarray:
     return np.array([float(v) for v in chunked.to_pylist()], dtype=np.float64)
 
 
-def _describe_difference(a: Schema, b: Schema) -> str:
-    ca = set(a.columns()) | ({WEIGHT_COLUMN} if a.has_weight else set())
-    cb = set(b.columns()) | ({WEIGHT_COLUMN} if b.has_weight else set())
-    parts = []
-    if ca - cb:
-        parts.append(f"only the first has {sorted(ca - cb)}")
-    if cb - ca:
-        parts.append(f"only the second has {sorted(cb - ca)}")
-    return "; ".join(parts)
-
-
 # ----------------------------------------------------------------------------- partitions
 
 
@@ -184,17 +172,7 @@ class ParquetPartition(Partition):
             If a row group cannot be read or decoded, or fails its page checksum (naming
             the file and the row group), or a value is missing or not finite.
         """
-        dt = check_dtype(dtype)
-        cols = resolve_columns(self.schema, columns, self.path)
-        read = cols + ([WEIGHT_COLUMN] if self.schema.has_weight else [])
-        if not self.n_events:
-            out = {c: np.empty(0, dtype=dt) for c in cols}
-            return EventBatch(out, np.ones(0, dtype=dt), offset=self.offset, source=self.source)
-        arrays = self._read(read, dt)
-        weights = arrays.pop(WEIGHT_COLUMN, None)
-        if weights is None:
-            weights = np.ones(self.n_events, dtype=dt)
-        return EventBatch(arrays, weights, offset=self.offset, source=self.source)
+        return load_from_file(self, self.schema, columns, dtype, self.path, self._read)
 
     def _read(self, columns: list[str], dt: np.dtype) -> dict[str, np.ndarray]:
         """Check the file's identity, then read ``columns`` of the partition's rows."""
@@ -370,13 +348,8 @@ def read_parquet(path: PathArg | Sequence[PathArg], chunk_size: int | None = Non
         info, s = _inspect(p, filesystem(p, storage_options)[0] if is_url(p) else None)
         if schema is None:
             schema = s
-        elif s != schema and (set(s.p4s) != set(schema.p4s)
-                              or set(s.scalars) != set(schema.scalars)
-                              or s.has_weight != schema.has_weight):
-            raise SchemaError(
-                f"{infos[0].path} and {p} have different columns "
-                f"({_describe_difference(schema, s)})"
-            )
+        else:
+            check_same_columns(infos[0].path, schema, p, s)
         infos.append(info)
     assert schema is not None
     return Dataset(ParquetOrigin(infos, schema), chunk_size=chunk_size,

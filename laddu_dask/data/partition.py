@@ -17,7 +17,7 @@ Examples
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -26,7 +26,8 @@ from dask._task_spec import Task
 from dask.highlevelgraph import HighLevelGraph
 
 from laddu_dask.data.batch import EventBatch
-from laddu_dask.data.schema import Schema
+from laddu_dask.data.checks import check_dtype, resolve_columns
+from laddu_dask.data.schema import WEIGHT_COLUMN, Schema
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,26 @@ class Partition(ABC):
         graph (see :meth:`DataOrigin.graph`); others load themselves.
         """
         return Task(key, self.load, columns, dtype)
+
+
+def load_from_file(part: Partition, schema: Schema, columns: Sequence[str] | None, dtype: Any,
+                   where: str, read: Callable[[list[str], np.dtype], dict[str, np.ndarray]]
+                   ) -> EventBatch:
+    """:meth:`Partition.load` of a partition of a file: ``read(names, dtype)`` reads the columns.
+
+    ``columns`` are checked against ``schema`` (a SchemaError names ``where``); ``read`` is
+    called, for a partition with events, with them and ``weight`` if the file stores it.
+    """
+    dt = check_dtype(dtype)
+    cols = resolve_columns(schema, columns, where)
+    if not part.n_events:
+        return EventBatch({c: np.empty(0, dtype=dt) for c in cols}, np.ones(0, dtype=dt),
+                          offset=part.offset, source=part.source)
+    arrays = read(cols + ([WEIGHT_COLUMN] if schema.has_weight else []), dt)
+    weights = arrays.pop(WEIGHT_COLUMN, None)
+    if weights is None:
+        weights = np.ones(part.n_events, dtype=dt)
+    return EventBatch(arrays, weights, offset=part.offset, source=part.source)
 
 
 class DataOrigin(Protocol):

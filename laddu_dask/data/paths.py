@@ -28,32 +28,32 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from laddu_dask.data.fs import expand_url, is_url
+from laddu_dask.data.fs import FORMATS, expand_url, is_url
 from laddu_dask.errors import DataError
 
 PathArg = str | os.PathLike[str]
 
 
-def _expand_one(p: str) -> list[str]:
-    """The files one path names: itself, a folder's ``*.parquet`` (sorted), or a glob's matches."""
+def _expand_one(p: str, suffix: str) -> list[str]:
+    """The files one path names: itself, a folder's ``*SUFFIX`` (sorted), or a glob's matches."""
     if os.path.isdir(p):
         found = sorted(
             os.path.join(p, f) for f in os.listdir(p)
-            if f.endswith(".parquet") and os.path.isfile(os.path.join(p, f))
+            if f.endswith(suffix) and os.path.isfile(os.path.join(p, f))
         )
         if not found:
-            raise FileNotFoundError(f"folder {p!r} holds no *.parquet files")
+            raise FileNotFoundError(f"folder {p!r} holds no *{suffix} files")
         return found
     if os.path.isfile(p):
         return [p]
     if os.path.exists(p):
-        raise FileNotFoundError(f"{p!r} is neither a Parquet file nor a folder")
+        raise FileNotFoundError(f"{p!r} is neither a {FORMATS[suffix]} file nor a folder")
     if glob.has_magic(p):
         found = sorted(f for f in glob.glob(p, recursive=True) if os.path.isfile(f))
         if not found:
             raise FileNotFoundError(f"no files match {p!r}")
         return found
-    raise FileNotFoundError(f"no such Parquet file or folder: {p!r}")
+    raise FileNotFoundError(f"no such {FORMATS[suffix]} file or folder: {p!r}")
 
 
 def _spelling(item: str, found: str) -> str:
@@ -61,8 +61,9 @@ def _spelling(item: str, found: str) -> str:
 
 
 def expand_paths(path: PathArg | Sequence[PathArg],
-                 storage_options: Mapping[str, Any] | None = None) -> list[str]:
-    """Resolve a file, folder (its ``*.parquet``, sorted), glob, or a list of these.
+                 storage_options: Mapping[str, Any] | None = None,
+                 suffix: str = ".parquet") -> list[str]:
+    """Resolve a file, folder (its ``*.parquet``, or ``*SUFFIX``, sorted), glob, or a list of these.
 
     A path that exists is taken literally even when it contains glob characters;
     a path that does not exist and has them is a pattern. A URL (``s3://...``,
@@ -75,6 +76,8 @@ def expand_paths(path: PathArg | Sequence[PathArg],
         What the user gave; ``~`` is expanded.
     storage_options : dict, optional
         Passed to fsspec for URLs (credentials, endpoints), as in Dask.
+    suffix : {".parquet", ".root"}
+        What a folder's files end in.
 
     Returns
     -------
@@ -99,14 +102,14 @@ def expand_paths(path: PathArg | Sequence[PathArg],
     """
     items = [path] if isinstance(path, str | os.PathLike) else list(path)
     if not items:
-        raise FileNotFoundError("no Parquet paths given (empty list)")
+        raise FileNotFoundError(f"no {FORMATS[suffix]} paths given (empty list)")
     files: list[str] = []
     seen: dict[tuple[int, int], tuple[str, str]] = {}  # (device, inode) -> (file, spelling)
     urls: dict[str, str] = {}  # a URL's file -> its spelling
     for item in items:
         p = os.fspath(item)
         if is_url(p):
-            for f in expand_url(p, storage_options):
+            for f in expand_url(p, storage_options, suffix):
                 if f in urls:
                     raise DataError(
                         f"file {f} is given twice: as {urls[f]} and as {_spelling(p, f)}; name "
@@ -116,7 +119,7 @@ def expand_paths(path: PathArg | Sequence[PathArg],
                 files.append(f)
             continue
         p = os.path.expanduser(p)
-        for f in _expand_one(p):
+        for f in _expand_one(p, suffix):
             st = os.stat(f)
             key = (st.st_dev, st.st_ino)
             where = _spelling(p, f)

@@ -21,7 +21,7 @@ from typing import Any
 
 from laddu_dask.errors import ModelError
 from laddu_dask.expr.node import Expr, as_expr, walk
-from laddu_dask.expr.parameter import ParameterSpec, merge_parameters
+from laddu_dask.expr.parameter import ParameterSpec, draw_starts, merge_parameters
 from laddu_dask.expr.tags import TAG, project, strip_tags, tags_of
 from laddu_dask.expr.updates import ParameterUpdate, update_parameters
 from laddu_dask.views import format_bounds, table
@@ -85,6 +85,22 @@ class Model:
     @property
     def default_parameters(self) -> list[float]:
         return [spec.initial for spec in self.parameters.values() if not spec.is_fixed]
+
+    def sample_parameters(self, *, seed: int = 0, n: int | None = None) -> list[float] | list[list[float]]:
+        """Reproducible starts for the free parameters, in :attr:`parameter_names` order
+        (laddu's ``sample_parameters``): uniform in each parameter's initialization range
+        (``initial=(min, max)``, inside its bounds), else its initial value.  ``n`` gives
+        that many starts (a list of lists).
+
+        Examples
+        --------
+        >>> import laddu_dask as ld
+        >>> m = ld.Model(ld.parameter("a", initial=(1.0, 2.0)) * ld.parameter("b", initial=0.5))
+        >>> starts = m.sample_parameters(seed=3, n=2)
+        >>> len(starts), all(1.0 <= s[0] < 2.0 and s[1] == 0.5 for s in starts)
+        (2, True)
+        """
+        return draw_starts(self.parameters.values(), seed, n)
 
     @property
     def fixed_parameters(self) -> dict[str, float]:

@@ -52,6 +52,9 @@ class ParameterSpec:
         yet used by the fits.
     unit, latex, description : str or None
         Labels for reports and plots.
+    initial_range : (float, float) or None
+        laddu's initialization range ``(minimum, maximum)``, from which starts are sampled
+        (:func:`sample_initial`); :attr:`initial` is then its middle.
     """
 
     name: str
@@ -63,6 +66,7 @@ class ParameterSpec:
     unit: str | None = None
     latex: str | None = None
     description: str | None = None
+    initial_range: tuple[float, float] | None = None
 
     @property
     def is_fixed(self) -> bool:
@@ -73,7 +77,9 @@ class ParameterSpec:
         """One line: ``name = value [lo, hi]`` (``unbounded``, ``[0, +inf)``) or ``(fixed)``."""
         if self.is_fixed:
             return f"{self.name} = {self.fixed} (fixed)"
-        return f"{self.name} = {self.initial} {format_bounds(*self.bounds)}"
+        span = "" if self.initial_range is None else f" (from {list(self.initial_range)})"
+        start = f"{self.initial}{span}"
+        return f"{self.name} = {start} {format_bounds(*self.bounds)}"
 
 
 def _check_number(name: str, what: str, value: object, *, finite: bool = True) -> float:
@@ -103,7 +109,7 @@ def _bound(name: str, what: str, value: object, unbounded: float) -> float | Non
 def parameter(
     name: str,
     *,
-    initial: float | None = None,
+    initial: float | tuple[float, float] | None = None,
     bounds: tuple[float | None, float | None] | None = None,
     fixed: float | None = None,
     periodic: bool = False,
@@ -118,9 +124,11 @@ def parameter(
     ----------
     name : str
         Unique name.
-    initial : float, optional
-        Starting value (finite).  Defaults to the middle of finite bounds, the
-        finite bound when only one is given, else 0.
+    initial : float or (float, float), optional
+        Starting value (finite), or laddu's initialization range ``(minimum, maximum)``
+        inside the bounds, from which ``sample_parameters`` draws starts (a fit without
+        ``initial`` starts from its middle).  Defaults to the middle of finite bounds,
+        the finite bound when only one is given, else 0.
     bounds : (float or None, float or None), optional
         Inclusive limits honoured by the fits; ``None``, ``-inf`` (lower) or
         ``inf`` (upper) means unbounded on that side, as in laddu.
@@ -176,6 +184,10 @@ def parameter(
                 value = hi
             else:
                 value = 0.0
+        elif isinstance(initial, (tuple, list)):
+            span = _initial_range(name, initial, lo, hi)
+            spec = ParameterSpec(name, 0.5 * (span[0] + span[1]), (lo, hi), None, **meta, initial_range=span)
+            return Expr._intern("param", (), spec, REAL)
         else:
             value = _check_number(name, "initial value", initial)
         if (lo is not None and value < lo) or (hi is not None and value > hi):
@@ -184,6 +196,55 @@ def parameter(
             )
         spec = ParameterSpec(name, value, (lo, hi), None, **meta)
     return Expr._intern("param", (), spec, REAL)
+
+
+def _initial_range(name: str, initial: object, lo: float | None, hi: float | None) -> tuple[float, float]:
+    """laddu's ``initial=(minimum, maximum)``: finite, increasing, inside the bounds."""
+    if len(initial) != 2:  # type: ignore[arg-type]
+        raise ParameterError(f"parameter {name!r}: an initial range must be (minimum, maximum), "
+                             f"got {initial!r}")
+    a, b = (_check_number(name, "initial range end", v) for v in initial)  # type: ignore[union-attr]
+    if not a < b:
+        raise ParameterError(f"parameter {name!r}: initial range [{a}, {b}] is empty (minimum < maximum)")
+    if (lo is not None and a < lo) or (hi is not None and b > hi):
+        raise ParameterError(f"parameter {name!r}: initial range [{a}, {b}] is outside its bounds "
+                             f"[{lo}, {hi}]")
+    return (a, b)
+
+
+def sample_initial(specs: Iterable[ParameterSpec], rng: np.random.Generator) -> list[float]:
+    """A start for each free parameter of ``specs`` (laddu's rule): uniform in its
+    initialization range (``initial=(min, max)``, inside the bounds), else its initial value.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import laddu_dask as ld
+    >>> specs = [ld.parameter("a", initial=(1.0, 2.0)).attr, ld.parameter("b", initial=0.3).attr]
+    >>> x = sample_initial(specs, np.random.default_rng(0))
+    >>> 1.0 <= x[0] < 2.0, x[1]
+    (True, 0.3)
+    """
+    out = []
+    for spec in specs:
+        if spec.is_fixed:
+            continue
+        span = spec.initial_range
+        out.append(spec.initial if span is None else float(rng.uniform(*span)))
+    return out
+
+
+def draw_starts(specs: Iterable[ParameterSpec], seed: int, n: int | None) -> list[float] | list[list[float]]:
+    """:func:`sample_initial` with ``numpy.random.default_rng(seed)``: one start, or ``n``."""
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise ParameterError(f"seed must be a non-negative integer, got {seed!r}")
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1):
+        raise ParameterError(f"n must be a positive integer or None, got {n!r}")
+    specs = list(specs)
+    rng = np.random.default_rng(int(seed))
+    if n is None:
+        return sample_initial(specs, rng)
+    return [sample_initial(specs, rng) for _ in range(int(n))]
 
 
 def _metadata(name: str, lo: float | None, hi: float | None, periodic: object, scale: object,
@@ -262,10 +323,16 @@ def _components(name: str, what: str, value: object, coordinates: str) -> tuple:
         return (z.real, z.imag) if coordinates == "cartesian" else (abs(z), math.atan2(z.imag, z.real))
     if _is_number_or_none(value):
         return _components(name, what, complex(value), coordinates)
-    if isinstance(value, (tuple, list)) and len(value) == 2 and all(_is_number_or_none(v) for v in value):
+    if isinstance(value, (tuple, list)) and len(value) == 2 and all(
+            _is_number_or_none(v) or (what == "initial" and _is_range(v)) for v in value):
         return tuple(value)
     raise ParameterError(f"complex parameter {name!r}: {what} must be a complex number or a pair "
                          f"of component values, got {value!r}")
+
+
+def _is_range(v: object) -> bool:
+    return isinstance(v, (tuple, list)) and len(v) == 2 and all(_is_number_or_none(b) and b is not None
+                                                                for b in v)
 
 
 def cparameter(
@@ -288,8 +355,10 @@ def cparameter(
     ----------
     name : str
         Base name; the parameters are ``name + suffixes[0]`` and ``name + suffixes[1]``.
-    initial : complex or (float, float), optional
-        A complex starting value (split into the coordinates) or one value per component.
+    initial : complex or pair, optional
+        A complex starting value (split into the coordinates), one value per component, or
+        a pair of laddu's initialization ranges ``((min, max), (min, max))`` (either may be a
+        plain value).
     coordinates : {"cartesian", "polar"}, default "cartesian"
         Real and imaginary parts, or magnitude and phase (``magnitude * exp(i phase)``).
     suffixes : (str, str), optional

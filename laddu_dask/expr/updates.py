@@ -55,8 +55,9 @@ class ParameterUpdate:
     fixed : float or None, optional
         Fix at this value (which also becomes the initial value unless ``initial`` is
         given too), or free the parameter with ``None``.
-    initial : float or None, optional
-        The initial value, or ``None`` for the default (the middle of finite bounds).
+    initial : float, (float, float) or None, optional
+        The initial value, an initialization range ``(minimum, maximum)``, or ``None`` for
+        the default (the middle of finite bounds).
     bounds : (float or None, float or None) or None, optional
         New inclusive bounds; ``None`` removes both.
     periodic : bool, optional
@@ -72,7 +73,7 @@ class ParameterUpdate:
     ------
     ParameterError
         For a value of the wrong type, a NaN or infinite number, bounds that are not a
-        pair, a scale that is not positive, an initial range (not supported yet).
+        pair, a scale that is not positive, an initial range that is not two numbers.
 
     Examples
     --------
@@ -92,9 +93,12 @@ class ParameterUpdate:
             fixed = _number("fixed", fixed)
         if initial is not _UNSET and initial is not None:
             if isinstance(initial, (tuple, list)):
-                raise ParameterError("ParameterUpdate: an initial range (lo, hi) is not supported yet; "
-                                     "give one initial value")
-            initial = _number("initial", initial)
+                if len(initial) != 2:
+                    raise ParameterError(f"ParameterUpdate: an initial range must be (minimum, maximum), "
+                                         f"got {initial!r}")
+                initial = (_number("initial", initial[0]), _number("initial", initial[1]))
+            else:
+                initial = _number("initial", initial)
         if bounds is not _UNSET and bounds is not None:
             if not isinstance(bounds, (tuple, list)) or len(bounds) != 2:
                 raise ParameterError(f"ParameterUpdate: bounds must be a pair (lo, hi) or None, "
@@ -145,7 +149,8 @@ class ParameterUpdate:
             fields["bounds"] = (None, None) if given["bounds"] is None else given["bounds"]
         initial = given.get("initial", _UNSET)
         if initial is _UNSET:
-            initial = fields["fixed"] if given.get("fixed") is not None else spec.initial
+            kept = spec.initial_range or spec.initial
+            initial = fields["fixed"] if given.get("fixed") is not None else kept
         fixed = fields["fixed"]
         lo, hi = fields["bounds"]
         if fixed is not None and ((lo is not None and fixed < lo) or (hi is not None and fixed > hi)):
@@ -156,7 +161,8 @@ class ParameterUpdate:
                             scale=fields["scale"], unit=fields["unit"], latex=fields["latex"],
                             description=fields["description"]).attr
         if fixed is not None and initial is not None:
-            checked = dataclasses.replace(checked, initial=initial)
+            checked = dataclasses.replace(checked, initial=initial if not isinstance(initial, tuple)
+                                          else 0.5 * (initial[0] + initial[1]))
         return checked
 
 

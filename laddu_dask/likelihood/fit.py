@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from laddu_dask.compile.layout import ParameterValues
+from laddu_dask.files import read_json, write_json
 from laddu_dask.likelihood.cost import MinuitCost
 from laddu_dask.options import FitMethod
 from laddu_dask.views import format_bounds, table
@@ -126,8 +127,9 @@ class FitResult:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready summary."""
+        """A JSON-ready summary (every field but :attr:`minuit`); :meth:`from_dict` reverses it."""
         return {
+            "kind": "laddu_dask.FitResult",
             "method": self.method,
             "valid": self.valid,
             "fval": self.fval,
@@ -140,7 +142,51 @@ class FitResult:
             "correlation": None if self.correlation is None else self.correlation.tolist(),
             "message": self.message,
             "wall_time": self.wall_time,
+            "bounds": {n: list(b) for n, b in self.bounds.items()},
         }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> FitResult:
+        """The result :meth:`to_dict` described (:attr:`minuit` is ``None``).
+
+        Raises
+        ------
+        ValueError
+            If ``d`` is not a fit result's dictionary (a missing or mistyped field, named).
+        """
+        try:
+            names = [str(n) for n in d["parameter_names"]]
+            matrix = (lambda m: None if m is None else np.array(m, dtype=np.float64))  # noqa: E731
+            return cls(
+                values={n: float(d["values"][n]) for n in names},
+                errors={n: float(d["errors"][n]) for n in names},
+                fval=float(d["fval"]), valid=bool(d["valid"]), n_calls=int(d["n_calls"]),
+                method=str(d["method"]), covariance=matrix(d["covariance"]), parameter_names=names,
+                message=str(d.get("message", "")), wall_time=float(d.get("wall_time", 0.0)),
+                edm=float(d.get("edm", math.nan)), correlation=matrix(d.get("correlation")),
+                bounds={n: tuple(b) for n, b in d.get("bounds", {}).items()},
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a fit result: {type(exc).__name__}: {exc}") from None
+
+    def save(self, path: str | Any) -> None:
+        """Write the result as JSON (atomically: a temporary file renamed over ``path``),
+        with the laddu-dask version and the time it was written."""
+        write_json(path, self.to_dict())
+
+    @classmethod
+    def load(cls, path: str | Any) -> FitResult:
+        """The result :meth:`save` wrote.
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> r = FitResult({"a": 1.0}, {"a": 0.1}, 3.0, True, 12, "migrad", None, ["a"])
+        >>> path = os.path.join(tempfile.mkdtemp(), "fit.json")
+        >>> r.save(path); FitResult.load(path).values
+        {'a': 1.0}
+        """
+        return cls.from_dict(read_json(path, "laddu_dask.FitResult"))
 
 
 class _Watched(MinuitCost):

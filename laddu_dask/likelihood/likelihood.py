@@ -22,19 +22,39 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from laddu_dask.compile.layout import ParameterValues, resolve_parameters
-from laddu_dask.expr.parameter import ParameterSpec, merge_parameters
+from laddu_dask.expr.parameter import ParameterSpec, draw_starts, merge_parameters
 from laddu_dask.likelihood.cost import MinuitCost
 from laddu_dask.likelihood.terms import NLL, ExtendedNLL
 from laddu_dask.runtime.execution import Execution
 from laddu_dask.runtime.prepared import reduce_points
 
 Term = NLL | ExtendedNLL
+
+
+#: Methods of :class:`Likelihood` that the analysis layer provides (laddu's ``fit_restarts``,
+#: ``bootstrap_fit``, ``sample``, ``walker_positions``): registered when
+#: :mod:`laddu_dask.analysis` is imported, which ``import laddu_dask`` does, because this
+#: layer never imports the one above it.
+_METHODS: dict[str, Callable[..., Any]] = {}
+
+
+def register_method(name: str, function: Callable[..., Any]) -> None:
+    """Make ``function(likelihood, ...)`` the implementation of ``Likelihood.<name>``."""
+    _METHODS[name] = function
+
+
+def _method(name: str) -> Callable[..., Any]:
+    try:
+        return _METHODS[name]
+    except KeyError:
+        raise RuntimeError(f"Likelihood.{name} is provided by laddu_dask.analysis; "
+                           "import laddu_dask (or laddu_dask.analysis) first") from None
 
 
 class Likelihood(MinuitCost):
@@ -228,6 +248,36 @@ class Likelihood(MinuitCost):
         from laddu_dask.likelihood.projection import project
 
         return project(self, params, term)
+
+    def sample_parameters(self, *, seed: int = 0, n: int | None = None) -> list[float] | list[list[float]]:
+        """Reproducible starts for the free parameters, in :attr:`parameter_names` order
+        (laddu's ``Likelihood.sample_parameters``; the rules of
+        :meth:`~laddu_dask.Model.sample_parameters`): ``n`` gives that many."""
+        return draw_starts(self.parameters.values(), seed, n)
+
+    def fit_restarts(self, restarts: int, initial: ParameterValues | None = None, *, seed: int = 0,
+                     **options: Any) -> Any:
+        """``restarts`` fits from sampled starts (laddu's ``fit_restarts``); returns a
+        :class:`~laddu_dask.analysis.FitEnsemble`. See :func:`laddu_dask.analysis.fit_restarts`."""
+        return _method("fit_restarts")(self, restarts, initial, seed=seed, **options)
+
+    def bootstrap_fit(self, samples: int, initial: ParameterValues | None = None, *, seed: int = 0,
+                      **options: Any) -> Any:
+        """Refits of ``samples`` Poisson-bootstrap replicas of the data (laddu's
+        ``bootstrap_fit``). See :func:`laddu_dask.analysis.bootstrap_fit`."""
+        return _method("bootstrap_fit")(self, samples, initial, seed=seed, **options)
+
+    def sample(self, init: Any = None, *, n_walkers: int | None = None, n_steps: int = 1000, seed: int = 0,
+               **options: Any) -> Any:
+        """An affine-invariant ensemble MCMC of ``exp(-NLL / 2)`` (laddu's ``Likelihood.sample``
+        role), each step's proposals one :meth:`values` round. See
+        :func:`laddu_dask.analysis.sample`."""
+        return _method("sample")(self, init, n_walkers=n_walkers, n_steps=n_steps, seed=seed, **options)
+
+    def walker_positions(self, center: Any, n_walkers: int, **options: Any) -> Any:
+        """Starting walkers around ``center`` (laddu's ``walker_positions``). See
+        :func:`laddu_dask.analysis.walker_positions`."""
+        return _method("walker_positions")(self, center, n_walkers, **options)
 
     def fit(self, initial: ParameterValues | None = None, method: str = "migrad", **options: Any):
         """Minimise the likelihood; see :func:`laddu_dask.likelihood.fit.fit`."""

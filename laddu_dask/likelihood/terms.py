@@ -33,6 +33,7 @@ Examples
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import Any
 
@@ -113,6 +114,26 @@ class _Term(MinuitCost):
             ds.schema.require(self.compiled.columns, ", ".join(ds.sources))
         self._prepared: dict[int, _Prepared] = {}
         self._alone: Any = None
+        self._mc_from: _Term | None = None
+
+    def with_data(self, data: Dataset) -> _Term:
+        """This term with other data (a bootstrap replica, a subsample): the same model and
+        accepted MC, whose preparation (done, or still to come) is shared, so only ``data``
+        is prepared anew.
+
+        Raises
+        ------
+        DataError
+            If ``data`` has no events; SchemaError if it lacks a column the model reads.
+        """
+        twin = copy.copy(self)
+        twin.data = _as_dataset(data, "data", self.name)
+        if twin.data.n_events == 0:
+            raise DataError(f"term {self.name!r}: its data has no events ({', '.join(twin.data.sources)})")
+        twin.data.schema.require(self.compiled.columns, ", ".join(twin.data.sources))
+        twin._prepared, twin._alone = {}, None
+        twin._mc_from = self._mc_from or self
+        return twin
 
     def _cost_likelihood(self) -> Any:
         """The likelihood of this term alone, on the default execution (for iminuit and ``+``)."""
@@ -145,6 +166,11 @@ class _Term(MinuitCost):
         hit = self._prepared.get(id(execution))
         if hit is not None:
             return hit
+        if self._mc_from is not None:  # a twin of with_data: only its data is new
+            source = self._mc_from.prepare(execution, with_gradient)
+            pd = source.model.prepare_dataset(execution, self.data, name=f"{self.name}/data")
+            self._prepared = {id(execution): _Prepared(source.model, pd, source.mc, source.stats)}
+            return self._prepared[id(execution)]
         pm = PreparedModel.prepare(self.compiled, execution)
         if with_gradient is not None:
             pm.compile_ahead(execution, with_gradient, repr(self.name))

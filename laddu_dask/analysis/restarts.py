@@ -1,0 +1,154 @@
+"""Many fits of one likelihood: restarts from sampled starts, and bootstrap refits.
+
+``fit_restarts(likelihood, n, seed=)`` is laddu's ``Likelihood.fit_restarts``: the first
+fit starts from ``initial`` when given, the others from
+:meth:`~laddu_dask.Likelihood.sample_parameters`.  ``bootstrap_fit(likelihood, n, seed=)``
+is laddu's ``Likelihood.bootstrap_fit``: each replica Poisson-reweights the observed data
+of every term (:meth:`~laddu_dask.Dataset.bootstrap`, lazily), shares the accepted MC's
+preparation with the original likelihood, and is fitted from the original's best values.
+Both return a :class:`~laddu_dask.analysis.FitEnsemble`; a fit that raises is recorded
+and the others go on.  Locally the fits run one after another, each on the whole thread
+pool.  On a cluster, fits whose data are small run concurrently as tasks, each on one
+worker next to its data (:mod:`laddu_dask.analysis.tasks`); larger ones run one after
+another, each evaluation one call per worker, as for a single fit.
+
+Examples
+--------
+>>> import numpy as np
+>>> import laddu_dask as ld
+>>> x = ld.scalar("x")
+>>> model = ld.Model(ld.parameter("a", initial=(0.5, 5.0), bounds=(0.0, 10.0)) * x * x + 1.0)
+>>> rng = np.random.default_rng(1)
+>>> data = ld.Dataset.from_arrays(scalars={"x": rng.uniform(0, 1, 500) ** 0.5})
+>>> mc = ld.Dataset.from_arrays(scalars={"x": rng.uniform(0, 1, 5000)})
+>>> lik = ld.Likelihood([ld.NLL(model, data=data, accepted_mc=mc)])
+>>> fits = lik.fit_restarts(3, seed=2)
+>>> len(fits), len(fits.valid), round(fits.best.fval - min(f.fval for f in fits), 12)
+(3, 3, 0.0)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from laddu_dask.analysis.ensembles import FitEnsemble, failed_fit
+from laddu_dask.analysis.tasks import fit_as_tasks, runs_as_tasks
+from laddu_dask.errors import (
+    DataError,
+    NonFiniteError,
+    NonPositiveIntensityError,
+    NormalizationError,
+    ParameterError,
+)
+from laddu_dask.likelihood.likelihood import Likelihood
+
+__all__ = ["FIT_FAILURES", "bootstrap_fit", "fit_each", "fit_restarts", "replica_seeds"]
+
+#: The errors that end one fit of many, recorded in its result (the others go on).
+FIT_FAILURES = (NonFiniteError, NonPositiveIntensityError, NormalizationError, ParameterError, DataError,
+                FloatingPointError)
+
+
+def _note(progress: bool | Callable, label: str, i: int, n: int, result: Any) -> None:
+    if progress is True:
+        state = f"fval = {result.fval:.10g}" if result.valid else result.message
+        print(f"laddu-dask: {label} {i + 1} of {n}: {'valid' if result.valid else 'NOT valid'}, {state}",
+              flush=True)
+    elif callable(progress):
+        progress(i, n, result)
+
+
+def fit_each(likelihoods: list[Any], starts: list[Any], *, method: str, label: str,
+             progress: bool | Callable = False, **options: Any) -> FitEnsemble:
+    """Fit ``likelihoods[i]`` from ``starts[i]`` for every ``i``; a fit that raises one of
+    :data:`FIT_FAILURES` is recorded as failed and the others go on.  On a cluster, fits
+    whose data are small run as tasks next to their data (:mod:`laddu_dask.analysis.tasks`)."""
+    names = likelihoods[0].parameter_names
+    if all(runs_as_tasks(lik) for lik in likelihoods):
+        x0s = [_start(lik, s) for lik, s in zip(likelihoods, starts, strict=True)]
+        results = fit_as_tasks(likelihoods, x0s, method=method, label=label, failures=FIT_FAILURES,
+                               progress=progress, note=_note, **options)
+        return FitEnsemble(results, parameter_names=names, starts=x0s, label=label)
+    results, resolved = [], []
+    for i, (lik, start) in enumerate(zip(likelihoods, starts, strict=True)):
+        x0 = _start(lik, start)
+        try:
+            result = lik.fit(initial=x0, method=method, **options)
+        except FIT_FAILURES as exc:
+            result = failed_fit(lik.parameter_names, x0, method, exc)
+        results.append(result)
+        resolved.append(x0)
+        _note(progress, label, i, len(starts), result)
+    return FitEnsemble(results, parameter_names=names, starts=resolved, label=label)
+
+
+def _start(likelihood: Any, start: Any) -> list[float]:
+    """``start`` (None: the defaults; a mapping may name some parameters) as a full vector."""
+    return [float(v) for v in likelihood.resolve({} if start is None else start)]
+
+
+def fit_restarts(likelihood: Likelihood, restarts: int, initial: Any = None, *, seed: int = 0,
+                 method: str = "migrad", progress: bool | Callable = False, **options: Any) -> FitEnsemble:
+    """``restarts`` independent fits of ``likelihood`` (laddu's ``fit_restarts``).
+
+    Parameters
+    ----------
+    likelihood : Likelihood
+    restarts : int
+        Number of fits.
+    initial : sequence or mapping, optional
+        The first fit's start; the others' come from ``sample_parameters(seed=seed)``.
+    seed : int
+        Seed of the sampled starts (the same seed gives the same fits).
+    method, **options
+        As in :meth:`~laddu_dask.Likelihood.fit` (``"migrad"`` or ``"lbfgsb"``, ``strategy``,
+        ``tolerance``, ``max_calls``).
+    progress : bool or callable
+        ``True`` prints one line per finished fit; a callable gets ``(index, n, result)``.
+
+    Returns
+    -------
+    FitEnsemble
+        The fits in start order; ``.best`` is the valid one of lowest ``fval``.
+    """
+    if isinstance(restarts, bool) or not isinstance(restarts, int | np.integer) or restarts < 1:
+        raise ValueError(f"restarts must be a positive integer, got {restarts!r}")
+    restarts = int(restarts)
+    sampled = restarts - (initial is not None)
+    starts = [initial] if initial is not None else []
+    if sampled:
+        starts += likelihood.sample_parameters(seed=seed, n=sampled)
+    return fit_each([likelihood] * restarts, starts, method=method, label="restarts", progress=progress,
+                    **options)
+
+
+def replica_seeds(seed: int, n: int) -> list[int]:
+    """The dataset seeds of ``n`` bootstrap replicas (from ``numpy.random.default_rng(seed)``)."""
+    return [int(s) for s in np.random.default_rng(seed).integers(0, 2**63, size=n)]
+
+
+def bootstrap_fit(likelihood: Likelihood, samples: int, initial: Any = None, *, seed: int = 0,
+                  method: str = "migrad", progress: bool | Callable = False, **options: Any) -> FitEnsemble:
+    """Refit ``samples`` Poisson-bootstrap replicas of the observed data (laddu's ``bootstrap_fit``).
+
+    Replica ``k`` multiplies every data weight of every term by Poisson(1) counts drawn with
+    seed ``replica_seeds(seed, samples)[k]``; the accepted MC is the original's, prepared
+    once.  Each replica is fitted from ``initial`` (default: the parameters' initial values;
+    pass the central fit's ``values`` as laddu's closure example does).
+
+    Returns
+    -------
+    FitEnsemble
+        One fit per replica; ``.draws`` are laddu's ensemble draws and ``.spread()`` the
+        bootstrap errors.
+    """
+    if isinstance(samples, bool) or not isinstance(samples, int | np.integer) or samples < 1:
+        raise ValueError(f"samples must be a positive integer, got {samples!r}")
+    replicas = [Likelihood([t.with_data(t.data.bootstrap(seed=s)) for t in likelihood.terms],
+                           execution=likelihood.execution)
+                for s in replica_seeds(seed, int(samples))]
+    return fit_each(replicas, [initial] * int(samples), method=method, label="bootstrap", progress=progress,
+                    **options)

@@ -1,0 +1,124 @@
+"""Fits as Dask tasks: on a cluster, each fit of many runs on one worker, next to its data.
+
+When a likelihood's execution has a ``distributed.Client`` and the data of one fit are
+small (at most ``laddu-dask.analysis.task-bytes``, 256 MiB by default: a bin, a small
+sample), :func:`fit_as_tasks` sends every fit as one task: the worker loads the fit's
+datasets from their sources, builds the same likelihood on a local execution of one
+thread and runs the minimiser there, so no evaluation crosses the network.  The tasks run
+concurrently on all the workers' threads and show on the dashboard (task stream and
+progress, as ``laddu-dask-fit-<label>``).  A fit's result is bitwise the one a local fit
+gives (the sums are exact).  A worker lost mid-fit costs a rerun of its fits elsewhere
+(Dask reschedules them); each wait is bounded by ``laddu-dask.cluster.fit-timeout``.
+
+Examples
+--------
+>>> import numpy as np
+>>> import laddu_dask as ld
+>>> events = ld.Dataset.from_arrays(scalars={"t": np.linspace(0.1, 1.0, 50)})
+>>> slope = ld.Model((ld.parameter("b", initial=-1.0) * ld.scalar("t")).exp())
+>>> recipe = FitRecipe.of(ld.Likelihood([ld.ExtendedNLL(slope, data=events, accepted_mc=events)]))
+>>> [t[0] for t in recipe.terms], recipe.likelihood().parameter_names
+(['ExtendedNLL'], ['b'])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from dask.utils import parse_bytes, parse_timedelta
+
+from laddu_dask import config
+from laddu_dask.analysis.ensembles import failed_fit
+from laddu_dask.errors import ClusterTimeoutError
+from laddu_dask.likelihood.fit import FitResult
+from laddu_dask.likelihood.likelihood import Likelihood
+from laddu_dask.likelihood.terms import NLL, ExtendedNLL
+from laddu_dask.runtime.execution import Execution
+
+__all__ = ["FitRecipe", "fit_as_tasks", "runs_as_tasks"]
+
+_KINDS = {"NLL": NLL, "ExtendedNLL": ExtendedNLL}
+
+
+@dataclass(frozen=True)
+class FitRecipe:
+    """What a worker needs to build a likelihood again: each term's kind, model, data,
+    accepted MC and name, and the execution's precision, kernel and normalization."""
+
+    terms: tuple[tuple[str, Any, Any, Any, str], ...]
+    precision: str
+    kernel: str
+    normalization: str
+
+    @classmethod
+    def of(cls, likelihood: Likelihood) -> FitRecipe:
+        ex = likelihood.execution
+        terms = tuple((type(t).__name__, t.model, t.data, t.accepted_mc, t.name) for t in likelihood.terms)
+        return cls(terms, ex.precision, ex.kernel, ex.normalization)
+
+    def likelihood(self, threads: int = 1) -> Likelihood:
+        """The likelihood on a local execution of ``threads`` threads."""
+        ex = Execution(precision=self.precision, kernel=self.kernel, normalization=self.normalization,
+                       num_workers=threads)
+        return Likelihood([_KINDS[k](m, data=d, accepted_mc=mc, name=n) for k, m, d, mc, n in self.terms],
+                          execution=ex)
+
+    def nbytes(self) -> int:
+        """Bytes the fit's datasets take loaded (every column, float64)."""
+        return sum(d.estimate_nbytes() + mc.estimate_nbytes() for _, _, d, mc, _ in self.terms)
+
+
+def runs_as_tasks(likelihood: Likelihood) -> bool:
+    """Whether many fits of ``likelihood`` run as tasks: on a cluster, with a fit's data at
+    most ``laddu-dask.analysis.task-bytes``."""
+    if likelihood.execution.client is None:
+        return False
+    return FitRecipe.of(likelihood).nbytes() <= parse_bytes(str(config.get("analysis.task-bytes")))
+
+
+def _fit_on_worker(recipe: FitRecipe, start: Sequence[float], method: str, options: dict,
+                   failures: tuple[type[BaseException], ...]) -> FitResult:
+    likelihood = recipe.likelihood()
+    try:
+        result = likelihood.fit(initial=list(start), method=method, **options)
+    except failures as exc:
+        return failed_fit(likelihood.parameter_names, start, method, exc)
+    return replace(result, minuit=None)  # iminuit's object holds the likelihood: it stays here
+
+
+def fit_as_tasks(likelihoods: Sequence[Likelihood], starts: Sequence[Sequence[float]], *, method: str,
+                 label: str, failures: tuple[type[BaseException], ...],
+                 progress: bool | Callable = False, note: Callable | None = None,
+                 **options: Any) -> list[FitResult]:
+    """Run fit ``i`` of ``likelihoods[i]`` from ``starts[i]`` as one task each on the
+    likelihoods' cluster; results in order (see the module)."""
+    from distributed import as_completed
+
+    client = likelihoods[0].execution.client
+    recipes = {}
+    futures = []
+    for i, (lik, start) in enumerate(zip(likelihoods, starts, strict=True)):
+        recipe = recipes.setdefault(id(lik), FitRecipe.of(lik))
+        futures.append(client.submit(_fit_on_worker, recipe, list(start), method, dict(options), failures,
+                                     key=f"laddu-dask-fit-{label.replace(' ', '-')}-{i}-{id(futures)}",
+                                     pure=False))
+    index = {f.key: i for i, f in enumerate(futures)}
+    results: list[FitResult | None] = [None] * len(futures)
+    timeout = parse_timedelta(config.get("cluster.fit-timeout"))
+    try:
+        for future in as_completed(futures, timeout=timeout * max(1, len(futures))):
+            i = index[future.key]
+            results[i] = future.result()
+            if note is not None:
+                note(progress, label, i, len(futures), results[i])
+    except TimeoutError:
+        pending = [i for i, r in enumerate(results) if r is None]
+        for f in futures:
+            f.cancel()
+        raise ClusterTimeoutError(
+            f"{len(pending)} of {len(futures)} fits ({label}) did not finish within "
+            f"laddu-dask.cluster.fit-timeout ({config.get('cluster.fit-timeout')}) each; "
+            f"the first waiting is fit {pending[0]}") from None
+    return results  # type: ignore[return-value]
