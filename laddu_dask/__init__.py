@@ -26,6 +26,7 @@ from laddu_dask.data import (
     Dataset,
     DatasetStats,
     EventBatch,
+    Histogram,
     Schema,
     read_parquet,
     read_root,
@@ -241,7 +242,7 @@ __all__ += ["InitialMomentum", "MassProposal", "VertexProposal"]
 # particle metadata types
 __all__ += ["Isospin", "Statistics"]
 # dataset operations (issue 12)
-__all__ += ["Bin", "BinnedDataset", "DatasetStats"]
+__all__ += ["Bin", "BinnedDataset", "DatasetStats", "Histogram"]
 # many fits (issue 12)
 __all__ += ["BinFit", "FitEnsemble", "MCMCSummary", "binned_likelihoods", "bootstrap_fit", "fit_bins",
             "fit_restarts"]

@@ -219,3 +219,30 @@ def test_a_selection_on_a_cluster_equals_the_local_one(tmp_path):
         assert isinstance(client, distributed.Client)
         remote = likelihood(ld.Execution(client=client)).value_and_gradient(x)
     assert remote[0] == local[0] and np.array_equal(remote[1], local[1])
+
+
+def test_histograms_are_exact_laddus_and_do_not_depend_on_the_partitioning(events, parquet):
+    p4s, scalars, weights = events
+    t = scalars["t"]
+    edges = [-1.5, -1.0, -0.5, -0.2]
+    inside = [(t >= a) & (t < b) for a, b in zip(edges, edges[1:])]
+    want = [math.fsum(weights[m]) for m in inside]
+    errors = [math.sqrt(math.fsum(weights[m] ** 2)) for m in inside]
+    for ds in _sources(events, parquet).values():
+        h = ds.histogram(ld.scalar("t"), bin_edges=edges)
+        assert h.counts == want and h.errors == errors
+        assert h.underflow == math.fsum(weights[t < -1.5]) and h.overflow == math.fsum(weights[t >= -0.2])
+        unit = ds.histogram(ld.scalar("t"), bin_edges=edges, event_weights=False,
+                            weight=ld.scalar("t") * ld.scalar("t"))
+        assert unit.counts == [math.fsum(t[m] ** 2) for m in inside]
+    if laddu is not None:
+        theirs = laddu.Dataset.from_arrays(p4s=p4s, scalars=scalars, weights=weights).histogram(
+            laddu.scalar("t"), bin_edges=edges)
+        assert np.allclose(h.counts, theirs.counts, rtol=1e-12, atol=0)
+        assert np.allclose(h.errors, theirs.errors, rtol=1e-12, atol=0)
+        assert h.overflow == pytest.approx(theirs.overflow, rel=1e-12) and h.bin_edges == theirs.bin_edges
+        assert h.density().counts == pytest.approx(theirs.density().counts, rel=1e-12)
+    with pytest.raises(ModelError, match="histogram needs a real expression, got complex"):
+        ds.histogram(ld.scalar("t").sqrt(), bin_edges=edges)
+    with pytest.raises(ModelError, match="bin edges must be finite and strictly increasing"):
+        ds.histogram(ld.scalar("t"), bin_edges=[0.0, -1.0])

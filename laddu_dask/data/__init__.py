@@ -13,6 +13,7 @@ from laddu_dask.data.batch import EventBatch, array_module
 from laddu_dask.data.blocks import BlockPartition
 from laddu_dask.data.checks import DEFAULT_CHUNK_SIZE, MEMORY_POLICIES
 from laddu_dask.data.dataset import Dataset
+from laddu_dask.data.histogram import Histogram
 from laddu_dask.data.operations import Bin, BinnedDataset, DatasetStats
 from laddu_dask.data.parquet import ParquetPartition, read_parquet
 from laddu_dask.data.parquet_writer import write_parquet
@@ -33,6 +34,7 @@ __all__ = [
     "Dataset",
     "DatasetStats",
     "EventBatch",
+    "Histogram",
     "ParquetPartition",
     "Partition",
     "RootPartition",

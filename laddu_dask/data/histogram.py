@@ -1,0 +1,198 @@
+"""Weighted one-dimensional histograms (laddu's ``Histogram``), filled with exact sums.
+
+Bins are ``[low, high)``: a value on the last edge is overflow, as in laddu.  Each bin's
+weight and squared weight are the correctly rounded exact sums, so a histogram of a
+dataset does not depend on its partitioning.  ``errors`` are ``sqrt(sum w^2)`` unless
+given.
+
+Examples
+--------
+>>> h = Histogram.from_values_with_edges([0.1, 0.5, 1.5, 2.5, -1.0], bin_edges=[0.0, 1.0, 2.0],
+...                                      weights=[1.0, 2.0, 3.0, 4.0, 5.0])
+>>> h.counts, h.underflow, h.overflow, h.total_weight(), h.density().counts
+([3.0, 3.0], 5.0, 4.0, 6.0, [0.5, 0.5])
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from laddu_dask.data.weights import exact_partials
+from laddu_dask.errors import ModelError
+
+__all__ = ["Histogram", "histogram_partials"]
+
+
+def _edges(bin_edges: Sequence[float]) -> np.ndarray:
+    edges = np.asarray(bin_edges, dtype=np.float64)
+    if edges.ndim != 1 or edges.size < 2 or not np.isfinite(edges).all() or (np.diff(edges) <= 0).any():
+        raise ModelError(f"bin edges must be at least two finite, strictly increasing numbers, "
+                         f"got {list(edges)}")
+    return edges
+
+
+def histogram_partials(values: np.ndarray, weights: np.ndarray, edges: np.ndarray) -> list[list[float]]:
+    """For each of underflow, the bins and overflow: exact partials of the weights, then of
+    the squared weights (``2 * (len(edges) + 1)`` lists).  NaN values fall in no bin."""
+    slot = np.searchsorted(edges, values, side="right")  # 0: underflow, len(edges): overflow
+    keep = ~np.isnan(values)
+    out = []
+    for power in (1, 2):
+        w = weights if power == 1 else weights * weights
+        for k in range(len(edges) + 1):
+            out.append(exact_partials(w[keep & (slot == k)]))
+    return out
+
+
+class Histogram:
+    """A weighted histogram with underflow and overflow (laddu's ``Histogram``).
+
+    Parameters
+    ----------
+    counts : sequence of float
+        Weight in each regular bin.
+    bin_edges : sequence of float
+        One more edge than counts, strictly increasing.
+    underflow, overflow : float
+        Weight outside the edges.
+    errors : sequence of float, optional
+        Per-bin uncertainties; default ``sqrt(|count|)`` (``sqrt(sum w^2)`` when filled).
+    """
+
+    def __init__(self, counts: Sequence[float], *, bin_edges: Sequence[float], underflow: float = 0.0,
+                 overflow: float = 0.0, errors: Sequence[float] | None = None) -> None:
+        edges = _edges(bin_edges)
+        c = np.asarray(counts, dtype=np.float64)
+        if c.shape != (edges.size - 1,):
+            raise ModelError(f"a histogram with {edges.size} edges needs {edges.size - 1} counts, "
+                             f"got {c.size}")
+        e = np.sqrt(np.abs(c)) if errors is None else np.asarray(errors, dtype=np.float64)
+        if e.shape != c.shape:
+            raise ModelError(f"a histogram needs one error per bin ({c.size}), got {e.size}")
+        self._edges, self._counts, self._errors = edges, c, e
+        self.underflow, self.overflow = float(underflow), float(overflow)
+
+    @staticmethod
+    def from_values_with_edges(values: Sequence[float], *, bin_edges: Sequence[float],
+                               weights: Sequence[float] | None = None) -> Histogram:
+        """The histogram of ``values`` (weighted by ``weights``, else 1) in ``bin_edges``."""
+        x = np.asarray(values, dtype=np.float64)
+        w = np.ones_like(x) if weights is None else np.asarray(weights, dtype=np.float64)
+        edges = _edges(bin_edges)
+        return Histogram.from_partials(histogram_partials(x, w, edges), edges)
+
+    @staticmethod
+    def from_values(values: Sequence[float], *, bins: int, limits: tuple[float, float],
+                    weights: Sequence[float] | None = None) -> Histogram:
+        """``bins`` equal bins over ``limits``."""
+        lo, hi = limits
+        edges = [lo + i * (hi - lo) / bins for i in range(bins)] + [float(hi)]
+        return Histogram.from_values_with_edges(values, bin_edges=edges, weights=weights)
+
+    @staticmethod
+    def from_partials(partials: Sequence[Sequence[float]], edges: np.ndarray) -> Histogram:
+        """The histogram of merged :func:`histogram_partials` lists."""
+        n = len(edges) + 1
+        sums = [math.fsum(p) for p in partials]
+        w, w2 = sums[:n], sums[n:]
+        return Histogram(w[1:-1], bin_edges=edges, underflow=w[0], overflow=w[-1], errors=np.sqrt(w2[1:-1]))
+
+    # -- laddu's accessors ---------------------------------------------------------------
+    @property
+    def counts(self) -> list[float]:
+        """Regular-bin contents."""
+        return self._counts.tolist()
+
+    @property
+    def errors(self) -> list[float]:
+        """Regular-bin uncertainties."""
+        return self._errors.tolist()
+
+    @property
+    def bin_edges(self) -> list[float]:
+        """The edges."""
+        return self._edges.tolist()
+
+    @property
+    def bins(self) -> int:
+        """Number of regular bins."""
+        return int(self._counts.size)
+
+    @property
+    def limits(self) -> tuple[float, float]:
+        """The first and last edges."""
+        return float(self._edges[0]), float(self._edges[-1])
+
+    def bin_center(self, index: int) -> float | None:
+        """The middle of bin ``index`` (None for no such bin)."""
+        if not 0 <= index < self.bins:
+            return None
+        return float(0.5 * (self._edges[index] + self._edges[index + 1]))
+
+    def bin_index(self, value: float) -> int | None:
+        """The bin holding ``value`` (None for underflow, overflow and NaN)."""
+        k = int(np.searchsorted(self._edges, value, side="right")) - 1
+        return k if 0 <= k < self.bins and not math.isnan(value) else None
+
+    def total_weight(self, *, include_flow: bool = False) -> float:
+        """The sum of the counts (and of under- and overflow)."""
+        flow = [self.underflow, self.overflow] if include_flow else []
+        return math.fsum([*self._counts.tolist(), *flow])
+
+    def scaled(self, factor: float) -> Histogram:
+        """Counts and errors times ``factor`` (errors by its magnitude)."""
+        return Histogram(self._counts * factor, bin_edges=self._edges, underflow=self.underflow * factor,
+                         overflow=self.overflow * factor, errors=self._errors * abs(factor))
+
+    def normalized(self, *, include_flow: bool = False) -> Histogram:
+        """Scaled to unit total weight."""
+        return self.scaled(1.0 / self.total_weight(include_flow=include_flow))
+
+    def density(self, *, signed: bool = False) -> Histogram:
+        """A probability density: counts over (total weight x bin width); ``signed`` keeps
+        the sign of a negative total."""
+        total = self.total_weight()
+        scale = 1.0 / (total if signed else abs(total))
+        widths = np.diff(self._edges)
+        return Histogram(self._counts * scale / widths, bin_edges=self._edges,
+                         errors=self._errors * abs(scale) / widths)
+
+    def _combine(self, other: Histogram, sign: float) -> Histogram:
+        if not isinstance(other, Histogram) or not np.array_equal(self._edges, other._edges):
+            raise ModelError("histograms combine only with a histogram of the same edges")
+        return Histogram(self._counts + sign * other._counts, bin_edges=self._edges,
+                         underflow=self.underflow + sign * other.underflow,
+                         overflow=self.overflow + sign * other.overflow,
+                         errors=np.hypot(self._errors, other._errors))
+
+    def __add__(self, other: Histogram) -> Histogram:
+        return self._combine(other, 1.0)
+
+    def __sub__(self, other: Histogram) -> Histogram:
+        return self._combine(other, -1.0)
+
+    def __mul__(self, factor: float) -> Histogram:
+        return self.scaled(float(factor))
+
+    __rmul__ = __mul__
+
+    def to_json(self) -> str:
+        """The histogram as JSON (:meth:`from_json` reads it)."""
+        return json.dumps({"bin_edges": self.bin_edges, "counts": self.counts, "errors": self.errors,
+                           "underflow": self.underflow, "overflow": self.overflow})
+
+    @staticmethod
+    def from_json(text: str) -> Histogram:
+        """The histogram :meth:`to_json` wrote."""
+        d: dict[str, Any] = json.loads(text)
+        return Histogram(d["counts"], bin_edges=d["bin_edges"], underflow=d["underflow"],
+                         overflow=d["overflow"], errors=d["errors"])
+
+    def __repr__(self) -> str:
+        return (f"Histogram({self.bins} bins in [{self.limits[0]:g}, {self.limits[1]:g}), total "
+                f"{self.total_weight():g}, underflow {self.underflow:g}, overflow {self.overflow:g})")
