@@ -401,3 +401,25 @@ def test_kernel_cache_writable_by_others_exits_3_through_the_command(tmp_path, s
     assert_one_error_line(proc.stderr, "laddu-dask fit", "KernelCacheError", str(shared))
     assert not (tmp_path / "fit.result.json").exists()
     assert list(shared.iterdir()) == []  # nothing was written into it
+
+
+def test_restarts_and_bootstrap_from_the_config(tmp_path, sample):
+    """``[fit] restarts``, ``seed`` and ``bootstrap``: the result is the best restart, and the
+    bootstrap errors are those of the same refits run through the library."""
+    import laddu_dask as ld
+
+    config = write_config(tmp_path, sample, "[fit]\nrestarts = 2\nseed = 3\nbootstrap = 2\n")
+    out = tmp_path / "many.json"
+    assert main([str(config), "--output", str(out), "--quiet"]) == 0
+    result = read_result(out)
+    assert result["fit"]["restarts"] == 2 and result["fit"]["bootstrap"] == 2
+    restarts = result["restarts"]
+    assert restarts["n"] == 2 and restarts["valid"] == 2 and not restarts["failed"]
+    data, mc = (ld.read_parquet(sample / f"{k}.parquet") for k in ("data", "accmc"))
+    lik = ld.Likelihood([ld.NLL(ksks.model(fixed_lineshapes=True), data=data, accepted_mc=mc, name="data")])
+    fits = lik.fit_restarts(2, lik.resolve({}), seed=3)
+    assert result["restarts"]["fvals"] == [f.fval for f in fits] and result["fval"] == fits.best.fval
+    replicas = lik.bootstrap_fit(2, fits.best.values, seed=3)
+    assert result["bootstrap"]["errors"] == replicas.spread() and result["bootstrap"]["valid"] == 2
+    with pytest.raises(ConfigError, match=r"\[fit\] restarts"):
+        load_config(write_config(tmp_path, sample, "[fit]\nrestarts = 0\n", name="bad.toml"))

@@ -119,6 +119,15 @@ key           type                       default      meaning
 ``tolerance`` number > 0                 ``0.1``      MIGRAD's EDM tolerance
 ``strategy``  0, 1 or 2                  ``1``        MIGRAD's strategy
 ``max_calls`` integer > 0                none         limit on likelihood evaluations
+``restarts``  integer > 0                ``1``        fits from ``[start]`` and then from
+                                                      starts sampled from the parameters'
+                                                      initialization ranges; the best
+                                                      valid one is the result
+``seed``      integer >= 0               ``0``        seed of the sampled starts and of
+                                                      the bootstrap replicas
+``bootstrap`` integer >= 0               ``0``        Poisson-bootstrap refits of the data
+                                                      from the result; their spread is
+                                                      ``"bootstrap"`` in the result
 ============= ========================== ============ ================================
 
 ``[execution]`` (see :class:`~laddu_dask.Execution`)

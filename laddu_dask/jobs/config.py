@@ -110,6 +110,9 @@ def load_config(path: str | os.PathLike[str]) -> FitConfig:
         tolerance=check.get(fit_table, "tolerance", "[fit]", "number", 0.1, minimum=0.0),
         strategy=check.get(fit_table, "strategy", "[fit]", "int", 1, choices=(0, 1, 2)),
         max_calls=check.get(fit_table, "max_calls", "[fit]", "int", None, minimum=1),
+        restarts=check.get(fit_table, "restarts", "[fit]", "int", 1, minimum=1),
+        seed=check.get(fit_table, "seed", "[fit]", "int", 0, minimum=0),
+        bootstrap=check.get(fit_table, "bootstrap", "[fit]", "int", 0, minimum=0),
     )
     if fit.tolerance <= 0:
         raise check.error("[fit] tolerance", f"must be > 0, got {fit_table['tolerance']!r}")

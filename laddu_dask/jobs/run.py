@@ -64,6 +64,15 @@ def _finite(value: Any) -> Any:
     return value
 
 
+def _ensemble_summary(fits: Any) -> dict[str, Any]:
+    """What the result file says of many fits: each one's fval and validity, the failed
+    ones with their reason, and which was best."""
+    best = fits.best
+    return {"n": len(fits), "valid": len(fits.valid),
+            "fvals": [r.fval for r in fits], "failed": [{"index": i, "message": m} for i, m in fits.failed],
+            "best_index": None if best is None else next(i for i, r in enumerate(fits) if r is best)}
+
+
 def write_json_atomic(path: str, payload: Mapping[str, Any]) -> None:
     """Write ``payload`` as JSON to a temporary file beside ``path``, then move it into place."""
     with atomic_write(path) as f:
@@ -222,11 +231,23 @@ def run_fit(config: FitConfig | str | os.PathLike[str], *, scheduler: str | None
         say(f"prepared in {t_prepare:.2f} s; fitting {len(names)} parameters with "
             f"{config.fit.method} from -2 ln L = {value0:.10g}")
         t0 = time.perf_counter()
+        settings = dict(method=config.fit.method, strategy=config.fit.strategy,
+                        tolerance=config.fit.tolerance, max_calls=config.fit.max_calls)
+        extra: dict[str, Any] = {}
         try:
-            result = likelihood.fit(
-                initial=start, method=config.fit.method, strategy=config.fit.strategy,
-                tolerance=config.fit.tolerance, max_calls=config.fit.max_calls,
-            )
+            if config.fit.restarts == 1:
+                result = likelihood.fit(initial=start, **settings)
+            else:
+                fits = likelihood.fit_restarts(config.fit.restarts, start, seed=config.fit.seed, **settings)
+                extra["restarts"] = _ensemble_summary(fits)
+                result = fits.best
+                if result is None:
+                    raise FitRunError(f"every one of the {len(fits)} restarts failed; the first: "
+                                      f"{fits.failed[0][1]}")
+            if config.fit.bootstrap:
+                replicas = likelihood.bootstrap_fit(config.fit.bootstrap, result.values, seed=config.fit.seed,
+                                                    **settings)
+                extra["bootstrap"] = {**_ensemble_summary(replicas), "errors": replicas.spread()}
         except Exception as exc:
             raise FitRunError(one_line(f"{config.path}: the fit failed: "
                                         f"{type(exc).__name__}: {exc}")) from exc
@@ -259,7 +280,10 @@ def run_fit(config: FitConfig | str | os.PathLike[str], *, scheduler: str | None
             for t in config.terms
         ],
         "fit": {"method": config.fit.method, "tolerance": config.fit.tolerance,
-                "strategy": config.fit.strategy, "max_calls": config.fit.max_calls},
+                "strategy": config.fit.strategy, "max_calls": config.fit.max_calls,
+                "restarts": config.fit.restarts, "seed": config.fit.seed,
+                "bootstrap": config.fit.bootstrap},
+        **extra,
         "execution": {"scheduler": where, "workers": workers,
                       "precision": execution.precision, "device": execution.device,
                       "kernel": execution.kernel, "normalization": execution.normalization,

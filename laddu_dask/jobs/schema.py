@@ -29,7 +29,7 @@ TOP_KEYS = ("description", "model", "models", "data", "accmc", "datasets", "term
 DATASET_KEYS = ("path", "chunk_size", "memory_policy")
 TERM_KEYS = ("name", "kind", "data", "accepted_mc", "model")
 TERM_KINDS = ("nll", "extended_nll")
-FIT_KEYS = ("method", "tolerance", "strategy", "max_calls")
+FIT_KEYS = ("method", "tolerance", "strategy", "max_calls", "restarts", "seed", "bootstrap")
 EXECUTION_KEYS = ("device", "precision", "memory", "device_memory", "kernel", "normalization",
                   "split_every", "num_workers")
 CLUSTER_KINDS = ("slurm", "pbs")
@@ -114,6 +114,9 @@ class FitSettings:
     tolerance: float = 0.1
     strategy: int = 1
     max_calls: int | None = None
+    restarts: int = 1
+    seed: int = 0
+    bootstrap: int = 0
 
 
 @dataclass(frozen=True)
