@@ -191,3 +191,17 @@ def test_on_a_cluster_the_fits_run_as_tasks_and_equal_the_local_ones(samples):
     assert [r.values for r in remote_restarts] == [r.values for r in local_restarts]
     finished = {k for k, state in ran if state == "memory"}
     assert len(finished) == 2 * 2 + 3, finished  # 4 bin fits and 3 restarts, one task each
+
+
+def test_progress_of_many_fits(samples, capsys):
+    """``progress=True`` keeps one line up to date (ending with the last fit); a callable
+    hears of every fit as it ends."""
+    lik = _likelihood(samples)
+    fits = lik.fit_restarts(2, seed=3, progress=True)
+    line = capsys.readouterr().out.rstrip("\n").split("\r")[-1].strip()
+    want = f"restarts: 2 of 2 fits done, {len(fits.valid)} valid, best -2 ln L = {fits.best.fval:.10g}"
+    assert line == want
+    heard = []
+    replicas = lik.bootstrap_fit(2, fits.best.values, seed=1,
+                                 progress=lambda i, n, r: heard.append((i, n, r.valid)))
+    assert heard == [(0, 2, replicas[0].valid), (1, 2, replicas[1].valid)]

@@ -281,7 +281,7 @@ class _Handle:
 
 def test_progress_in_a_terminal_refreshes_one_line(monkeypatch, capsys):
     monkeypatch.setattr(fit_module, "_in_notebook", lambda: False)
-    monkeypatch.setattr(fit_module._Printer, "interval", 0.0)  # show every evaluation
+    monkeypatch.setattr(fit_module.ProgressLine, "interval", 0.0)  # show every evaluation
     r = _toy_likelihood().fit(progress=True)
     out = capsys.readouterr().out
     assert out.count("\r") == r.n_calls + 1 and out.count("\n") == 1 and out.endswith("\n")
@@ -301,7 +301,7 @@ def test_progress_in_a_notebook_updates_one_display(monkeypatch, capsys):
 
     monkeypatch.setattr(fit_module, "_in_notebook", lambda: True)
     monkeypatch.setattr(fit_module, "_notebook_display", display)
-    monkeypatch.setattr(fit_module._Printer, "interval", 0.0)
+    monkeypatch.setattr(fit_module.ProgressLine, "interval", 0.0)
     r = _toy_likelihood().fit(progress=True, method="lbfgsb")
     assert capsys.readouterr().out == ""  # nothing printed: no line per update
     (handle,) = handles  # one display, updated in place

@@ -43,6 +43,7 @@ from laddu_dask.errors import (
     NormalizationError,
     ParameterError,
 )
+from laddu_dask.likelihood.fit import ProgressLine
 from laddu_dask.likelihood.likelihood import Likelihood
 
 __all__ = ["FIT_FAILURES", "bootstrap_fit", "fit_each", "fit_restarts", "replica_seeds"]
@@ -52,13 +53,27 @@ FIT_FAILURES = (NonFiniteError, NonPositiveIntensityError, NormalizationError, P
                 FloatingPointError)
 
 
-def _note(progress: bool | Callable, label: str, i: int, n: int, result: Any) -> None:
-    if progress is True:
-        state = f"fval = {result.fval:.10g}" if result.valid else result.message
-        print(f"laddu-dask: {label} {i + 1} of {n}: {'valid' if result.valid else 'NOT valid'}, {state}",
-              flush=True)
-    elif callable(progress):
-        progress(i, n, result)
+class _Progress:
+    """What ``progress`` asks for while many fits run: ``True`` keeps one line (a terminal)
+    or display (a notebook) up to date with the fits done, the valid ones and the best
+    -2 ln L; a callable gets ``(index, n, result)`` for every fit that ends."""
+
+    def __init__(self, progress: bool | Callable, label: str, n: int) -> None:
+        self.progress, self.label, self.n = progress, label, n
+        self.line = ProgressLine() if progress is True else None
+        self.done: list[Any] = []
+
+    def __call__(self, i: int, result: Any) -> None:
+        self.done.append(result)
+        if self.line is not None:
+            self.line.show(self._text(), final=len(self.done) == self.n)
+        elif callable(self.progress):
+            self.progress(i, self.n, result)
+
+    def _text(self) -> str:
+        valid = [r.fval for r in self.done if r.valid]
+        best = f", best -2 ln L = {min(valid):.10g}" if valid else ""
+        return f"{self.label}: {len(self.done)} of {self.n} fits done, {len(valid)} valid{best}"
 
 
 def fit_each(likelihoods: list[Any], starts: list[Any], *, method: str, label: str,
@@ -70,9 +85,10 @@ def fit_each(likelihoods: list[Any], starts: list[Any], *, method: str, label: s
     if all(runs_as_tasks(lik) for lik in likelihoods):
         x0s = [_start(lik, s) for lik, s in zip(likelihoods, starts, strict=True)]
         results = fit_as_tasks(likelihoods, x0s, method=method, label=label, failures=FIT_FAILURES,
-                               progress=progress, note=_note, **options)
+                               note=_Progress(progress, label, len(x0s)), **options)
         return FitEnsemble(results, parameter_names=names, starts=x0s, label=label)
     results, resolved = [], []
+    note = _Progress(progress, label, len(starts))
     for i, (lik, start) in enumerate(zip(likelihoods, starts, strict=True)):
         x0 = _start(lik, start)
         try:
@@ -81,7 +97,7 @@ def fit_each(likelihoods: list[Any], starts: list[Any], *, method: str, label: s
             result = failed_fit(lik.parameter_names, x0, method, exc)
         results.append(result)
         resolved.append(x0)
-        _note(progress, label, i, len(starts), result)
+        note(i, result)
     return FitEnsemble(results, parameter_names=names, starts=resolved, label=label)
 
 
@@ -107,7 +123,8 @@ def fit_restarts(likelihood: Likelihood, restarts: int, initial: Any = None, *, 
         As in :meth:`~laddu_dask.Likelihood.fit` (``"migrad"`` or ``"lbfgsb"``, ``strategy``,
         ``tolerance``, ``max_calls``).
     progress : bool or callable
-        ``True`` prints one line per finished fit; a callable gets ``(index, n, result)``.
+        ``True`` keeps one line (in a notebook, one display) up to date: fits done, valid,
+        best -2 ln L; a callable gets ``(index, n, result)`` as each fit ends.
 
     Returns
     -------

@@ -89,8 +89,7 @@ def _fit_on_worker(recipe: FitRecipe, start: Sequence[float], method: str, optio
 
 
 def fit_as_tasks(likelihoods: Sequence[Likelihood], starts: Sequence[Sequence[float]], *, method: str,
-                 label: str, failures: tuple[type[BaseException], ...],
-                 progress: bool | Callable = False, note: Callable | None = None,
+                 label: str, failures: tuple[type[BaseException], ...], note: Callable | None = None,
                  **options: Any) -> list[FitResult]:
     """Run fit ``i`` of ``likelihoods[i]`` from ``starts[i]`` as one task each on the
     likelihoods' cluster; results in order (see the module)."""
@@ -112,7 +111,7 @@ def fit_as_tasks(likelihoods: Sequence[Likelihood], starts: Sequence[Sequence[fl
             i = index[future.key]
             results[i] = future.result()
             if note is not None:
-                note(progress, label, i, len(futures), results[i])
+                note(i, results[i])
     except TimeoutError:
         pending = [i for i, r in enumerate(results) if r is None]
         for f in futures:

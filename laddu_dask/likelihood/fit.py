@@ -306,7 +306,7 @@ def fit(
 
             raise ParameterError(
                 f"start value {v} of {name!r} lies outside its bounds {format_bounds(lo, hi)}")
-    printer = _Printer() if progress is True else None
+    printer = ProgressLine() if progress is True else None
     objective = _Watched(likelihood, printer or progress or None)
     start = time.perf_counter()
     try:
@@ -406,7 +406,7 @@ def _notebook_display(text: str) -> Any:
     return display({"text/plain": text}, raw=True, display_id=True)
 
 
-class _Printer:
+class ProgressLine:
     """A fit-evaluation counter refreshed at most every ``interval`` seconds.
 
     In a terminal it rewrites one line (``\\r``); in a notebook it updates one display.
@@ -427,9 +427,10 @@ class _Printer:
         now = time.perf_counter()
         if now - self.last >= self.interval:
             self.last = now
-            self._show(f"fit: {calls} evaluations, -2 ln L = {value:.10g}")
+            self.show(f"fit: {calls} evaluations, -2 ln L = {value:.10g}")
 
-    def _show(self, text: str, final: bool = False) -> None:
+    def show(self, text: str, final: bool = False) -> None:
+        """Show ``text`` in place of the last line (``final``: end the line)."""
         if self.notebook:
             if self._handle is None:
                 self._handle = _notebook_display(text)
@@ -443,6 +444,6 @@ class _Printer:
     def finish(self, fval: float | None) -> None:
         """Show the final line: evaluations and the minimum (``None``: the fit stopped)."""
         if fval is None:
-            self._show(f"fit: stopped after {self.calls} evaluations", final=True)
+            self.show(f"fit: stopped after {self.calls} evaluations", final=True)
         else:
-            self._show(f"fit: done, {self.calls} evaluations, -2 ln L = {fval:.10g}", final=True)
+            self.show(f"fit: done, {self.calls} evaluations, -2 ln L = {fval:.10g}", final=True)
