@@ -7,10 +7,13 @@ is laddu's ``Likelihood.bootstrap_fit``: each replica Poisson-reweights the obse
 of every term (:meth:`~laddu_dask.Dataset.bootstrap`, lazily), shares the accepted MC's
 preparation with the original likelihood, and is fitted from the original's best values.
 Both return a :class:`~laddu_dask.analysis.FitEnsemble`; a fit that raises is recorded
-and the others go on.  Locally the fits run one after another, each on the whole thread
-pool.  On a cluster, fits whose data are small run concurrently as tasks, each on one
-worker next to its data (:mod:`laddu_dask.analysis.tasks`); larger ones run one after
-another, each evaluation one call per worker, as for a single fit.
+and the others go on.  The restarts of one likelihood run in lockstep, their evaluations
+merged into rounds of one :meth:`~laddu_dask.Likelihood.values_and_gradients` call each
+(:mod:`laddu_dask.analysis.batching`: every partition read once a round, each fit's path
+bitwise its own), locally on the thread pool and on a cluster in one call per worker.  On
+a cluster, fits whose data are small run instead as tasks, each on one worker next to its
+data (:mod:`laddu_dask.analysis.tasks`).  Bootstrap replicas are different likelihoods
+and run one after another (or as tasks).
 
 Examples
 --------
@@ -34,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from laddu_dask.analysis.batching import fit_batched
 from laddu_dask.analysis.ensembles import FitEnsemble, failed_fit
 from laddu_dask.analysis.tasks import fit_as_tasks, runs_as_tasks
 from laddu_dask.errors import (
@@ -77,11 +81,19 @@ class _Progress:
 
 
 def fit_each(likelihoods: list[Any], starts: list[Any], *, method: str, label: str,
-             progress: bool | Callable = False, **options: Any) -> FitEnsemble:
+             progress: bool | Callable = False, batch: bool = True, **options: Any) -> FitEnsemble:
     """Fit ``likelihoods[i]`` from ``starts[i]`` for every ``i``; a fit that raises one of
-    :data:`FIT_FAILURES` is recorded as failed and the others go on.  On a cluster, fits
-    whose data are small run as tasks next to their data (:mod:`laddu_dask.analysis.tasks`)."""
+    :data:`FIT_FAILURES` is recorded as failed and the others go on.  Fits of one
+    likelihood run in lockstep with their evaluations merged (``batch``,
+    :mod:`laddu_dask.analysis.batching`); on a cluster, fits whose data are small run as
+    tasks next to their data (:mod:`laddu_dask.analysis.tasks`)."""
     names = likelihoods[0].parameter_names
+    if batch and len(likelihoods) > 1 and all(lik is likelihoods[0] for lik in likelihoods) \
+            and not runs_as_tasks(likelihoods[0]):
+        x0s = [_start(likelihoods[0], s) for s in starts]
+        results = fit_batched(likelihoods[0], x0s, method=method, failures=FIT_FAILURES,
+                              note=_Progress(progress, label, len(x0s)), **options)
+        return FitEnsemble(results, parameter_names=names, starts=x0s, label=label)
     if all(runs_as_tasks(lik) for lik in likelihoods):
         x0s = [_start(lik, s) for lik, s in zip(likelihoods, starts, strict=True)]
         results = fit_as_tasks(likelihoods, x0s, method=method, label=label, failures=FIT_FAILURES,

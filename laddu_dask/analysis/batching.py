@@ -1,0 +1,141 @@
+"""Many fits of one likelihood in lockstep: their evaluations merged into rounds.
+
+:func:`fit_batched` runs each fit in a thread of its own.  When a fit asks for an
+evaluation it waits; when every fit still running has asked, the last to ask evaluates all
+their points in one :meth:`~laddu_dask.Likelihood.values_and_gradients` call (and one
+:meth:`~laddu_dask.Likelihood.values` call for those that want no gradient): one pass of
+the thread pool, or one call per worker on a cluster, reading each partition once for all
+of them.  Each evaluation is bitwise what the fit would get alone, so every fit follows
+exactly the path it follows when run by itself; only the rounds are shared.
+
+Examples
+--------
+>>> import numpy as np
+>>> import laddu_dask as ld
+>>> t = ld.scalar("t")
+>>> model = ld.Model((ld.parameter("b", initial=(-3.0, -0.5), bounds=(-10.0, 0.0)) * t).exp())
+>>> events = ld.Dataset.from_arrays(scalars={"t": np.random.default_rng(4).exponential(0.5, 400)})
+>>> mc = ld.Dataset.from_arrays(scalars={"t": np.linspace(0.0, 5.0, 4000)})
+>>> lik = ld.Likelihood([ld.NLL(model, data=events, accepted_mc=mc)])
+>>> starts = lik.sample_parameters(seed=1, n=3)
+>>> together = fit_batched(lik, starts, method="migrad")
+>>> [r.fval for r in together] == [lik.fit(initial=s).fval for s in starts]
+True
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from laddu_dask.analysis.ensembles import failed_fit
+from laddu_dask.likelihood.fit import FitResult, fit
+
+__all__ = ["fit_batched"]
+
+
+class _Rounds:
+    """The meeting point of the fits: their pending points and the evaluations of each round."""
+
+    def __init__(self, likelihood: Any, live: int) -> None:
+        self.likelihood = likelihood
+        self.live = live
+        self.cond = threading.Condition()
+        self.pending: dict[int, tuple[np.ndarray, bool]] = {}
+        self.results: dict[int, tuple[float, Any] | BaseException] = {}
+
+    def evaluate(self, fit: int, x: np.ndarray, with_gradient: bool) -> tuple[float, Any]:
+        with self.cond:
+            self.pending[fit] = (np.array(x, dtype=np.float64), with_gradient)
+            self._maybe_run()
+            while fit not in self.results:
+                self.cond.wait()
+            out = self.results.pop(fit)
+        if isinstance(out, BaseException):
+            raise out
+        return out
+
+    def retire(self) -> None:
+        with self.cond:
+            self.live -= 1
+            self._maybe_run()
+
+    def _maybe_run(self) -> None:
+        """Evaluate the round when every live fit waits (called with the lock held)."""
+        if not self.pending or len(self.pending) < self.live:
+            return
+        batch, self.pending = self.pending, {}
+        try:
+            for want_gradient in (True, False):
+                ids = [i for i, (_, g) in batch.items() if g is want_gradient]
+                if not ids:
+                    continue
+                points = [batch[i][0] for i in ids]
+                if want_gradient:
+                    values, grads = self.likelihood.values_and_gradients(points)
+                    out = zip(values.tolist(), grads, strict=True)
+                else:
+                    out = ((v, None) for v in self.likelihood.values(points).tolist())
+                for i, result in zip(ids, out, strict=True):
+                    self.results[i] = result
+        except BaseException as exc:  # every waiting fit hears of it (and records or raises it)
+            for i in batch:
+                self.results.setdefault(i, exc)
+        self.cond.notify_all()
+
+
+class _View:
+    """The likelihood as one fit sees it: its evaluations go through the rounds."""
+
+    def __init__(self, likelihood: Any, rounds: _Rounds, fit: int) -> None:
+        self._likelihood, self._rounds, self._fit = likelihood, rounds, fit
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._likelihood, name)
+
+    def value(self, params: Any) -> float:
+        return self._rounds.evaluate(self._fit, self._likelihood.resolve(params), False)[0]
+
+    def value_and_gradient(self, params: Any) -> tuple[float, np.ndarray]:
+        return self._rounds.evaluate(self._fit, self._likelihood.resolve(params), True)
+
+    def gradient(self, params: Any) -> np.ndarray:
+        return self.value_and_gradient(params)[1]
+
+
+def fit_batched(likelihood: Any, starts: Sequence[Sequence[float]], *, method: str,
+                failures: tuple[type[BaseException], ...] = (), note: Any = None,
+                **options: Any) -> list[FitResult]:
+    """Fit ``likelihood`` from every start at once, merging the evaluations (see the module).
+
+    A fit that raises one of ``failures`` is recorded as failed
+    (:func:`~laddu_dask.analysis.ensembles.failed_fit`); any other exception is raised once
+    every fit has ended.  ``note(i, result)`` hears of each fit as it ends.
+    """
+    rounds = _Rounds(likelihood, len(starts))
+    out: list[Any] = [None] * len(starts)
+
+    def run(i: int) -> None:
+        try:
+            out[i] = fit(_View(likelihood, rounds, i), initial=list(starts[i]), method=method, **options)
+        except failures as exc:
+            out[i] = failed_fit(likelihood.parameter_names, starts[i], method, exc)
+        except BaseException as exc:  # noqa: BLE001 - raised below, once every fit has ended
+            out[i] = exc
+        finally:
+            rounds.retire()
+        if note is not None and isinstance(out[i], FitResult):
+            note(i, out[i])
+
+    threads = [threading.Thread(target=run, args=(i,), name=f"laddu-dask-fit-{i}") for i in range(len(starts))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for result in out:
+        if isinstance(result, BaseException):
+            raise result
+    return out
