@@ -130,7 +130,8 @@ def fit_batched(likelihood: Any, starts: Sequence[Sequence[float]], *, method: s
         if note is not None and isinstance(out[i], FitResult):
             note(i, out[i])
 
-    threads = [threading.Thread(target=run, args=(i,), name=f"laddu-dask-fit-{i}") for i in range(len(starts))]
+    threads = [threading.Thread(target=run, args=(i,), name=f"laddu-dask-fit-{i}")
+               for i in range(len(starts))]
     for t in threads:
         t.start()
     for t in threads:
