@@ -205,3 +205,18 @@ def test_progress_of_many_fits(samples, capsys):
     replicas = lik.bootstrap_fit(2, fits.best.values, seed=1,
                                  progress=lambda i, n, r: heard.append((i, n, r.valid)))
     assert heard == [(0, 2, replicas[0].valid), (1, 2, replicas[1].valid)]
+
+
+def test_a_restart_that_fails_in_a_merged_round_fails_alone():
+    """Restarts in lockstep: a start where the intensity is negative fails that fit only (its
+    round is evaluated point by point), exactly as when the fits run one after another."""
+    rng = np.random.default_rng(9)
+    x = ld.scalar("x")
+    model = ld.Model(ld.parameter("a", initial=(-1.0, 2.0), bounds=(-5.0, 5.0)) * x + 1.0 - x)
+    data = _dataset({"x": rng.uniform(0.0, 1.0, 3000) ** 0.7})
+    lik = ld.Likelihood([ld.NLL(model, data=data, accepted_mc=_dataset({"x": rng.uniform(0, 1, 20000)}))])
+    together, alone = lik.fit_restarts(6, seed=4), lik.fit_restarts(6, seed=4, batch=False)
+    assert [r.message for r in together] == [r.message for r in alone]
+    assert [r.fval for r in together.valid] == [r.fval for r in alone.valid]
+    assert together.failed and len(together.valid) >= 1  # some starts fail, the others converge
+    assert all("NonPositiveIntensityError" in m for _, m in together.failed)

@@ -71,20 +71,30 @@ class _Rounds:
         try:
             for want_gradient in (True, False):
                 ids = [i for i, (_, g) in batch.items() if g is want_gradient]
-                if not ids:
-                    continue
-                points = [batch[i][0] for i in ids]
-                if want_gradient:
-                    values, grads = self.likelihood.values_and_gradients(points)
-                    out = zip(values.tolist(), grads, strict=True)
-                else:
-                    out = ((v, None) for v in self.likelihood.values(points).tolist())
-                for i, result in zip(ids, out, strict=True):
-                    self.results[i] = result
-        except BaseException as exc:  # every waiting fit hears of it (and records or raises it)
-            for i in batch:
+                if ids:
+                    self._round(ids, [batch[i][0] for i in ids], want_gradient)
+        finally:
+            self.cond.notify_all()
+
+    def _round(self, ids: list[int], points: list[np.ndarray], want_gradient: bool) -> None:
+        lik = self.likelihood
+        try:
+            if want_gradient:
+                values, grads = lik.values_and_gradients(points)
+                out: Any = zip(values.tolist(), grads, strict=True)
+            else:
+                out = ((v, None) for v in lik.values(points).tolist())
+            self.results.update(zip(ids, out, strict=True))
+        except Exception:  # noqa: BLE001 - one bad point: each point alone, as its fit would see it
+            for i, x in zip(ids, points, strict=True):
+                try:
+                    self.results[i] = lik.value_and_gradient(x) if want_gradient else (lik.value(x), None)
+                except Exception as exc:  # noqa: BLE001 - that fit hears of it
+                    self.results[i] = exc
+        except BaseException as exc:  # an interrupt: every waiting fit ends with it
+            for i in ids:
                 self.results.setdefault(i, exc)
-        self.cond.notify_all()
+            raise
 
 
 class _View:
@@ -130,7 +140,7 @@ def fit_batched(likelihood: Any, starts: Sequence[Sequence[float]], *, method: s
         if note is not None and isinstance(out[i], FitResult):
             note(i, out[i])
 
-    threads = [threading.Thread(target=run, args=(i,), name=f"laddu-dask-fit-{i}")
+    threads = [threading.Thread(target=run, args=(i,), name=f"laddu-dask-fit-{i}", daemon=True)
                for i in range(len(starts))]
     for t in threads:
         t.start()
