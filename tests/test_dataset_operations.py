@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+import dask
 import numpy as np
 import pytest
 from laddu_reference import laddu, needs_laddu
@@ -218,7 +219,19 @@ def test_a_selection_on_a_cluster_equals_the_local_one(tmp_path):
     for client in local_cluster():
         assert isinstance(client, distributed.Client)
         remote = likelihood(ld.Execution(client=client)).value_and_gradient(x)
+        # a selection of a dataset persisted on the cluster: its tasks depend on the futures
+        # holding the parent's blocks, so Dask runs them on those blocks' workers
+        held = dask.persist(ld.read_parquet(paths["data"], chunk_size=500))[0]
+        distributed.wait(held, timeout=60)
+        kept = held.select(cut)
+        graph, keys = kept.partition_graph([], name="prep")
+        futures = [p.graph[p.inputs] for p in held.partitions]
+        assert graph.dependencies[keys[0][0]] == {futures[0].key[0]}
+        mc = ld.read_parquet(paths["accmc"], chunk_size=500).select(cut)
+        on_workers = ld.Likelihood([ld.NLL(ksks.model(), data=kept, accepted_mc=mc)],
+                                   execution=ld.Execution(client=client)).value_and_gradient(x)
     assert remote[0] == local[0] and np.array_equal(remote[1], local[1])
+    assert on_workers[0] == local[0] and np.array_equal(on_workers[1], local[1])
 
 
 def test_histograms_are_exact_laddus_and_do_not_depend_on_the_partitioning(events, parquet):

@@ -30,12 +30,14 @@ array([3., 4., 5.])
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from dask._task_spec import Task
 from dask.base import tokenize
 
 from laddu_dask.compile.selection import predicate_mask
@@ -46,7 +48,7 @@ from laddu_dask.data.schema import Schema
 from laddu_dask.errors import DataError, ModelError
 from laddu_dask.expr.predicate import Predicate
 
-__all__ = ["DerivedOrigin", "DerivedPartition", "RowRule", "event_uniforms", "poisson_one"]
+__all__ = ["DerivedOrigin", "DerivedPartition", "RowRule", "event_uniforms", "map_batches", "poisson_one"]
 
 _MASK64 = (1 << 64) - 1
 #: Distinct streams for the two random rules, so one seed gives independent draws.
@@ -188,12 +190,26 @@ class DerivedPartition(Partition):
     def read_bytes(self) -> int:
         return self.parent.read_bytes + self.parent.n_events * 8 * (len(self.rule.columns) + 1)
 
-    def load(self, columns: Sequence[str] | None = None, dtype: Any = np.float64) -> EventBatch:
-        dt = check_dtype(dtype)
+    def _columns(self, columns: Sequence[str] | None) -> tuple[list[str], list[str]]:
+        """The columns asked for, and those the parent must load (with the rule's)."""
         wanted = self.schema.columns() if columns is None else [c for c in columns if c != "weight"]
         self.schema.require(wanted, self.source, needed_by="load")
-        need = list(dict.fromkeys([*wanted, *self.rule.columns]))
-        batch = self.parent.load(need, np.float64)
+        return wanted, list(dict.fromkeys([*wanted, *self.rule.columns]))
+
+    def load(self, columns: Sequence[str] | None = None, dtype: Any = np.float64) -> EventBatch:
+        wanted, need = self._columns(columns)
+        return self.derive(self.parent.load(need, np.float64), wanted, check_dtype(dtype))
+
+    def graph_task(self, key: Any, columns: list[str], dtype: np.dtype) -> Task:
+        """A task on the parent partition's task: in a graph of a Dask-backed or persisted
+        parent, it runs where the parent's block is (on a cluster, on its worker)."""
+        wanted, need = self._columns(columns)
+        parent = self.parent.graph_task((f"{key[0]}-parent", *key[1:]), need, np.dtype(np.float64))
+        return Task(key, self.derive, parent, wanted, dtype)
+
+    def derive(self, batch: EventBatch, wanted: list[str], dt: np.dtype) -> EventBatch:
+        """The batch of this partition from its parent partition's ``batch`` (float64, with
+        the rule's columns)."""
         keep = self.rule.keep(batch, self.parent.offset, self.parent.n_events)
         rows: Any = slice(self.start, self.stop)
         if keep is not None:
@@ -211,20 +227,36 @@ class DerivedPartition(Partition):
         return EventBatch(out, w, offset=self.offset, source=self.source)
 
 
-def _kept(rule: RowRule, part: Partition) -> int:
-    if not rule.counts:
-        return part.n_events
-    batch = part.load(rule.columns, np.float64) if rule.columns else None
+def _loaded(func: Any, part: Partition, columns: list[str], batch: EventBatch | None = None) -> Any:
+    return func(part, batch if batch is not None else part.load(columns, np.float64))
+
+
+def map_batches(dataset: Any, columns: list[str], func: Any) -> list[Any]:
+    """``func(partition, batch)`` for every partition of ``dataset`` (its ``columns`` loaded in
+    float64), as Dask tasks: on the blocks' keys for a Dask-backed or persisted dataset (on a
+    cluster, where they are), else each loading its partition."""
+    import dask
+    from dask.delayed import Delayed
+
+    parts = dataset.partitions
+    if dataset._origin.graph() is None:
+        tasks = [dask.delayed(functools.partial(_loaded, func, p, columns))() for p in parts]
+    else:
+        graph, keys = dataset.partition_graph(columns, np.float64, name="laddu-map")
+        tasks = [dask.delayed(functools.partial(_loaded, func, p, columns))(Delayed(k, graph, layer=k[0]))
+                 for p, k in zip(parts, keys, strict=True)]
+    return list(dask.compute(*tasks))
+
+
+def _kept(rule: RowRule, part: Partition, batch: EventBatch) -> int:
     return int(np.count_nonzero(rule.keep(batch, part.offset, part.n_events)))
 
 
-def kept_counts(rule: RowRule, partitions: Sequence[Partition]) -> list[int]:
-    """Events ``rule`` keeps of each partition, counted on Dask's threaded scheduler."""
+def kept_counts(rule: RowRule, parent: Any) -> list[int]:
+    """Events ``rule`` keeps of each partition of the dataset ``parent`` (Dask tasks)."""
     if not rule.counts:
-        return [p.n_events for p in partitions]
-    import dask
-
-    return list(dask.compute(*[dask.delayed(_kept)(rule, p) for p in partitions], scheduler="threads"))
+        return [p.n_events for p in parent.partitions]
+    return [int(n) for n in map_batches(parent, rule.columns, functools.partial(_kept, rule))]
 
 
 class DerivedOrigin:
@@ -239,7 +271,7 @@ class DerivedOrigin:
     def __init__(self, parent: Any, rule: RowRule, counts: Sequence[int] | None = None) -> None:
         self.parent_partitions: tuple[Partition, ...] = tuple(parent.partitions)
         self.rule = rule
-        self.counts = list(counts) if counts is not None else kept_counts(rule, self.parent_partitions)
+        self.counts = list(counts) if counts is not None else kept_counts(rule, parent)
         schema = parent.schema
         if rule.kind == "bootstrap" and not schema.has_weight:
             schema = Schema(schema.p4s, schema.scalars, True, schema.non_numeric)
@@ -247,6 +279,7 @@ class DerivedOrigin:
         self.sources = tuple(parent.sources)
         self.n_events = sum(self.counts)
         self.chosen_by_user = bool(parent.chunk_size_given)
+        self._graph = parent._origin.graph()
         self.token = f"derived-{tokenize(parent._origin.token, parent._layout(), rule.token())}"
 
     def make_partitions(self, chunk_size: int | None) -> tuple[Partition, ...]:
@@ -264,5 +297,6 @@ class DerivedOrigin:
                                         parent=part, rule=self.rule, start=0, stop=0, schema=self.schema))
         return tuple(out)
 
-    def graph(self) -> None:
-        return None
+    def graph(self) -> Any:
+        """The graph the parent's partitions depend on (a Dask collection's, persisted keys)."""
+        return self._graph

@@ -21,6 +21,7 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from laddu_dask.compile.selection import expression_values
-from laddu_dask.data.derived import DerivedOrigin, RowRule
+from laddu_dask.data.derived import DerivedOrigin, RowRule, map_batches
 from laddu_dask.data.histogram import Histogram, histogram_partials
 from laddu_dask.errors import ModelError
 from laddu_dask.expr.node import Expr, walk
@@ -184,7 +185,7 @@ class DatasetOperations:
         edges = bins.edges
         columns = [n.attr for n in _columns_of(expr)]
         self.schema.require(columns, self._source_label(), needed_by="bin_by")
-        counts = [_bin_counts(expr, edges, p, columns) for p in self.partitions]
+        counts = map_batches(self, columns, functools.partial(_bin_counts, expr, edges))
         out = []
         for i, (low, high) in enumerate(zip(edges, edges[1:])):
             last = i == len(edges) - 2
@@ -297,8 +298,7 @@ def _concat(parts: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0)
 
 
-def _bin_counts(expr: Expr, edges: list[float], part: Any, columns: list[str]) -> list[int]:
-    batch = part.load(columns, np.float64)
+def _bin_counts(expr: Expr, edges: list[float], part: Any, batch: Any) -> list[int]:
     x = np.broadcast_to(expression_values(expr, batch.columns, n=batch.n_events), (batch.n_events,))
     counts = []
     for i, (low, high) in enumerate(zip(edges, edges[1:])):
