@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+import dask
 import numpy as np
 import pytest
 from laddu_reference import laddu, needs_laddu
@@ -181,6 +182,8 @@ def test_on_a_cluster_the_fits_run_as_tasks_and_equal_the_local_ones(samples):
         remote_bins = binned(ex)
         lik = ld.Likelihood([ld.NLL(_waves(ld), data=_dataset(data), accepted_mc=_dataset(mc))], execution=ex)
         remote_restarts = lik.fit_restarts(3, seed=8)
+        with dask.config.set({"laddu-dask.analysis.task-bytes": 0}):  # too big for a task: lockstep
+            spanning = lik.fit_restarts(3, seed=8)
         ran = client.run_on_scheduler(lambda dask_scheduler: [
             (str(t[0]), t[2]) for t in dask_scheduler.transition_log
             if str(t[0]).startswith("laddu-dask-fit")])
@@ -188,9 +191,11 @@ def test_on_a_cluster_the_fits_run_as_tasks_and_equal_the_local_ones(samples):
         assert [r.fval for r in got.ensemble] == [r.fval for r in want.ensemble]
         assert [r.values for r in got.ensemble] == [r.values for r in want.ensemble]
     assert [r.fval for r in remote_restarts] == [r.fval for r in local_restarts]
+    assert [r.fval for r in spanning] == [r.fval for r in local_restarts]
+    assert [r.values for r in spanning] == [r.values for r in local_restarts]
     assert [r.values for r in remote_restarts] == [r.values for r in local_restarts]
     finished = {k for k, state in ran if state == "memory"}
-    assert len(finished) == 2 * 2 + 3, finished  # 4 bin fits and 3 restarts, one task each
+    assert len(finished) == 2 * 2 + 3, finished  # 4 bin fits, 3 restarts as tasks (not those in lockstep)
 
 
 def test_progress_of_many_fits(samples, capsys):

@@ -216,6 +216,15 @@ def test_a_selection_on_a_cluster_equals_the_local_one(tmp_path):
 
     x = [ksks.TRUTH[n] for n in ksks.TRUTH]
     local = likelihood(ld.Execution()).value_and_gradient(x)
+    mass = (ld.Vec4.event("kshort1") + ld.Vec4.event("kshort2")).m().real()
+
+    def binned(execution):  # a bootstrap replica of one mass bin, and the bin of the MC
+        data, mc = (ld.read_parquet(paths[k], chunk_size=500).bin_by(mass, bins=ld.Bin([1.0, 1.4, 2.0]))[1]
+                    .dataset for k in ("data", "accmc"))
+        return ld.Likelihood([ld.NLL(ksks.model(), data=data.bootstrap(seed=3), accepted_mc=mc)],
+                             execution=execution).value_and_gradient(x)
+
+    binned_local = binned(ld.Execution())
     for client in local_cluster():
         assert isinstance(client, distributed.Client)
         remote = likelihood(ld.Execution(client=client)).value_and_gradient(x)
@@ -230,8 +239,10 @@ def test_a_selection_on_a_cluster_equals_the_local_one(tmp_path):
         mc = ld.read_parquet(paths["accmc"], chunk_size=500).select(cut)
         on_workers = ld.Likelihood([ld.NLL(ksks.model(), data=kept, accepted_mc=mc)],
                                    execution=ld.Execution(client=client)).value_and_gradient(x)
+        binned_remote = binned(ld.Execution(client=client))
     assert remote[0] == local[0] and np.array_equal(remote[1], local[1])
     assert on_workers[0] == local[0] and np.array_equal(on_workers[1], local[1])
+    assert binned_remote[0] == binned_local[0] and np.array_equal(binned_remote[1], binned_local[1])
 
 
 def test_histograms_are_exact_laddus_and_do_not_depend_on_the_partitioning(events, parquet):
