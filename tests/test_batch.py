@@ -423,3 +423,36 @@ def test_restarts_and_bootstrap_from_the_config(tmp_path, sample):
     assert result["bootstrap"]["errors"] == replicas.spread() and result["bootstrap"]["valid"] == 2
     with pytest.raises(ConfigError, match=r"\[fit\] restarts"):
         load_config(write_config(tmp_path, sample, "[fit]\nrestarts = 0\n", name="bad.toml"))
+
+
+def test_a_binned_fit_from_the_config(tmp_path, sample, capsys):
+    """``[bins]``: one fit per bin of the K_S K_S mass; each bin's result is the library's
+    fit_bins on the same events, and a bin without events makes the job invalid (status 1)."""
+    import laddu_dask as ld
+
+    pair = '[bins]\nmass = ["kshort1", "kshort2"]\n'
+    config = write_config(tmp_path, sample, f'[fit]\nrestarts = 2\nseed = 1\n{pair}edges = [1.0, 1.5, 2.0]\n')
+    out = tmp_path / "bins.json"
+    assert main([str(config), "--output", str(out)]) == 0
+    assert "2 of 2 bins with a valid fit" in capsys.readouterr().out
+    result = read_result(out)
+    assert result["valid"] is True and result["binned"] == "m(kshort1 + kshort2)"
+    mass = (ld.Vec4.event("kshort1") + ld.Vec4.event("kshort2")).m().real()
+    data, mc = (ld.read_parquet(sample / f"{k}.parquet") for k in ("data", "accmc"))
+    want = ld.fit_bins(ksks.model(fixed_lineshapes=True), data=data, accepted_mc=mc, by=mass,
+                       bins=ld.Bin([1.0, 1.5, 2.0]), restarts=2, seed=1)
+    for got, ref in zip(result["bins"], want, strict=True):
+        assert (got["low"], got["high"], got["fval"], got["values"]) == (ref.low, ref.high, ref.best.fval,
+                                                                         ref.best.values)
+        assert got["data_events"] == ref.likelihood.terms[0].data.n_events
+    empty = write_config(tmp_path, sample, f"{pair}edges = [1.0, 2.0, 9.0, 9.5]\n",
+                         name="e.toml")  # no K_S K_S pair weighs 9 GeV
+    assert main([str(empty), "--output", str(tmp_path / "e.json"), "--quiet"]) == 1
+    bins = read_result(tmp_path / "e.json")["bins"]
+    assert [b["valid"] for b in bins] == [True, False, False]
+    assert "no events" in bins[2]["restarts"]["failed"][0]["message"]
+    for bad, message in (('[bins]\nedges = [0.0, 1.0]\n', "give either scalar"),
+                         ('[bins]\nscalar = "t"\ncount = 0\nlow = 0\nhigh = 1\n', r"\[bins\] count"),
+                         ('[bins]\nscalar = "t"\nedges = [1.0, 0.5]\n', "increasing edges")):
+        with pytest.raises(ConfigError, match=message):
+            load_config(write_config(tmp_path, sample, bad, name="bad.toml"))

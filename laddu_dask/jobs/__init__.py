@@ -64,6 +64,7 @@ key              type            default  meaning
 ``[[terms]]``    array of tables one NLL  likelihood terms (see *Terms*)
 ``[start]``      table           none     ``parameter = value`` start values
 ``[fit]``        table           defaults minimiser settings
+``[bins]``       table           none     a mass-independent fit instead of one fit
 ``[execution]``  table           defaults runtime settings
 ``[cluster]``    table           local    where to run
 ================ =============== ======== ============================================
@@ -129,6 +130,22 @@ key           type                       default      meaning
                                                       from the result; their spread is
                                                       ``"bootstrap"`` in the result
 ============= ========================== ============ ================================
+
+``[bins]`` (one term only): every bin is fitted ``[fit] restarts`` times from its own seeded
+starts (:func:`laddu_dask.fit_bins`); the result has a ``"bins"`` list (each bin's edges,
+validity, best ``fval``, values, errors, events and restarts) and is valid when every bin
+has a valid fit
+
+========== ================ ========== ==================================================
+key        type             default    meaning
+========== ================ ========== ==================================================
+``scalar`` string           none       bin a scalar column, or
+``mass``   list of strings  none       the invariant mass of the sum of these four-vectors
+``edges``  list of numbers  none       the bin edges, or
+``count``  integer > 0      none       ``count`` equal bins from ``low`` to ``high``
+``low``    number           none
+``high``   number           none
+========== ================ ========== ==================================================
 
 ``[execution]`` (see :class:`~laddu_dask.Execution`)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import tomllib
 from collections.abc import Mapping
@@ -10,6 +11,7 @@ from typing import Any
 
 from laddu_dask.errors import LadduDaskError
 from laddu_dask.jobs.schema import (
+    BINS_KEYS,
     BUILTIN_MODELS,
     CLUSTER_KEYS,
     CLUSTER_KINDS,
@@ -26,6 +28,7 @@ from laddu_dask.jobs.schema import (
     TERM_KEYS,
     TERM_KINDS,
     TOP_KEYS,
+    BinSettings,
     Checker,
     ClusterSettings,
     ConfigError,
@@ -119,11 +122,43 @@ def load_config(path: str | os.PathLike[str]) -> FitConfig:
 
     execution = _load_execution(doc, check)
     cluster = _load_cluster(doc, check, folder)
+    bins = _load_bins(doc, check, len(terms))
     return FitConfig(
         path=path, sha256=hashlib.sha256(raw).hexdigest(), description=description,
         datasets=datasets, terms=tuple(terms), start=start, fit=fit, execution=execution,
-        cluster=cluster,
+        cluster=cluster, bins=bins,
     )
+
+
+def _load_bins(doc: Mapping[str, Any], check: Checker, n_terms: int) -> BinSettings | None:
+    """``[bins]``: what is binned (``scalar`` or ``mass``) and the edges (``edges``, or
+    ``count`` bins from ``low`` to ``high``)."""
+    if "bins" not in doc:
+        return None
+    table = check.table(doc["bins"], "[bins]")
+    check.keys(table, "[bins]", BINS_KEYS)
+    if n_terms != 1:
+        raise check.error("[bins]", f"a binned fit takes exactly one term, got {n_terms}")
+    scalar = check.get(table, "scalar", "[bins]", "str")
+    mass = check.get(table, "mass", "[bins]", "strlist", [])
+    if (scalar is None) == (not mass):
+        raise check.error("[bins]", "give either scalar = \"COLUMN\" or mass = [\"P4\", ...]")
+    if "edges" in table:
+        if any(k in table for k in ("count", "low", "high")):
+            raise check.error("[bins]", "give either edges or count, low and high")
+        raw = table["edges"]
+        if not isinstance(raw, list) or not all(isinstance(v, int | float) and not isinstance(v, bool)
+                                                for v in raw):
+            raise check.error("[bins] edges", f"expected a list of numbers, got {raw!r}")
+        edges = [float(v) for v in raw]
+    else:
+        count = check.get(table, "count", "[bins]", "int", required=True, minimum=1)
+        low = check.get(table, "low", "[bins]", "number", required=True)
+        high = check.get(table, "high", "[bins]", "number", required=True)
+        edges = [low + i * (high - low) / count for i in range(count)] + [high]
+    if len(edges) < 2 or any(b <= a for a, b in zip(edges, edges[1:])) or not all(map(math.isfinite, edges)):
+        raise check.error("[bins] edges", f"need at least two finite, increasing edges, got {edges}")
+    return BinSettings(tuple(edges), scalar, tuple(mass))
 
 
 def _load_dataset(table: Any, name: str, where: str, check: Checker, folder: str) -> DatasetSpec:

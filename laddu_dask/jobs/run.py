@@ -219,6 +219,12 @@ def run_fit(config: FitConfig | str | os.PathLike[str], *, scheduler: str | None
         t_cluster = time.perf_counter() - t0
         execution = config.execution.build(client)
         say(f"running on the {where}" if client is None else f"running on {where}")
+        if config.bins is not None:
+            payload = _fit_bins(config, terms[0], execution, say)
+            payload.update(_provenance(config, where, execution, wall0, t_read, t_cluster))
+            if output is not None:
+                _write(output, payload)
+            return payload
         t0 = time.perf_counter()
         with _bad_input(config, "preparing the likelihood"):
             likelihood = ld.Likelihood(terms, execution=execution)
@@ -298,15 +304,77 @@ def run_fit(config: FitConfig | str | os.PathLike[str], *, scheduler: str | None
         "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     }
     if output is not None:
-        try:
-            write_json_atomic(output, payload)
-        except OSError as exc:
-            raise FitRunError(one_line(f"{output}: cannot write the result: "
-                                       f"{exc.strerror or exc}; nothing was written")) from exc
+        _write(output, payload)
     return payload
 
 
+def _write(output: str, payload: Mapping[str, Any]) -> None:
+    try:
+        write_json_atomic(output, payload)
+    except OSError as exc:
+        raise FitRunError(one_line(f"{output}: cannot write the result: "
+                                   f"{exc.strerror or exc}; nothing was written")) from exc
+
+
+def _provenance(config: FitConfig, where: str, execution: Any, wall0: float, t_read: float,
+                t_cluster: float) -> dict[str, Any]:
+    """The fields of a binned result that say where, when and with what it ran."""
+    return {
+        "execution": {"scheduler": where, "workers": execution.workers, "precision": execution.precision,
+                      "device": execution.device, "kernel": execution.kernel,
+                      "normalization": execution.normalization},
+        "timings": {"read": t_read, "cluster": t_cluster, "wall": time.perf_counter() - wall0},
+        "versions": _versions(), "config": config.path, "config_sha256": config.sha256,
+        "description": config.description,
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def _fit_bins(config: FitConfig, term: Any, execution: Any, say: Callable[..., None]) -> dict[str, Any]:
+    """``[bins]``: every bin fitted ``[fit] restarts`` times; ``valid`` when every bin has a
+    valid fit."""
+    import laddu_dask as ld
+
+    bins = config.bins
+    assert bins is not None
+    t0 = time.perf_counter()
+    try:
+        fits = ld.fit_bins(term.model, data=term.data, accepted_mc=term.accepted_mc, by=bins.expression(),
+                           bins=ld.Bin(list(bins.edges)), restarts=config.fit.restarts,
+                           initial=dict(config.start) or None, seed=config.fit.seed, execution=execution,
+                           extended=isinstance(term, ld.ExtendedNLL), method=config.fit.method,
+                           strategy=config.fit.strategy, tolerance=config.fit.tolerance,
+                           max_calls=config.fit.max_calls)
+    except Exception as exc:
+        raise FitRunError(one_line(f"{config.path}: the binned fit failed: "
+                                   f"{type(exc).__name__}: {exc}")) from exc
+    out = []
+    for f in fits:
+        best = f.best
+        out.append({"index": f.index, "low": f.low, "high": f.high, "valid": best is not None,
+                    "fval": None if best is None else best.fval,
+                    "values": None if best is None else best.values,
+                    "errors": None if best is None else best.errors,
+                    "data_events": None if f.likelihood is None else f.likelihood.terms[0].data.n_events,
+                    "restarts": _ensemble_summary(f.ensemble)})
+        say(f"bin {f.index} [{f.low:g}, {f.high:g}]: " + (f"-2 ln L = {best.fval:.10g}" if best else
+                                                         f"no valid fit ({f.ensemble.failed[0][1]})"))
+    return {"valid": all(b["valid"] for b in out), "binned": bins.scalar or f"m({' + '.join(bins.mass)})",
+            "bins": out, "parameter_names": list(term.model.parameter_names),
+            "fit": {"method": config.fit.method, "tolerance": config.fit.tolerance,
+                    "strategy": config.fit.strategy, "max_calls": config.fit.max_calls,
+                    "restarts": config.fit.restarts, "seed": config.fit.seed},
+            "fit_seconds": time.perf_counter() - t0}
+
+
 def print_summary(result: Mapping[str, Any], output: str | None, say: Callable[..., None]) -> None:
+    if "bins" in result:
+        good = sum(b["valid"] for b in result["bins"])
+        say(f"binned fit of {result['binned']}: {good} of {len(result['bins'])} bins with a valid fit, "
+            f"wall {result['timings']['wall']:.2f} s")
+        if output is not None:
+            say(f"result written to {output}")
+        return
     say("")
     say(f"{'parameter':>14s} {'start':>11s} {'value':>12s} {'error':>10s}")
     for name in result["parameter_names"]:

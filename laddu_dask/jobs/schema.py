@@ -25,7 +25,8 @@ class FitRunError(LadduDaskError, RuntimeError):
 
 
 TOP_KEYS = ("description", "model", "models", "data", "accmc", "datasets", "terms", "start",
-            "fit", "execution", "cluster")
+            "fit", "bins", "execution", "cluster")
+BINS_KEYS = ("scalar", "mass", "edges", "count", "low", "high")
 DATASET_KEYS = ("path", "chunk_size", "memory_policy")
 TERM_KEYS = ("name", "kind", "data", "accepted_mc", "model")
 TERM_KINDS = ("nll", "extended_nll")
@@ -120,6 +121,27 @@ class FitSettings:
 
 
 @dataclass(frozen=True)
+class BinSettings:
+    """``[bins]``: a mass-independent fit, one in each bin of a scalar column or of the
+    invariant mass of the sum of some four-vectors."""
+
+    edges: tuple[float, ...]
+    scalar: str | None = None
+    mass: tuple[str, ...] = ()
+
+    def expression(self) -> Any:
+        """The binned expression."""
+        import laddu_dask as ld
+
+        if self.scalar is not None:
+            return ld.scalar(self.scalar)
+        total = ld.Vec4.event(self.mass[0])
+        for name in self.mass[1:]:
+            total = total + ld.Vec4.event(name)
+        return total.m().real()
+
+
+@dataclass(frozen=True)
 class ExecutionSettings:
     """``[execution]``: keyword arguments of :class:`~laddu_dask.Execution`."""
 
@@ -177,6 +199,7 @@ class FitConfig:
     fit: FitSettings
     execution: ExecutionSettings
     cluster: ClusterSettings
+    bins: BinSettings | None = None
 
     @property
     def folder(self) -> str:
