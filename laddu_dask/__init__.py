@@ -27,6 +27,8 @@ from laddu_dask.data import (
     DatasetStats,
     EventBatch,
     Histogram,
+    ParquetSink,
+    RootSink,
     Schema,
     read_parquet,
     read_root,
@@ -113,7 +115,7 @@ from laddu_dask.expr import (
     vector,
 )
 from laddu_dask.expr import complex_ as complex  # noqa: A001 - laddu's name
-from laddu_dask.likelihood import NLL, ExtendedNLL, FitResult, Likelihood, fit
+from laddu_dask.likelihood import NLL, ExtendedNLL, FitResult, LassoPenalty, Likelihood, RidgePenalty, fit
 
 # isort: split
 # the analysis layer: many fits and MCMC (it registers Likelihood.fit_restarts, bootstrap_fit, sample)
@@ -243,6 +245,13 @@ __all__ += ["InitialMomentum", "MassProposal", "VertexProposal"]
 __all__ += ["Isospin", "Statistics"]
 # dataset operations (issue 12)
 __all__ += ["Bin", "BinnedDataset", "DatasetStats", "Histogram"]
+# penalties and laddu's name of the error base class
+__all__ += ["LassoPenalty", "LadduError", "RidgePenalty"]
+# laddu's file destinations
+__all__ += ["ParquetSink", "RootSink"]
+
+#: laddu's name for the base class of every error laddu-dask raises.
+LadduError = LadduDaskError
 # many fits (issue 12)
 __all__ += ["BinFit", "FitEnsemble", "MCMCSummary", "binned_likelihoods", "bootstrap_fit", "fit_bins",
             "fit_restarts"]

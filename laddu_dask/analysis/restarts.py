@@ -176,7 +176,8 @@ def bootstrap_fit(likelihood: Likelihood, samples: int, initial: Any = None, *, 
     """
     if isinstance(samples, bool) or not isinstance(samples, int | np.integer) or samples < 1:
         raise ValueError(f"samples must be a positive integer, got {samples!r}")
-    replicas = [Likelihood([t.with_data(t.data.bootstrap(seed=s)) for t in likelihood.terms],
+    replicas = [Likelihood([*(t.with_data(t.data.bootstrap(seed=s)) for t in likelihood.terms),
+                            *likelihood.penalties],
                            execution=likelihood.execution)
                 for s in replica_seeds(seed, int(samples))]
     return fit_each(replicas, [initial] * int(samples), method=method, label="bootstrap", progress=progress,

@@ -51,19 +51,20 @@ class FitRecipe:
     precision: str
     kernel: str
     normalization: str
+    penalties: tuple[Any, ...] = ()
 
     @classmethod
     def of(cls, likelihood: Likelihood) -> FitRecipe:
         ex = likelihood.execution
         terms = tuple((type(t).__name__, t.model, t.data, t.accepted_mc, t.name) for t in likelihood.terms)
-        return cls(terms, ex.precision, ex.kernel, ex.normalization)
+        return cls(terms, ex.precision, ex.kernel, ex.normalization, tuple(likelihood.penalties))
 
     def likelihood(self, threads: int = 1) -> Likelihood:
         """The likelihood on a local execution of ``threads`` threads."""
         ex = Execution(precision=self.precision, kernel=self.kernel, normalization=self.normalization,
                        num_workers=threads)
-        return Likelihood([_KINDS[k](m, data=d, accepted_mc=mc, name=n) for k, m, d, mc, n in self.terms],
-                          execution=ex)
+        return Likelihood([*(_KINDS[k](m, data=d, accepted_mc=mc, name=n) for k, m, d, mc, n in self.terms),
+                           *self.penalties], execution=ex)
 
     def nbytes(self) -> int:
         """Bytes the fit's datasets take loaded (every column, float64)."""

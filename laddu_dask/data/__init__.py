@@ -21,6 +21,7 @@ from laddu_dask.data.partition import Partition
 from laddu_dask.data.root import RootPartition, read_root
 from laddu_dask.data.root_writer import write_root
 from laddu_dask.data.schema import P4_COMPONENTS, WEIGHT_COLUMN, Schema, p4_columns
+from laddu_dask.data.sinks import ParquetSink, RootSink
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
@@ -36,7 +37,9 @@ __all__ = [
     "EventBatch",
     "Histogram",
     "ParquetPartition",
+    "ParquetSink",
     "Partition",
+    "RootSink",
     "RootPartition",
     "Schema",
     "array_module",

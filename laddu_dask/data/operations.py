@@ -32,6 +32,7 @@ import numpy as np
 from laddu_dask.compile.selection import expression_values
 from laddu_dask.data.derived import DerivedOrigin, RowRule, map_batches
 from laddu_dask.data.histogram import Histogram, histogram_partials
+from laddu_dask.data.sinks import ParquetSink, RootSink
 from laddu_dask.errors import ModelError
 from laddu_dask.expr.node import Expr, walk
 from laddu_dask.expr.predicate import Predicate
@@ -280,6 +281,22 @@ class DatasetOperations:
             effective_entries=total * total / squares if squares > 0 else None,
             positive_weights=math.fsum(w[w > 0]), negative_weights=math.fsum(w[w < 0]),
         )
+
+    def write_to(self, sink: ParquetSink | RootSink) -> None:
+        """Write every event to ``sink`` (laddu's ``Dataset.write_to``): a
+        :class:`~laddu_dask.ParquetSink` or :class:`~laddu_dask.RootSink`.
+
+        Raises
+        ------
+        TypeError
+            For another kind of sink.
+        """
+        if isinstance(sink, ParquetSink):
+            self.write_parquet(sink.path, precision=sink.precision)
+        elif isinstance(sink, RootSink):
+            self.write_root(sink.path, tree=sink.tree, precision=sink.precision)
+        else:
+            raise TypeError(f"write_to needs a ParquetSink or a RootSink, got {type(sink).__name__}")
 
     def p4_names(self) -> list[str]:
         """The four-vector names (laddu's ``Dataset.p4_names()``)."""

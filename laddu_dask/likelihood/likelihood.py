@@ -28,8 +28,10 @@ from typing import Any
 import numpy as np
 
 from laddu_dask.compile.layout import ParameterValues, resolve_parameters
+from laddu_dask.errors import ParameterError
 from laddu_dask.expr.parameter import ParameterSpec, draw_starts, merge_parameters
 from laddu_dask.likelihood.cost import MinuitCost
+from laddu_dask.likelihood.penalties import Penalty
 from laddu_dask.likelihood.terms import NLL, ExtendedNLL
 from laddu_dask.runtime.execution import Execution
 from laddu_dask.runtime.prepared import reduce_points
@@ -67,8 +69,9 @@ class Likelihood(MinuitCost):
 
     Parameters
     ----------
-    terms : sequence of NLL or ExtendedNLL
+    terms : sequence of NLL, ExtendedNLL, RidgePenalty or LassoPenalty
         Terms; parameters with one name are one parameter (their definitions must agree).
+        A penalty names parameters of the other terms.
     execution : Execution, optional
         Where to evaluate; the default is the local threaded scheduler in f64.
 
@@ -88,11 +91,16 @@ class Likelihood(MinuitCost):
             raise ValueError("a Likelihood needs at least one term")
         names_seen: set[str] = set()
         for t in terms:
-            if not isinstance(t, (NLL, ExtendedNLL)):
-                raise TypeError(f"Likelihood terms must be NLL or ExtendedNLL, got {type(t).__name__}")
+            if not isinstance(t, (NLL, ExtendedNLL, Penalty)):
+                raise TypeError(f"Likelihood terms must be NLL, ExtendedNLL or a penalty, got "
+                                f"{type(t).__name__}")
             if t.name in names_seen:
                 raise ValueError(f"two likelihood terms are named {t.name!r}; give each a unique name")
             names_seen.add(t.name)
+        self.penalties: list[Penalty] = [t for t in terms if isinstance(t, Penalty)]
+        terms = [t for t in terms if not isinstance(t, Penalty)]
+        if not terms:
+            raise ValueError("a Likelihood needs at least one NLL or ExtendedNLL term")
         self.terms = terms
         self._execution_given = execution is not None
         self.execution = execution if execution is not None else Execution()
@@ -107,6 +115,14 @@ class Likelihood(MinuitCost):
             np.array([self.parameter_names.index(n) for n in t.parameter_names], dtype=int)
             for t in terms
         ]
+        for pen in self.penalties:
+            unknown = [n for n in pen.parameter_names if n not in self.parameters]
+            if unknown:
+                raise ParameterError(f"penalty {pen.name!r} names {', '.join(map(repr, unknown))}, which "
+                                     f"is not a free parameter of the likelihood (free: "
+                                     f"{', '.join(self.parameter_names)})")
+        self._penalty_index = [np.array([self.parameter_names.index(n) for n in pen.parameter_names])
+                               for pen in self.penalties]
         self.n_evaluations = 0
 
     def __repr__(self) -> str:
@@ -135,7 +151,8 @@ class Likelihood(MinuitCost):
                 "cannot add likelihoods on two different executions; build "
                 "ld.Likelihood([...terms], execution=...) with the one to use"
             )
-        return Likelihood([*self.terms, *other.terms], execution=given[0] if given else None)
+        return Likelihood([*self.terms, *self.penalties, *other.terms, *other.penalties],
+                          execution=given[0] if given else None)
 
     @property
     def default_parameters(self) -> list[float]:
@@ -173,6 +190,12 @@ class Likelihood(MinuitCost):
             for k, p in enumerate(points):
                 value, g = term.combine(self.execution, p[idx], [r[k] for r in per_request],
                                         with_gradient)
+                totals[k] += value
+                if with_gradient:
+                    np.add.at(grads[k], idx, g)
+        for pen, idx in zip(self.penalties, self._penalty_index, strict=True):
+            for k, p in enumerate(points):
+                value, g = pen.value_and_gradient(p[idx])
                 totals[k] += value
                 if with_gradient:
                     np.add.at(grads[k], idx, g)
