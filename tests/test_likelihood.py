@@ -215,7 +215,7 @@ def test_likelihood_term_names_must_be_unique():
         Likelihood([t1, t1])
     with pytest.raises(ValueError, match="at least one term"):
         Likelihood([])
-    with pytest.raises(TypeError, match="terms must be NLL or ExtendedNLL, got str"):
+    with pytest.raises(TypeError, match="terms must be NLL, ExtendedNLL or a penalty, got str"):
         Likelihood(["nll"])
 
 
