@@ -163,11 +163,13 @@ class DatasetOperations:
 
     def bin_by(self, expr: Expr, *, bins: Bin | Sequence[float],
                execution: Any = None) -> list[BinnedDataset]:
-        """The events in each bin of the real expression ``expr`` (laddu's ``bin_by``).
+        """The events in each bin of the expression ``expr`` (laddu's ``bin_by``).
 
         Bins are ``[low, high)``, the last ``[low, high]``; events outside the edges (or
-        where ``expr`` is NaN) are in no bin.  One pass over the columns ``expr`` reads
-        counts every bin; each bin is a lazy selection of this dataset.
+        where ``expr`` is NaN) are in no bin.  A complex expression is binned by its real
+        part, as laddu does (``Vec4.m()`` is complex: ``i sqrt(-m^2)`` when space-like).
+        One pass over the columns ``expr`` reads counts every bin; each bin is a lazy
+        selection of this dataset.
 
         Examples
         --------
@@ -180,9 +182,9 @@ class DatasetOperations:
         if not isinstance(bins, Bin):
             bins = Bin(bins)
         if not isinstance(expr, Expr):
-            raise ModelError(f"bin_by needs a real expression, got {type(expr).__name__}")
+            raise ModelError(f"bin_by needs an expression, got {type(expr).__name__}")
         if expr.kind != "real":
-            raise ModelError(f"bin_by needs a real expression, got a {expr.kind} one: {expr}")
+            expr = expr.real()
         edges = bins.edges
         columns = [n.attr for n in _columns_of(expr)]
         self.schema.require(columns, self._source_label(), needed_by="bin_by")
@@ -240,9 +242,10 @@ class DatasetOperations:
         """The weighted histogram of a real expression (laddu's ``Dataset.histogram``).
 
         Each event counts with its weight (1 with ``event_weights=False``) times ``weight``
-        (a real expression) when given; bins are ``[low, high)`` and the last edge is
-        overflow, as in laddu.  Partitions are read one at a time and every bin's sum is
-        exact, so the histogram does not depend on the partitioning.
+        when given; bins are ``[low, high)`` and the last edge is overflow, as in laddu
+        (complex expressions count by their real parts, as laddu's do).  Partitions are
+        read one at a time and every bin's sum is exact, so the histogram does not depend
+        on the partitioning.
 
         Examples
         --------
@@ -255,9 +258,11 @@ class DatasetOperations:
         """
         edges = np.asarray(Bin(bin_edges).edges)
         for what, e in (("histogram", expr), ("the histogram weight", weight)):
-            if e is not None and (not isinstance(e, Expr) or e.kind != "real"):
-                found = getattr(e, "kind", type(e).__name__)
-                raise ModelError(f"{what} needs a real expression, got {found}")
+            if e is not None and not isinstance(e, Expr):
+                raise ModelError(f"{what} needs an expression, got {type(e).__name__}")
+        expr = expr if expr.kind == "real" else expr.real()  # laddu histograms the real part
+        if weight is not None and weight.kind != "real":
+            weight = weight.real()
         exprs = [expr] if weight is None else [expr, weight]
         columns = list(dict.fromkeys(n.attr for e in exprs for n in _columns_of(e)))
         self.schema.require(columns, self._source_label(), needed_by="histogram")
