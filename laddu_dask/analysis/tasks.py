@@ -2,9 +2,10 @@
 
 When a likelihood's execution has a ``distributed.Client`` and the data of one fit are
 small (at most ``laddu-dask.analysis.task-bytes``, 256 MiB by default: a bin, a small
-sample), :func:`fit_as_tasks` sends every fit as one task: the worker loads the fit's
-datasets from their sources, builds the same likelihood on a local execution of one
-thread and runs the minimiser there, so no evaluation crosses the network.  The tasks run
+sample), :func:`fit_as_tasks` sends the fits of each likelihood as one task: the worker
+loads the datasets from their sources, builds the same likelihood on a local execution
+of one thread, prepares it once and runs the minimisers there (several in lockstep, as
+:mod:`laddu_dask.analysis.batching` does), so no evaluation crosses the network.  The tasks run
 concurrently on all the workers' threads and show on the dashboard (task stream and
 progress, as ``laddu-dask-fit-<label>``).  A fit's result is bitwise the one a local fit
 gives (the sums are exact).  A worker lost mid-fit costs a rerun of its fits elsewhere
@@ -30,6 +31,7 @@ from typing import Any
 from dask.utils import parse_bytes, parse_timedelta
 
 from laddu_dask import config
+from laddu_dask.analysis.batching import fit_batched
 from laddu_dask.analysis.ensembles import failed_fit
 from laddu_dask.errors import ClusterTimeoutError
 from laddu_dask.likelihood.fit import FitResult
@@ -79,14 +81,18 @@ def runs_as_tasks(likelihood: Likelihood) -> bool:
     return FitRecipe.of(likelihood).nbytes() <= parse_bytes(str(config.get("analysis.task-bytes")))
 
 
-def _fit_on_worker(recipe: FitRecipe, start: Sequence[float], method: str, options: dict,
-                   failures: tuple[type[BaseException], ...]) -> FitResult:
+def _fits_on_worker(recipe: FitRecipe, starts: list[list[float]], method: str, options: dict,
+                    failures: tuple[type[BaseException], ...]) -> list[FitResult]:
+    """Every fit of one likelihood, prepared once on this worker; several run in lockstep."""
     likelihood = recipe.likelihood()
-    try:
-        result = likelihood.fit(initial=list(start), method=method, **options)
-    except failures as exc:
-        return failed_fit(likelihood.parameter_names, start, method, exc)
-    return replace(result, minuit=None)  # iminuit's object holds the likelihood: it stays here
+    if len(starts) > 1:
+        results = fit_batched(likelihood, starts, method=method, failures=failures, **options)
+    else:
+        try:
+            results = [likelihood.fit(initial=list(starts[0]), method=method, **options)]
+        except failures as exc:
+            results = [failed_fit(likelihood.parameter_names, starts[0], method, exc)]
+    return [replace(r, minuit=None) for r in results]  # iminuit's object holds the likelihood
 
 
 def fit_as_tasks(likelihoods: Sequence[Likelihood], starts: Sequence[Sequence[float]], *, method: str,
@@ -97,28 +103,30 @@ def fit_as_tasks(likelihoods: Sequence[Likelihood], starts: Sequence[Sequence[fl
     from distributed import as_completed
 
     client = likelihoods[0].execution.client
-    recipes = {}
+    groups: dict[int, list[int]] = {}  # the fits of one likelihood are one task: prepared once
+    for i, lik in enumerate(likelihoods):
+        groups.setdefault(id(lik), []).append(i)
     futures = []
-    for i, (lik, start) in enumerate(zip(likelihoods, starts, strict=True)):
-        recipe = recipes.setdefault(id(lik), FitRecipe.of(lik))
-        futures.append(client.submit(_fit_on_worker, recipe, list(start), method, dict(options), failures,
-                                     key=f"laddu-dask-fit-{label.replace(' ', '-')}-{i}-{id(futures)}",
-                                     pure=False))
-    index = {f.key: i for i, f in enumerate(futures)}
-    results: list[FitResult | None] = [None] * len(futures)
+    for n, members in enumerate(groups.values()):
+        recipe = FitRecipe.of(likelihoods[members[0]])
+        futures.append(client.submit(_fits_on_worker, recipe, [list(starts[i]) for i in members], method,
+                                     dict(options), failures, pure=False,
+                                     key=f"laddu-dask-fit-{label.replace(' ', '-')}-{n}-{id(futures)}"))
+    index = {f.key: members for f, members in zip(futures, groups.values(), strict=True)}
+    results: list[FitResult | None] = [None] * len(likelihoods)
     timeout = parse_timedelta(config.get("cluster.fit-timeout"))
     try:
-        for future in as_completed(futures, timeout=timeout * max(1, len(futures))):
-            i = index[future.key]
-            results[i] = future.result()
-            if note is not None:
-                note(i, results[i])
+        for future in as_completed(futures, timeout=timeout * max(1, len(likelihoods))):
+            for i, result in zip(index[future.key], future.result(), strict=True):
+                results[i] = result
+                if note is not None:
+                    note(i, result)
     except TimeoutError:
         pending = [i for i, r in enumerate(results) if r is None]
         for f in futures:
             f.cancel()
         raise ClusterTimeoutError(
-            f"{len(pending)} of {len(futures)} fits ({label}) did not finish within "
+            f"{len(pending)} of {len(likelihoods)} fits ({label}) did not finish within "
             f"laddu-dask.cluster.fit-timeout ({config.get('cluster.fit-timeout')}) each; "
             f"the first waiting is fit {pending[0]}") from None
     return results  # type: ignore[return-value]
