@@ -309,6 +309,9 @@ def _binned(r: dict[str, Any]) -> list[str]:
         return _row(label, ours, theirs) if compared else (
             f"| {label} | {seconds(ours)} | {seconds(theirs)} | not compared |")
 
+    def calls(side: dict[str, Any]) -> int:
+        return side["value_calls"] + side["value_and_gradient_calls"]
+
     per_ours, per_theirs = 1.0 / boot["laddu-dask"]["replicas_per_s"], 1.0 / boot["laddu"]["replicas_per_s"]
     out = ["### Mass-independent analysis: bins x restarts", "",
            f"A mass-independent fit of the KsKs sample ({smp['data']:,} data and {smp['mc']:,} accepted-MC "
@@ -348,8 +351,10 @@ def _binned(r: dict[str, Any]) -> list[str]:
             f"`{sd['settings']['driver']}` (iminuit MIGRAD, strategy {sd['settings']['strategy']}, tolerance "
             f"{sd['settings']['tolerance']}, then HESSE, as in the KsKs table) from the same "
             f"{p['driver_restarts']} starts per bin, alternating fit by fit: the ratio measures the engines. "
-            f"Pairs of fits from one start reach -2 ln L within {sd['max_pair_fval_difference']:.1e} of each "
-            f"other (both valid: {so['valid']} and {st['valid']} of {so['fits']} are)"
+            f"{so['valid']} and {st['valid']} of the {so['fits']} fits are valid; of {sd['pairs_compared']} "
+            f"pairs from one start, {sd['pairs_at_different_minima']} end at different minima (-2 ln L up to "
+            f"{sd['max_pair_fval_difference']:.2g} apart: the bins' likelihoods have several minima, and "
+            "rounding differences send a fit from the same start to another one)"
             + (f"; each bin's best fits agree to {sd['best_per_bin']['fval_difference']:.1e} in -2 ln L and "
                f"{sd['best_per_bin']['max_parameter_difference_sigma']:.1e} of an error." if sd_same else
                f"; not compared: {'; '.join(sd.get('not_comparable', []))}."),
@@ -360,8 +365,9 @@ def _binned(r: dict[str, Any]) -> list[str]:
             f"| same driver: `value` / `value_and_gradient` calls | {so['value_calls']:,} / "
             f"{so['value_and_gradient_calls']:,} | {st['value_calls']:,} / "
             f"{st['value_and_gradient_calls']:,} |",
-            "| same driver: seconds inside those calls | "
-            f"{seconds(so['evaluations_s'])} | {seconds(st['evaluations_s'])} |",
+            "| same driver: seconds inside those calls (per call) | "
+            f"{seconds(so['evaluations_s'])} ({seconds(so['evaluations_s'] / calls(so))}) | "
+            f"{seconds(st['evaluations_s'])} ({seconds(st['evaluations_s'] / calls(st))}) |",
             "| same driver: the rest of the fits (iminuit, the driver) | "
             f"{seconds(so['minimizer_and_driver_s'])} | {seconds(st['minimizer_and_driver_s'])} |",
             f"| own procedure: evaluations | {o['evaluations']:,} (MIGRAD + HESSE) | "
@@ -375,12 +381,17 @@ def _binned(r: dict[str, Any]) -> list[str]:
         out += [f"On the cluster ({c['workers']} worker processes of {c['threads_per_worker']} thread, "
                 f"started in {seconds(c['start_s'])}, not counted) every fit is one task next to its data: "
                 f"{ts['tasks']} tasks of {seconds(ts['mean_task_s'])} on average, against "
-                f"{seconds(o['fits_s'] / o['fits'])} for a local fit: each task rebuilds its bin's "
-                f"likelihood from the files and prepares it, {seconds(c['task_cost_beyond_local_fit_s'])} "
-                f"a task beyond the fit. The tasks' compute adds up to {seconds(ts['compute_s'])}, spread "
-                f"over {seconds(ts['first_start_to_last_stop_s'])} on the two workers. The minima equal the "
-                f"local ones (largest -2 ln L difference {c['max_fval_difference_from_local']:.1e}). The "
-                f"bootstrap as tasks: {c['bootstrap']['replicas_per_s']:.2f} replicas per second, against "
+                f"{seconds(o['fits_s'] / o['fits'])} for a local fit. The difference, "
+                f"{seconds(c['task_cost_beyond_local_fit_s'])} a task, is the preparation every task "
+                "repeats: the worker builds the bin's likelihood again from its recipe, and its first "
+                "evaluation reads the Parquet files and prepares the bin, where locally the restarts of a "
+                f"bin share one preparation. The tasks' compute adds up to {seconds(ts['compute_s'])} over "
+                f"{seconds(ts['first_start_to_last_stop_s'])} on the two workers; the wall time beyond the "
+                "compute shared by the workers (scheduling, results) is "
+                f"{seconds(c['wall_beyond_compute_s'])}. The minima equal the local ones (largest -2 ln L "
+                "difference "
+                f"{c['max_fval_difference_from_local']:.1e}). The bootstrap as tasks: "
+                f"{c['bootstrap']['replicas_per_s']:.2f} replicas per second, against "
                 f"{boot['laddu-dask']['replicas_per_s']:.2f} locally and "
                 f"{boot['laddu']['replicas_per_s']:.2f} for laddu.", ""]
     return out
