@@ -5,9 +5,10 @@
     scheduler and print fitted values against the truth.
 ``laddu-dask fit CONFIG.toml [--scheduler ADDRESS] [--output result.json]``
     a fit described by a TOML file, for batch jobs (see :mod:`laddu_dask.jobs`).
-``laddu-dask bench [--models zlm kmatrix] [--no-ksks]``
+``laddu-dask bench [--models zlm kmatrix] [--no-ksks] [--binned]``
     time laddu-dask against laddu's JIT on the shared KsKs benchmark sample: the KsKs
-    model, then the polarized Zlm and 3-channel K-matrix models.
+    model, then the polarized Zlm and 3-channel K-matrix models, and (``--binned``) a
+    mass-independent analysis in bins of the K_S K_S mass.
 ``laddu-dask --version``
     the installed version.
 
@@ -131,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="print the traceback of a failure before its one-line message")
     sub.add_parser("bench", add_help=False,
                    help="benchmark against laddu's JIT on the KsKs sample: the KsKs, polarized "
-                        "Zlm and K-matrix models (see bench --help)")
+                        "Zlm and K-matrix models, a binned analysis (see bench --help)")
     sub.add_parser("fit", add_help=False,
                    help="fit as configured by a TOML file (batch jobs; see fit --help)")
     return parser

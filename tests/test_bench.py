@@ -70,6 +70,36 @@ def test_the_models_figures_are_rendered_from_their_results(tmp_path):
     assert rendered.rstrip("\n") != _readme_section()
 
 
+def test_the_binned_figures_are_rendered_from_their_results(tmp_path):
+    def edit(r):
+        r["own"]["laddu-dask"]["wall_s"] = 123.0
+        r["own"]["laddu"]["wall_s"] = 41.0
+        r["same_driver"]["laddu-dask"]["middle_bin_value_and_gradient_s"] = 0.0025
+
+    rendered = _render_edited(tmp_path, "binned.json", edit)
+    with open(os.path.join(RESULTS_DIR, "binned.json")) as f:
+        r = json.load(f)
+    p, theirs = r["provenance"]["parameters"], r["same_driver"]["laddu"]["middle_bin_value_and_gradient_s"]
+    assert f"| {p['bins']} bins x {p['restarts']} restarts | laddu-dask | laddu | ratio |" in rendered
+    if r["own"]["best_per_bin"]["same_minima"]:
+        assert "| each library's own procedure, end to end | 123.00 s | 41.00 s | 3.00x |" in rendered
+    mid = r["same_driver"]["middle_bin"]["index"]
+    assert (f"| `value_and_gradient`, bin {mid} | 2.50 ms | {readme.seconds(theirs)} "
+            f"| {readme.ratio(0.0025 / theirs)} |") in rendered
+    assert rendered.rstrip("\n") != _readme_section()
+
+
+def test_binned_minima_that_differ_give_no_ratio(tmp_path):
+    def edit(r):
+        r["own"]["best_per_bin"].update(same_minima=False, max_fval_difference=2.5)
+        r["own"]["laddu-dask"]["wall_s"], r["own"]["laddu"]["wall_s"] = 10.0, 5.0
+
+    rendered = " ".join(_render_edited(tmp_path, "binned.json", edit).split())
+    assert "| each library's own procedure, end to end | 10.00 s | 5.00 s | not compared |" in rendered
+    assert "differs by at most 2.5e+00 between the libraries" in rendered
+    assert "more than 0.001, so no ratio is given" in rendered
+
+
 @pytest.mark.parametrize("name", readme.FILES)
 def test_every_results_file_records_machine_versions_date_command_and_parameters(name):
     with open(os.path.join(RESULTS_DIR, name)) as f:
@@ -286,6 +316,27 @@ def test_a_benchmark_model_is_the_same_likelihood_in_both_libraries(tmp_path, mo
     x = np.array(initial_point(model)) * np.linspace(0.9, 1.1, len(parameter_names(model)))
     (v, g), (w, h) = ours.value_and_gradient(x), theirs.value_and_gradient(x)
     assert abs(v - w) <= 1e-12 * abs(w) and np.max(np.abs(g - h)) <= 1e-10 * np.max(np.abs(h))
+
+
+@needs_laddu
+def test_the_binned_benchmark_bins_are_the_same_likelihoods_in_both_libraries(tmp_path):
+    import laddu
+
+    import laddu_dask as ld
+    from laddu_dask import ksks
+    from laddu_dask.bench.binned_bench import edges, laddu_bins
+    from laddu_dask.bench.models import ANGULAR_BOUNDS, angular_waves_model, ksks_mass
+
+    paths = ksks.write_sample(str(tmp_path), n_data=400, n_mc=3000, seed=6)
+    ours = ld.binned_likelihoods(angular_waves_model(ld), data=ld.read_parquet(paths["data"]),
+                                 accepted_mc=ld.read_parquet(paths["accmc"]), by=ksks_mass(ld),
+                                 bins=ld.Bin(edges(3)))
+    theirs, _, _ = laddu_bins(paths, edges(3), laddu.Execution("jit", threads=1, precision="f64"))
+    x = [0.5, 0.2, -0.3, 0.4, 0.2, -0.3]
+    for (b, lik), other in zip(ours, theirs, strict=True):
+        assert lik.parameter_names == other.parameter_names and other.bounds() == [ANGULAR_BOUNDS] * 6
+        (v, g), (w, h) = lik.value_and_gradient(x), other.value_and_gradient(x)
+        assert abs(v - w) <= 1e-12 * abs(w) and np.max(np.abs(g - h)) <= 1e-10 * np.max(np.abs(h)), b.index
 
 
 # -- TensorWaves computes the same likelihood ---------------------------------------------------------

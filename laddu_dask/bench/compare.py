@@ -53,7 +53,9 @@ class NotComparableError(RuntimeError):
 
 
 class Counted:
-    """A likelihood that counts its ``value`` and ``value_and_gradient`` calls.
+    """A likelihood that counts its ``value`` and ``value_and_gradient`` calls and the
+    seconds they take (``evaluation_s``: the rest of a fit's time is the minimiser's and
+    the driver's).
 
     Every other attribute is the wrapped object's.
 
@@ -64,22 +66,31 @@ class Counted:
     ...     def value_and_gradient(self, p): return 1.0, [0.0]
     >>> c = Counted(F())
     >>> _ = c.value([0.0]), c.value([1.0]), c.value_and_gradient([0.0])
-    >>> c.value_calls, c.value_and_gradient_calls
-    (2, 1)
+    >>> c.value_calls, c.value_and_gradient_calls, c.evaluation_s > 0
+    (2, 1, True)
     """
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
         self.value_calls = 0
         self.value_and_gradient_calls = 0
+        self.evaluation_s = 0.0
 
     def value(self, params: Any) -> float:
         self.value_calls += 1
-        return self.inner.value(params)
+        t0 = time.perf_counter()
+        try:
+            return self.inner.value(params)
+        finally:
+            self.evaluation_s += time.perf_counter() - t0
 
     def value_and_gradient(self, params: Any) -> tuple[float, np.ndarray]:
         self.value_and_gradient_calls += 1
-        return self.inner.value_and_gradient(params)
+        t0 = time.perf_counter()
+        try:
+            return self.inner.value_and_gradient(params)
+        finally:
+            self.evaluation_s += time.perf_counter() - t0
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -123,8 +134,9 @@ def migrad(likelihood: Any, start: Any, *, strategy: int = 1, tolerance: float =
     """Fit ``likelihood`` from ``start`` with :func:`laddu_dask.fit` (MIGRAD, then HESSE).
 
     Returns wall time, minimum, values, HESSE errors, validity, the likelihood's
-    ``value_and_gradient`` and ``value`` calls, and MIGRAD's own counts (``nfcn``,
-    ``ngrad``: requests before the cache).
+    ``value_and_gradient`` and ``value`` calls and the seconds spent in them
+    (``evaluation_s``), and MIGRAD's own counts (``nfcn``, ``ngrad``: requests before
+    the cache).
     """
     from laddu_dask.likelihood.fit import fit
 
@@ -138,7 +150,7 @@ def migrad(likelihood: Any, start: Any, *, strategy: int = 1, tolerance: float =
         "values": [result.values[n] for n in result.parameter_names],
         "errors": [result.errors[n] for n in result.parameter_names],
         "value_and_gradient_calls": counted.value_and_gradient_calls,
-        "value_calls": counted.value_calls,
+        "value_calls": counted.value_calls, "evaluation_s": counted.evaluation_s,
         "minuit_nfcn": int(m.nfcn), "minuit_ngrad": int(m.ngrad), "edm": float(m.fmin.edm),
     }
 

@@ -20,7 +20,9 @@ is faster).  Figures, each side measured in the same run on the same files:
 * TensorWaves (JAX) on the same events when installed, timed only after it is shown
   to compute the same likelihood (:func:`laddu_dask.bench.compare.same_function`);
 * then (``--models``, ``--no-ksks`` for only these) the polarized Zlm and the 3-channel
-  K-matrix models: :mod:`laddu_dask.bench.model_bench`.
+  K-matrix models: :mod:`laddu_dask.bench.model_bench`;
+* and with ``--binned`` (``--binned-bins``, ``--binned-restarts``, ...) the mass-independent
+  analysis of the same sample: :mod:`laddu_dask.bench.binned_bench`.
 
 Examples
 --------
@@ -413,6 +415,14 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--models-results", default=os.path.join(RESULTS_DIR, "models.json"),
                     help="results file of the models section")
     ap.add_argument("--no-ksks", action="store_true", help="skip the KsKs section (only the models)")
+    from laddu_dask.bench.binned_bench import RESULTS as BINNED_RESULTS
+    from laddu_dask.bench.binned_bench import add_arguments
+
+    ap.add_argument("--binned", action="store_true",
+                    help="also the mass-independent analysis (bins x restarts, the cluster, the bootstrap); "
+                         "see laddu_dask.bench.binned_bench")
+    ap.add_argument("--binned-results", default=BINNED_RESULTS, help="results file of the binned section")
+    add_arguments(ap, prefix="binned-")
     return ap
 
 
@@ -426,4 +436,10 @@ def main(argv: list[str] | None = None) -> int:
         from laddu_dask.bench.model_bench import run as run_models
 
         run_models(tuple(a.models), a.data, a.mc, a.repeats, a.first_repeats, a.outdir, a.models_results)
+    if a.binned:
+        from laddu_dask.bench.binned_bench import run as run_binned
+
+        run_binned(a.data, a.mc, a.binned_bins, a.binned_restarts, a.binned_driver_restarts,
+                   a.binned_bootstrap, repeats=a.repeats, cluster=not a.binned_no_cluster, outdir=a.outdir,
+                   results=a.binned_results)
     return 0

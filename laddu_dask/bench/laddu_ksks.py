@@ -155,11 +155,15 @@ class LadduKsKsNLL:
         :data:`COEFFICIENT_NAMES`).
     likelihood, model : laddu.Likelihood, laddu.Model
         The underlying laddu objects.
+    limits : mapping of str to (low, high), optional
+        The bounds :meth:`bounds` gives (default: the KsKs sample's, :data:`BOUNDS`).
     """
 
-    def __init__(self, likelihood: Any, model: Any) -> None:
+    def __init__(self, likelihood: Any, model: Any,
+                 limits: Mapping[str, tuple[float | None, float | None]] | None = None) -> None:
         self.likelihood = likelihood
         self.model = model
+        self.limits = BOUNDS if limits is None else dict(limits)
         self.parameter_names: list[str] = list(likelihood.parameter_names)
         self.fixed_names: tuple[str, ...] = tuple(model.fixed_parameters)
 
@@ -187,7 +191,7 @@ class LadduKsKsNLL:
 
     def bounds(self) -> list[tuple[float | None, float | None]]:
         """Bounds of the free parameters, in order (those the laddu parameters were given)."""
-        return [BOUNDS.get(n, (None, None)) for n in self.parameter_names]
+        return [self.limits.get(n, (None, None)) for n in self.parameter_names]
 
     def value(self, p: Mapping[str, float] | Sequence[float] | np.ndarray) -> float:
         """Return ``-2 ln L`` at ``p``."""

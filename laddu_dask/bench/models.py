@@ -20,13 +20,21 @@ of the KsKs benchmark sample (gamma p -> p K_S K_S), with the beam polarization 
   eta eta: eta eta opens at 1.096 GeV, inside the sample's K_S K_S mass range (1 to
   2 GeV), and below a threshold laddu 0.28.1's ``Model`` drops the imaginary part of
   ``rho`` (the README's table), so the two libraries would not compute one function.
+* :func:`angular_waves_model`: the 4-wave angular model of a mass-independent fit (no
+  line shape: each mass bin has its own couplings), the waves the sample was drawn
+  from, ``I = |Y_0^0 + sum_{m=0..2} c_m Y_2^m|^2`` in the K_S K_S helicity angles, the S
+  wave real and fixed (the reference), the three D couplings complex and free in
+  Cartesian form, bounded, with start ranges for ``sample_parameters``; 6 free
+  parameters.  :func:`ksks_mass` is the binning variable (the K_S K_S mass).
 
 Examples
 --------
 >>> import laddu_dask as ld
->>> from laddu_dask.bench.models import MODELS
+>>> from laddu_dask.bench.models import MODELS, angular_waves_model
 >>> len(ld.Model(MODELS["zlm"](ld)).parameter_names), len(ld.Model(MODELS["kmatrix"](ld)).parameter_names)
 (17, 8)
+>>> angular_waves_model(ld).parameter_names[:2]
+['d0 re', 'd0 im']
 """
 
 from __future__ import annotations
@@ -133,6 +141,30 @@ def kmatrix_model(lib: Any) -> Any:
     phase_space = lib.matrix([[-1j * rho[i] if i == j else 0.0 for j in range(3)] for i in range(3)])
     f = lib.f_vector(s, pole_masses=masses, k=k, p=p, phase_space=phase_space)
     return f[1].norm_sqr()
+
+
+#: The D-wave projections (m) of :func:`angular_waves_model`; their couplings' start range and bounds.
+ANGULAR_D_WAVES = (0, 1, 2)
+ANGULAR_START = (-1.0, 1.0)
+ANGULAR_BOUNDS = (-10.0, 10.0)
+
+
+def ksks_mass(lib: Any) -> Any:
+    """The K_S K_S mass (GeV) as ``lib``'s expression: the binning variable of a
+    mass-independent fit of the KsKs sample (``sqrt(m2)``, its real part: ``bin_by`` takes a real
+    expression and laddu-dask's square root is complex)."""
+    return (lib.Vec4.event("kshort1") + lib.Vec4.event("kshort2")).m2().sqrt().real()
+
+
+def angular_waves_model(lib: Any) -> Any:
+    """The 4-wave angular intensity (the module docstring) as ``lib``'s ``Model``."""
+    _, costheta, phi = _helicity_angles(lib)
+    amp = lib.spherical_harmonic(0, 0, costheta=costheta, phi=phi)
+    for m in ANGULAR_D_WAVES:
+        c = lib.complex(*(lib.parameter(f"d{m} {part}", initial=ANGULAR_START, bounds=ANGULAR_BOUNDS)
+                          for part in ("re", "im")))
+        amp = amp + c * lib.spherical_harmonic(2, m, costheta=costheta, phi=phi)
+    return lib.Model(amp.norm_sqr())
 
 
 #: The benchmark models by name.

@@ -2,7 +2,7 @@
 
 ``python3 -m laddu_dask.bench.readme`` prints the section (Markdown) from
 ``benchmarks/results/bench_ksks.json``, ``overhead.json``, ``streaming.json``,
-``cluster.json``, ``first_eval.json`` and ``models.json``;
+``cluster.json``, ``first_eval.json``, ``models.json`` and ``binned.json``;
 ``--write`` puts it in ``README.md`` in place of the current one.  The tests check that
 the README's section is exactly what this renders from the committed files, so no
 figure in it can be edited by hand or left behind by a new run.
@@ -27,7 +27,7 @@ from laddu_dask.bench.results import RESULTS_DIR, ROOT, read_results
 README = os.path.join(ROOT, "README.md")
 HEADING = "## Benchmarks"
 FILES = ("bench_ksks.json", "overhead.json", "streaming.json", "cluster.json", "first_eval.json",
-         "models.json")
+         "models.json", "binned.json")
 #: How the README names the benchmark models of :mod:`laddu_dask.bench.models`.
 MODEL_TITLES = {"zlm": "polarized Zlm", "kmatrix": "3-channel K-matrix"}
 
@@ -292,6 +292,111 @@ def _models(r: dict[str, Any]) -> list[str]:
     return out
 
 
+def _binned(r: dict[str, Any]) -> list[str]:
+    from laddu_dask.bench.ksks_bench import LADDU_FIT
+
+    smp, prov, p = r["sample"], r["provenance"], r["provenance"]["parameters"]
+    own, sd, boot = r["own"], r["same_driver"], r["bootstrap"]
+    o, t, so, st = own["laddu-dask"], own["laddu"], sd["laddu-dask"], sd["laddu"]
+    full = p["bins"] == 30 and p["restarts"] == 20 and smp["mc"] == 1_000_000
+    size = ("the issue's full size" if full else
+            "scaled down from the issue's 30 bins x 20 restarts on 1,000,000 accepted-MC events")
+    mid = sd["middle_bin"]
+    same = own["best_per_bin"]["same_minima"]
+    sd_same = "best_per_bin" in sd and "not_comparable" not in sd
+
+    def row(label: str, ours: float | None, theirs: float | None, compared: bool = True) -> str:
+        return _row(label, ours, theirs) if compared else (
+            f"| {label} | {seconds(ours)} | {seconds(theirs)} | not compared |")
+
+    def calls(side: dict[str, Any]) -> int:
+        return side["value_calls"] + side["value_and_gradient_calls"]
+
+    per_ours, per_theirs = 1.0 / boot["laddu-dask"]["replicas_per_s"], 1.0 / boot["laddu"]["replicas_per_s"]
+    out = ["### Mass-independent analysis: bins x restarts", "",
+           f"A mass-independent fit of the KsKs sample ({smp['data']:,} data and {smp['mc']:,} accepted-MC "
+           f"events, {smp['source']}) in {p['bins']} bins of the K_S K_S mass from {smp['mass_range'][0]:g} "
+           f"to {smp['mass_range'][1]:g} GeV, {p['restarts']} restarts per bin ({o['fits']} fits a side; "
+           f"{size}), with the 4-wave angular model of `laddu_dask/bench/models.py` (S fixed, D with m = 0, "
+           "1, 2 complex: 6 free parameters; the waves the sample was drawn from, without line shapes). "
+           f"laddu `{r['laddu_execution']}`, laddu-dask's default `Execution()`. "
+           + run_line(prov, ("laddu", "laddu-dask", "numpy", "numba", "dask", "distributed", "iminuit")), "",
+           f"| {p['bins']} bins x {p['restarts']} restarts | laddu-dask | laddu | ratio |",
+           "|---|---|---|---|",
+           row("each library's own procedure, end to end", o["wall_s"], t["wall_s"], same),
+           row(f"the same MIGRAD + HESSE driver, {so['fits']} fits from the same starts", so["wall_s"],
+               st["wall_s"], sd_same),
+           _row(f"`value`, bin {mid['index']} ({mid['low']:g}-{mid['high']:g} GeV)", so["middle_bin_value_s"],
+                st["middle_bin_value_s"]),
+           _row(f"`value_and_gradient`, bin {mid['index']}", so["middle_bin_value_and_gradient_s"],
+                st["middle_bin_value_and_gradient_s"]),
+           _row(f"`bootstrap_fit`, time per replica (bin {boot['bin']}, {boot['laddu-dask']['replicas']} "
+                "replicas)", per_ours, per_theirs)]
+    c = r.get("cluster")
+    if c:
+        out.append(row("laddu-dask's own procedure on a 2-process LocalCluster (laddu: locally)", c["wall_s"],
+                       t["wall_s"], same))
+    bp = own["best_per_bin"]
+    out += ["",
+            f"Own procedures: laddu's tutorial procedure (`read_parquet`, `bin_by` of data and accepted MC, "
+            f"one `NLL` per bin, `fit_restarts({p['restarts']}, seed=)`: {LADDU_FIT}) against "
+            f"`ld.fit_bins(..., restarts={p['restarts']})` (MIGRAD + HESSE, starts from "
+            "`sample_parameters`), from reading the files to the last fit. Each bin's best -2 ln L "
+            f"differs by at most {bp['max_fval_difference']:.1e} between the libraries over "
+            f"{bp['bins_compared']} bins"
+            + (f" (a ratio is given within {bp['fval_tolerance']:g})." if same else
+               f": more than {bp['fval_tolerance']:g}, so no ratio is given."),
+            "",
+            f"Same driver: both libraries' likelihoods of each bin, prepared, fitted by "
+            f"`{sd['settings']['driver']}` (iminuit MIGRAD, strategy {sd['settings']['strategy']}, tolerance "
+            f"{sd['settings']['tolerance']}, then HESSE, as in the KsKs table) from the same "
+            f"{p['driver_restarts']} starts per bin, alternating fit by fit: the ratio measures the engines. "
+            f"{so['valid']} and {st['valid']} of the {so['fits']} fits are valid; of {sd['pairs_compared']} "
+            f"pairs from one start, {sd['pairs_at_different_minima']} end at different minima (-2 ln L up to "
+            f"{sd['max_pair_fval_difference']:.2g} apart: the bins' likelihoods have several minima, and "
+            "rounding differences send a fit from the same start to another one)"
+            + (f"; each bin's best fits agree to {sd['best_per_bin']['fval_difference']:.1e} in -2 ln L and "
+               f"{sd['best_per_bin']['max_parameter_difference_sigma']:.1e} of an error." if sd_same else
+               f"; not compared: {'; '.join(sd.get('not_comparable', []))}."),
+            "",
+            "| where the time goes | laddu-dask | laddu |", "|---|---|---|",
+            f"| preparation: read, bin, build and evaluate once every bin's likelihood | "
+            f"{seconds(so['preparation_s'])} | {seconds(st['preparation_s'])} |",
+            f"| same driver: `value` / `value_and_gradient` calls | {so['value_calls']:,} / "
+            f"{so['value_and_gradient_calls']:,} | {st['value_calls']:,} / "
+            f"{st['value_and_gradient_calls']:,} |",
+            "| same driver: seconds inside those calls (per call) | "
+            f"{seconds(so['evaluations_s'])} ({seconds(so['evaluations_s'] / calls(so))}) | "
+            f"{seconds(st['evaluations_s'])} ({seconds(st['evaluations_s'] / calls(st))}) |",
+            "| same driver: the rest of the fits (iminuit, the driver) | "
+            f"{seconds(so['minimizer_and_driver_s'])} | {seconds(st['minimizer_and_driver_s'])} |",
+            f"| own procedure: evaluations | {o['evaluations']:,} (MIGRAD + HESSE) | "
+            f"{t['evaluations']['f']:,} values, {t['evaluations']['g']:,} gradients, "
+            f"{t['evaluations']['h']:,} Hessians (L-BFGS-B) |",
+            f"| own procedure: laddu reading and binning, building the likelihoods | | "
+            f"{seconds(t['read_and_bin_s'])}, {seconds(t['build_s'])} |",
+            ""]
+    if c:
+        ts = c["task_stream"]
+        out += [f"On the cluster ({c['workers']} worker processes of {c['threads_per_worker']} thread, "
+                f"started in {seconds(c['start_s'])}, not counted) every fit is one task next to its data: "
+                f"{ts['tasks']} tasks of {seconds(ts['mean_task_s'])} on average, against "
+                f"{seconds(o['fits_s'] / o['fits'])} for a local fit. The difference, "
+                f"{seconds(c['task_cost_beyond_local_fit_s'])} a task, is the preparation every task "
+                "repeats: the worker builds the bin's likelihood again from its recipe, and its first "
+                "evaluation reads the Parquet files and prepares the bin, where locally the restarts of a "
+                f"bin share one preparation. The tasks' compute adds up to {seconds(ts['compute_s'])} over "
+                f"{seconds(ts['first_start_to_last_stop_s'])} on the two workers; the wall time beyond the "
+                "compute shared by the workers (scheduling, results) is "
+                f"{seconds(c['wall_beyond_compute_s'])}. The minima equal the local ones (largest -2 ln L "
+                "difference "
+                f"{c['max_fval_difference_from_local']:.1e}). The bootstrap as tasks: "
+                f"{c['bootstrap']['replicas_per_s']:.2f} replicas per second, against "
+                f"{boot['laddu-dask']['replicas_per_s']:.2f} locally and "
+                f"{boot['laddu']['replicas_per_s']:.2f} for laddu.", ""]
+    return out
+
+
 def _overhead(r: dict[str, Any]) -> list[str]:
     prov = r["provenance"]
     out = ["### Scheduling overhead", "",
@@ -363,7 +468,7 @@ def _cluster(r: dict[str, Any]) -> list[str]:
 
 def render(folder: str = RESULTS_DIR) -> str:
     """The Benchmarks section (heading included) from the results files in ``folder``."""
-    ksks, overhead, streaming, cluster, first, models = (read_results(name, folder) for name in FILES)
+    ksks, overhead, streaming, cluster, first, models, binned = (read_results(name, folder) for name in FILES)
     lines = [
         HEADING, "",
         "<!-- Rendered by `python3 -m laddu_dask.bench.readme --write` from benchmarks/results/*.json; "
@@ -374,8 +479,8 @@ def render(folder: str = RESULTS_DIR) -> str:
         "sides measured in the same run on the same files. Absolute times depend on the machine and "
         "on its load; compare the ratios. To measure again, run the command given with each table, "
         "then `python3 -m laddu_dask.bench.readme --write`.", "",
-        *_ksks(ksks), *_first(first), *_models(models), *_overhead(overhead), *_streaming(streaming),
-        *_cluster(cluster),
+        *_ksks(ksks), *_first(first), *_models(models), *_binned(binned), *_overhead(overhead),
+        *_streaming(streaming), *_cluster(cluster),
         "`benchmarks/gpu_check.py` is the one-shot check for a GPU machine (see GPUs above).",
     ]
     return "\n".join(_wrap(line) for line in lines) + "\n"

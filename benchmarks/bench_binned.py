@@ -1,0 +1,16 @@
+#!/usr/bin/env python3
+"""A mass-independent analysis (bins x restarts of a 4-wave angular model), laddu-dask against laddu.
+
+See :mod:`laddu_dask.bench.binned_bench` for what is measured.  Usage::
+
+    python benchmarks/bench_binned.py [--data N] [--mc N] [--bins B] [--restarts R]
+                                      [--driver-restarts R] [--bootstrap K] [--no-cluster]
+                                      [--outdir DIR] [--results FILE.json]
+"""
+
+import sys
+
+from laddu_dask.bench.binned_bench import main
+
+if __name__ == "__main__":
+    sys.exit(main())
