@@ -29,7 +29,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from laddu_dask.analysis.ensembles import FitEnsemble, failed_fit
-from laddu_dask.analysis.restarts import FIT_FAILURES, fit_restarts, replica_seeds
+from laddu_dask.analysis.restarts import (
+    FIT_FAILURES,
+    Progress,
+    fit_each,
+    replica_seeds,
+    restart_starts,
+    start_vector,
+)
+from laddu_dask.analysis.tasks import fit_as_tasks, runs_as_tasks
 from laddu_dask.data.operations import Bin
 from laddu_dask.expr.node import Expr
 from laddu_dask.likelihood.likelihood import Likelihood
@@ -90,8 +98,25 @@ def fit_bins(model: Any, *, data: Any, accepted_mc: Any, by: Expr, bins: Bin | S
     """
     built = binned_likelihoods(model, data=data, accepted_mc=accepted_mc, by=by, bins=bins,
                                execution=execution, extended=extended)
+    seeds = replica_seeds(seed, len(built))
+    good = [(i, lik) for i, (_, lik) in enumerate(built) if not isinstance(lik, Exception)]
+    starts = {i: [start_vector(lik, s) for s in restart_starts(lik, restarts, initial, seeds[i])]
+              for i, lik in good}
+    fitted: dict[int, FitEnsemble] = {}
+    if good and all(runs_as_tasks(lik) for _, lik in good):  # every bin's task at once
+        flat = [(i, lik, s) for i, lik in good for s in starts[i]]
+        results = iter(fit_as_tasks([lik for _, lik, _ in flat], [s for _, _, s in flat], method=method,
+                                    label="bins", failures=FIT_FAILURES,
+                                    note=Progress(progress, "bins", len(flat)), **options))
+        for i, lik in good:
+            fitted[i] = FitEnsemble([next(results) for _ in starts[i]], parameter_names=lik.parameter_names,
+                                    starts=starts[i])
+    for i, lik in good:
+        if i not in fitted:
+            fitted[i] = fit_each([lik] * len(starts[i]), starts[i], method=method, label="restarts",
+                                 progress=progress, **options)
     out = []
-    for (b, lik), bin_seed in zip(built, replica_seeds(seed, len(built)), strict=True):
+    for i, (b, lik) in enumerate(built):
         label = f"bin {b.index} [{b.low:g}, {b.high:g}]"
         if isinstance(lik, Exception):
             names = list(model.parameter_names) if hasattr(model, "parameter_names") else []
@@ -99,8 +124,7 @@ def fit_bins(model: Any, *, data: Any, accepted_mc: Any, by: Expr, bins: Bin | S
                                    parameter_names=names, label=label)
             out.append(BinFit(b.index, b.low, b.high, None, ensemble))
             continue
-        ensemble = fit_restarts(lik, restarts, initial, seed=bin_seed, method=method, progress=progress,
-                                **options)
+        ensemble = fitted[i]
         ensemble.label = label
         out.append(BinFit(b.index, b.low, b.high, lik, ensemble))
     return out

@@ -50,14 +50,15 @@ from laddu_dask.errors import (
 from laddu_dask.likelihood.fit import ProgressLine
 from laddu_dask.likelihood.likelihood import Likelihood
 
-__all__ = ["FIT_FAILURES", "bootstrap_fit", "fit_each", "fit_restarts", "replica_seeds"]
+__all__ = ["FIT_FAILURES", "Progress", "bootstrap_fit", "fit_each", "fit_restarts", "replica_seeds",
+           "restart_starts", "start_vector"]
 
 #: The errors that end one fit of many, recorded in its result (the others go on).
 FIT_FAILURES = (NonFiniteError, NonPositiveIntensityError, NormalizationError, ParameterError, DataError,
                 FloatingPointError)
 
 
-class _Progress:
+class Progress:
     """What ``progress`` asks for while many fits run: ``True`` keeps one line (a terminal)
     or display (a notebook) up to date with the fits done, the valid ones and the best
     -2 ln L; a callable gets ``(index, n, result)`` for every fit that ends."""
@@ -90,19 +91,19 @@ def fit_each(likelihoods: list[Any], starts: list[Any], *, method: str, label: s
     names = likelihoods[0].parameter_names
     if batch and len(likelihoods) > 1 and all(lik is likelihoods[0] for lik in likelihoods) \
             and not runs_as_tasks(likelihoods[0]):
-        x0s = [_start(likelihoods[0], s) for s in starts]
+        x0s = [start_vector(likelihoods[0], s) for s in starts]
         results = fit_batched(likelihoods[0], x0s, method=method, failures=FIT_FAILURES,
-                              note=_Progress(progress, label, len(x0s)), **options)
+                              note=Progress(progress, label, len(x0s)), **options)
         return FitEnsemble(results, parameter_names=names, starts=x0s, label=label)
     if all(runs_as_tasks(lik) for lik in likelihoods):
-        x0s = [_start(lik, s) for lik, s in zip(likelihoods, starts, strict=True)]
+        x0s = [start_vector(lik, s) for lik, s in zip(likelihoods, starts, strict=True)]
         results = fit_as_tasks(likelihoods, x0s, method=method, label=label, failures=FIT_FAILURES,
-                               note=_Progress(progress, label, len(x0s)), **options)
+                               note=Progress(progress, label, len(x0s)), **options)
         return FitEnsemble(results, parameter_names=names, starts=x0s, label=label)
     results, resolved = [], []
-    note = _Progress(progress, label, len(starts))
+    note = Progress(progress, label, len(starts))
     for i, (lik, start) in enumerate(zip(likelihoods, starts, strict=True)):
-        x0 = _start(lik, start)
+        x0 = start_vector(lik, start)
         try:
             result = lik.fit(initial=x0, method=method, **options)
         except FIT_FAILURES as exc:
@@ -113,7 +114,7 @@ def fit_each(likelihoods: list[Any], starts: list[Any], *, method: str, label: s
     return FitEnsemble(results, parameter_names=names, starts=resolved, label=label)
 
 
-def _start(likelihood: Any, start: Any) -> list[float]:
+def start_vector(likelihood: Any, start: Any) -> list[float]:
     """``start`` (None: the defaults; a mapping may name some parameters) as a full vector."""
     return [float(v) for v in likelihood.resolve({} if start is None else start)]
 
@@ -143,15 +144,20 @@ def fit_restarts(likelihood: Likelihood, restarts: int, initial: Any = None, *, 
     FitEnsemble
         The fits in start order; ``.best`` is the valid one of lowest ``fval``.
     """
+    starts = restart_starts(likelihood, restarts, initial, seed)
+    return fit_each([likelihood] * len(starts), starts, method=method, label="restarts", progress=progress,
+                    **options)
+
+
+def restart_starts(likelihood: Likelihood, restarts: int, initial: Any, seed: int) -> list[Any]:
+    """The starts of :func:`fit_restarts`: ``initial`` first when given, then sampled ones."""
     if isinstance(restarts, bool) or not isinstance(restarts, int | np.integer) or restarts < 1:
         raise ValueError(f"restarts must be a positive integer, got {restarts!r}")
-    restarts = int(restarts)
-    sampled = restarts - (initial is not None)
+    sampled = int(restarts) - (initial is not None)
     starts = [initial] if initial is not None else []
     if sampled:
         starts += likelihood.sample_parameters(seed=seed, n=sampled)
-    return fit_each([likelihood] * restarts, starts, method=method, label="restarts", progress=progress,
-                    **options)
+    return starts
 
 
 def replica_seeds(seed: int, n: int) -> list[int]:

@@ -378,19 +378,19 @@ def _binned(r: dict[str, Any]) -> list[str]:
             ""]
     if c:
         ts = c["task_stream"]
+        bins = r["sample"]["bins"]
         out += [f"On the cluster ({c['workers']} worker processes of {c['threads_per_worker']} thread, "
-                f"started in {seconds(c['start_s'])}, not counted) every fit is one task next to its data: "
-                f"{ts['tasks']} tasks of {seconds(ts['mean_task_s'])} on average, against "
-                f"{seconds(o['fits_s'] / o['fits'])} for a local fit. The difference, "
-                f"{seconds(c['task_cost_beyond_local_fit_s'])} a task, is the preparation every task "
-                "repeats: the worker builds the bin's likelihood again from its recipe, and its first "
-                "evaluation reads the Parquet files and prepares the bin, where locally the restarts of a "
-                f"bin share one preparation. The tasks' compute adds up to {seconds(ts['compute_s'])} over "
-                f"{seconds(ts['first_start_to_last_stop_s'])} on the two workers; the wall time beyond the "
-                "compute shared by the workers (scheduling, results) is "
-                f"{seconds(c['wall_beyond_compute_s'])}. The minima equal the local ones (largest -2 ln L "
-                "difference "
-                f"{c['max_fval_difference_from_local']:.1e}). The bootstrap as tasks: "
+                f"started in {seconds(c['start_s'])}, not counted) the fits of each bin are one task next "
+                "to its data: the worker rebuilds the bin's likelihood from its recipe, reads and prepares "
+                f"the bin once and runs its restarts in lockstep. {ts['tasks']} tasks of "
+                f"{seconds(ts['mean_task_s'])} on average (one worker thread each), against "
+                f"{seconds(o['wall_s'] / bins)} a bin for the whole local run on both cores, reading "
+                f"included. The tasks' compute adds up to {seconds(ts['compute_s'])} over "
+                f"{seconds(ts['first_start_to_last_stop_s'])} from the first task's start to the last "
+                "one's end; the wall time beyond the compute shared by the workers (scheduling, results) "
+                f"is {seconds(c['wall_beyond_compute_s'])}. The minima equal the local ones (largest "
+                f"-2 ln L difference {c['max_fval_difference_from_local']:.1e}). The bootstrap as tasks "
+                "(one replica a task, each preparing its replica's data and the accepted MC): "
                 f"{c['bootstrap']['replicas_per_s']:.2f} replicas per second, against "
                 f"{boot['laddu-dask']['replicas_per_s']:.2f} locally and "
                 f"{boot['laddu']['replicas_per_s']:.2f} for laddu.", ""]
