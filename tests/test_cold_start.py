@@ -39,8 +39,9 @@ def _python(code: str, env: dict[str, str] | None = None) -> str:
 
 
 def test_import_does_not_bring_in_distributed():
-    out = _python("import sys, laddu_dask; print(sorted(m for m in ('distributed', 'numba') "
-                  "if m in sys.modules))")
+    """Nor the heavy optional parts: ROOT files, MCMC (emcee imports scipy.stats), dataframes."""
+    out = _python("import sys, laddu_dask; print(sorted(m for m in ('distributed', 'numba', 'emcee', "
+                  "'scipy.stats', 'uproot', 'awkward') if m in sys.modules))")
     assert out == "['numba']" or out == "[]"
 
 

@@ -35,7 +35,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import emcee
 import numpy as np
 
 from laddu_dask.likelihood.fit import FitResult
@@ -95,6 +94,8 @@ class MCMCSummary:
         """emcee's integrated autocorrelation time of each parameter, in steps, after
         ``discard`` steps (``quiet=True``: a chain shorter than 50 times it gets an estimate
         with a warning rather than an error)."""
+        import emcee  # here, not at import: emcee imports scipy.stats (seconds at a cold start)
+
         return emcee.autocorr.integrated_time(self._steps(discard, 1), quiet=True)
 
     def mean(self, discard: int = 0, thin: int = 1) -> np.ndarray:
@@ -261,6 +262,8 @@ def sample(likelihood: Likelihood, init: Any = None, *, n_walkers: int | None = 
         point = {name: float(v) for name, v in zip(likelihood.parameter_names, walkers[k])}
         raise ValueError(f"starting walker {k} ({point}) is "
                          "outside the parameter bounds")
+    import emcee  # here, not at import: emcee imports scipy.stats (seconds at a cold start)
+
     sampler = emcee.EnsembleSampler(len(walkers), n, log_prob, moves=moves, vectorize=True)
     sampler.random_state = np.random.RandomState(seed).get_state()
     sampler.run_mcmc(emcee.State(walkers, log_prob=start), n_steps, progress=progress)
