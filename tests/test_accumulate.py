@@ -229,3 +229,71 @@ def test_pickle_round_trip():
     assert q == p
     assert q.to_floats().tobytes() == p.to_floats().tobytes()
     assert "k=2" in repr(q)
+
+
+def _certified_reference(rows: list[list[float]], bound: list[float]) -> list[float] | None:
+    """What certified_floats must return, from exact fractions: the correctly rounded sums,
+    or None (Uncertified) where a sum and the sum shifted by its bound round apart."""
+    out = []
+    for row, b in zip(rows, bound):
+        exact = sum((Fraction(t) for t in row), Fraction(0))
+        value = float(exact)
+        if b and float(exact - Fraction(b)) != float(exact + Fraction(b)):
+            return None
+        out.append(value)
+    return out
+
+
+def _near_tie_rows(rng: random.Random) -> tuple[list[list[float]], list[float]]:
+    """Rows whose exact sum lies within a few ulps of a rounding tie (the hard case of the
+    certification), with bounds from zero to several ulps."""
+    rows, bound = [], []
+    for _ in range(rng.randint(1, 2)):
+        big = rng.uniform(1.0, 2.0) * 2.0 ** rng.randint(-30, 30)
+        half = math.ulp(big) / 2  # big + half is a tie
+        row = [big, half, rng.choice([0.0, 1.0, -1.0]) * math.ulp(half) * rng.randint(0, 3)]
+        for _ in range(rng.randint(0, 3)):  # pairs that cancel exactly
+            v = rng.uniform(-1, 1) * big
+            row += [v, -v]
+        rng.shuffle(row)
+        rows.append(row)
+        bound.append(rng.choice([0.0, 0.0, math.ulp(half), 4 * math.ulp(half), half / 3, 2 * half]))
+    width = max(len(r) for r in rows)
+    return [r + [0.0] * (width - len(r)) for r in rows], bound
+
+
+def test_certified_sums_against_exact_fractions():
+    """The certification (sums held as a few doubles and an error bound, the kernels' output)
+    returns the correctly rounded sums exactly when no sum can round otherwise within its
+    bound, else Uncertified; near ties, large cancellations and an intermediate overflow."""
+    from laddu_dask.runtime.accumulate import CertifiedPartials, Uncertified
+
+    rng = random.Random(20261201)
+    cases = [_near_tie_rows(rng) for _ in range(400)]
+    cases += [([[MAX, MAX, -MAX]], [0.0]), ([[MAX, MAX, -MAX]], [1.0]),  # fsum overflows midway
+              ([[1e16, 1.0, -1e16, 3.0]], [0.0]), ([[0.1] * 10], [1e-17])]
+    outcomes = {"certified": 0, "uncertified": 0}
+    for rows, bound in cases:
+        expected = _certified_reference(rows, bound)
+        partials = CertifiedPartials(np.array(rows), np.array(bound))
+        if expected is None:
+            with pytest.raises(Uncertified):
+                partials.certified_floats()
+            outcomes["uncertified"] += 1
+        else:
+            got = partials.certified_floats()
+            assert [struct.pack("<d", v) for v in got.tolist()] == [struct.pack("<d", v) for v in expected]
+            outcomes["certified"] += 1
+    assert min(outcomes.values()) > 50  # both outcomes are exercised
+
+
+def test_certified_sums_of_non_finite_terms_are_not_certified():
+    from laddu_dask.runtime.accumulate import CertifiedPartials, Uncertified
+
+    inf = float("inf")
+    assert CertifiedPartials(np.array([[inf, 1.0]]), np.zeros(1)).certified_floats()[0] == inf
+    assert math.isnan(CertifiedPartials(np.array([[inf, -inf]]), np.zeros(1)).certified_floats()[0])
+    with pytest.raises(Uncertified, match="not finite"):
+        CertifiedPartials(np.array([[inf, 1.0]]), np.array([1e-300])).certified_floats()
+    with pytest.raises(Uncertified, match="not finite"):
+        CertifiedPartials(np.array([[1.0, 2.0]]), np.array([inf])).certified_floats()

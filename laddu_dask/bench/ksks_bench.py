@@ -143,7 +143,7 @@ def scheduling_overhead(partitions: int = 8, repeats: int = 200, scheduler: str 
         graph, root = tree_graph({(token, i): (noop, empty) for i in range(partitions)},
                                  ex.split_every, merge_list, f"{token}-merge")
         if scheduler == "pool":
-            (merged,) = run_on_pool(ex.runner.pool, graph, [root])
+            (merged,) = run_on_pool(ex.runner.pool, graph, [root], ex.runner.num_workers)
         else:
             merged = ex.get(graph, root)
         merged.certified_floats()

@@ -193,7 +193,7 @@ def backprop_function(split: Split, boundary: Sequence[Expr]) -> tuple[Callable,
             row += 1
     pdep = {n.serial for n in split.param_nodes + split.free}
     lines += pr.sweep(split.param_nodes, adjoint, lambda n: n.serial in pdep)
-    grads = [f"float(np.real({adjoint[n.serial]}))" if n.serial in adjoint else "0.0" for n in split.free]
+    grads = [f"float(({adjoint[n.serial]}).real)" if n.serial in adjoint else "0.0" for n in split.free]
     lines.append("    return np.array([" + ", ".join(grads) + "], dtype=np.float64)")
     source = "\n".join(lines) + "\n"
     return run(source, pr.consts, "<laddu_dask backprop>")["backprop"], source

@@ -102,8 +102,7 @@ class CompiledModel:
         Accepts a sequence in :attr:`parameter_names` order or a mapping by name.
         """
         values = resolve_parameters(self.parameter_names, params)
-        dt = real_dtype(precision)
-        return tuple(dt(v) for v in values)
+        return tuple(np.array(values, dtype=real_dtype(precision)))
 
     def cache_bytes_per_event(self, precision: str = "f64") -> int:
         """Bytes one event's cached event-only values take (weights not included)."""

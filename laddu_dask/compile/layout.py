@@ -71,6 +71,9 @@ def resolve_parameters(
         if missing:
             raise ParameterError(f"no value given for parameter(s): {', '.join(missing)}")
         return out
+    if (isinstance(values, np.ndarray) and values.dtype == np.float64 and values.ndim == 1
+            and len(values) == len(names) and np.isfinite(values).all()):
+        return values.tolist()  # the common case (a minimiser's point), checked at once
     if isinstance(values, (str, bytes)):
         raise ParameterError(f"parameter values must be numbers, got {values!r}")
     try:

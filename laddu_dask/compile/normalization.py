@@ -130,11 +130,11 @@ class Decomposition:
             value += s * q
             if with_gradient:
                 g = 2.0 * s * (m.T @ c)  # d/dconj(P) doubled: the conjugate-convention adjoint
-                adjoints.append(np.column_stack([g.real, g.imag]).reshape(-1))
+                adjoints.append(np.ascontiguousarray(g).view(np.float64))  # re, im, re, ...
         if not with_gradient:
             return value, None
         # then the scales' adjoints (real: d value / d s_j = q_j)
-        adjoints.append(np.column_stack([squares, np.zeros(len(squares))]).reshape(-1))
+        adjoints.append(np.array([(q, 0.0) for q in squares], dtype=np.float64).reshape(-1))
         return value, self.backprop(params, np.concatenate(adjoints))
 
 
@@ -327,6 +327,7 @@ def _coefficient_backprop(coeff_exprs: list[Expr], csplit: Split,
 
     def backprop(params: Any, adjoints: np.ndarray) -> np.ndarray:
         p = np.asarray(params, dtype=np.float64)
+        adjoints = adjoints.tolist()  # the same double sums below, without NumPy scalars
         totals = []
         for b in nodes:
             rows = rows_of.get(b.serial)

@@ -31,8 +31,14 @@ def array_module(*values: Any) -> Any:
     return np
 
 
+#: Scalar types :func:`make_complex` builds a ``complex128`` of without array machinery.
+_DOUBLE_SCALARS = frozenset({float, int, np.float64})
+
+
 def make_complex(re: Any, im: Any) -> Any:
     """Build ``re + i im`` exactly (no arithmetic on the parts, so infinities survive)."""
+    if type(re) in _DOUBLE_SCALARS and type(im) in _DOUBLE_SCALARS:  # parameter code: no arrays
+        return np.complex128(complex(re, im))
     xp = array_module(re, im)
     shape = np.broadcast_shapes(np.shape(re), np.shape(im))
     dtypes = [x.dtype for x in (re, im) if hasattr(x, "dtype")]

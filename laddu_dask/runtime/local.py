@@ -25,12 +25,19 @@ from laddu_dask.runtime.reduction import merge_list
 from laddu_dask.runtime.threaded import ThreadedRunner, evaluation_graph, with_empty
 
 
-def run_on_pool(pool: ThreadPoolExecutor, graph: dict, keys: list[Hashable]) -> list[Any]:
-    """Run an evaluation graph's leaves on ``pool`` and its merges here; values of ``keys``."""
+def run_on_pool(pool: ThreadPoolExecutor, graph: dict, keys: list[Hashable], threads: int) -> list[Any]:
+    """Run an evaluation graph's leaves on ``pool`` and its merges here; values of ``keys``.
+
+    When there are no more leaves than ``threads``, this thread runs the first one itself
+    while the pool runs the others: it would otherwise only wait, and an evaluation of a
+    single partition then costs no thread hand-over at all.
+    """
     is_merge = {k for k, task in graph.items() if task[0] is merge_list}
     leaves = [k for k in graph if k not in is_merge]
-    futures = {k: pool.submit(graph[k][0], *graph[k][1:]) for k in leaves}
-    values = {k: f.result() for k, f in futures.items()}
+    here = leaves[:1] if len(leaves) <= threads else []
+    futures = {k: pool.submit(graph[k][0], *graph[k][1:]) for k in leaves[len(here):]}
+    values = {k: graph[k][0](*graph[k][1:]) for k in here}
+    values.update((k, f.result()) for k, f in futures.items())
     for k in graph:  # tree_graph adds merges after their inputs
         if k in is_merge:
             values[k] = merge_list([values[c] for c in graph[k][1]])
@@ -58,5 +65,5 @@ class PoolRunner(ThreadedRunner):
         if workers is not None or not keys:
             merged = self.get(graph, keys, num_workers=workers) if keys else []
         else:
-            merged = run_on_pool(self.pool, graph, keys)
+            merged = run_on_pool(self.pool, graph, keys, self.num_workers)
         return with_empty(jobs, roots, merged)
