@@ -125,12 +125,13 @@ class Decomposition:
         adjoints = []
         squares = []
         for c, m, s in zip(coeffs, matrices, scales.tolist()):
-            q = float(np.real(c @ m @ np.conj(c)))
+            cm = c @ m  # = M^T P
+            q = float((cm @ c.conj()).real)
             squares.append(q)
             value += s * q
             if with_gradient:
-                g = 2.0 * s * (m.T @ c)  # d/dconj(P) doubled: the conjugate-convention adjoint
-                adjoints.append(np.ascontiguousarray(g).view(np.float64))  # re, im, re, ...
+                g = 2.0 * s * cm  # d/dconj(P) doubled: the conjugate-convention adjoint
+                adjoints.append(g.view(np.float64))  # re, im, re, ...
         if not with_gradient:
             return value, None
         # then the scales' adjoints (real: d value / d s_j = q_j)
@@ -324,6 +325,7 @@ def _coefficient_backprop(coeff_exprs: list[Expr], csplit: Split,
         rows_of.setdefault(p.to_complex().serial, []).append(2 * k)
     inner, _ = backprop_function(csplit, nodes)
     n_free = len(free_names)
+    identity = where == list(range(n_free))
 
     def backprop(params: Any, adjoints: np.ndarray) -> np.ndarray:
         p = np.asarray(params, dtype=np.float64)
@@ -336,6 +338,8 @@ def _coefficient_backprop(coeff_exprs: list[Expr], csplit: Split,
             re = sum(adjoints[r] for r in rows)
             im = sum(adjoints[r + 1] for r in rows)
             totals.extend([re, im] if b.kind == "complex" else [re])
+        if identity:  # the coefficients depend on every free parameter, in order
+            return inner(p, np.array(totals))
         g_local = inner(p[where], np.array(totals))
         out = np.zeros(n_free)
         out[where] = g_local

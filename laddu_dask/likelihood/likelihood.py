@@ -168,6 +168,9 @@ class Likelihood(MinuitCost):
 
         A mapping may leave parameters out (they take their initial values).
         """
+        if (isinstance(params, np.ndarray) and params.dtype == np.float64
+                and params.shape == (len(self.parameter_names),) and np.isfinite(params).all()):
+            return params.copy()  # a minimiser's point: nothing to look up
         defaults = {n: s.initial for n, s in self.parameters.items()}
         return np.array(
             resolve_parameters(self.parameter_names, params, defaults=defaults), dtype=np.float64

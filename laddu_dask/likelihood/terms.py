@@ -238,7 +238,7 @@ class _Term(MinuitCost):
         if not math.isfinite(value):
             raise NonFiniteError(f"term {self.name!r}: the {self.kind} is {value!r}, beyond the "
                                  "float range")
-        if grad is not None and not np.all(np.isfinite(grad)):
+        if grad is not None and not np.isfinite(grad).all():
             j = int(np.argmin(np.isfinite(grad)))
             raise NonFiniteError(
                 f"term {self.name!r}: the gradient of the {self.kind} is {grad[j]!r} in parameter "

@@ -362,7 +362,8 @@ def fsum_rows(terms: np.ndarray) -> np.ndarray:
     out = np.empty(terms.shape[0])
     for i, row in enumerate(terms):
         if not np.all(np.isfinite(row)):
-            out[i] = float(np.sum(row))
+            with np.errstate(invalid="ignore"):  # inf - inf is the NaN this returns
+                out[i] = float(np.sum(row))
             continue
         try:
             out[i] = math.fsum(row.tolist())
@@ -420,11 +421,13 @@ class CertifiedPartials:
         """Exact merge of the sums; the bounds add (rounded up).  One part is its own merge."""
         if len(parts) == 1:
             return parts[0]
-        terms = np.hstack([p.terms for p in parts])
+        terms = np.concatenate([p.terms for p in parts], axis=1)
         if terms.shape[1] > CertifiedPartials.MAX_WIDTH:
             terms = ExactPartials.from_terms(terms).to_expansion()
-        bound = np.sum([p.bound for p in parts], axis=0) * (1.0 + 1e-12)
-        return CertifiedPartials(terms, bound)
+        bound = parts[0].bound
+        for p in parts[1:]:  # a few parts: plain additions beat building a 2-D array
+            bound = bound + p.bound
+        return CertifiedPartials(terms, bound * (1.0 + 1e-12))
 
     def certified_floats(self) -> np.ndarray:
         """The correctly rounded sums, or :class:`Uncertified`.

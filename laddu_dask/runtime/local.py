@@ -20,7 +20,7 @@ from collections.abc import Hashable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from laddu_dask.runtime.jobs import PointPartials, ReductionJob
+from laddu_dask.runtime.jobs import PointPartials, ReductionJob, reduce_partitions, task_groups
 from laddu_dask.runtime.reduction import merge_list
 from laddu_dask.runtime.threaded import ThreadedRunner, evaluation_graph, with_empty
 
@@ -60,6 +60,8 @@ class PoolRunner(ThreadedRunner):
 
     def run(self, jobs: list[ReductionJob]) -> list[PointPartials]:
         """One graph for all ``jobs``: on the pool, or on Dask's scheduler when one streams."""
+        if all(job.prepared.storage == "resident" for job in jobs):
+            return self._run_resident(jobs)
         graph, roots, workers = evaluation_graph(jobs, self.num_workers, self.split_every)
         keys = [r for r in roots if r is not None]
         if workers is not None or not keys:
@@ -67,3 +69,24 @@ class PoolRunner(ThreadedRunner):
         else:
             merged = run_on_pool(self.pool, graph, keys, self.num_workers)
         return with_empty(jobs, roots, merged)
+
+    def _run_resident(self, jobs: list[ReductionJob]) -> list[PointPartials]:
+        """The tasks of :func:`~laddu_dask.runtime.threaded.evaluation_graph` for resident
+        jobs, without building the graph: a few groups of partitions per thread, the first
+        in this thread when there are no more than threads, then one exact merge per job
+        (its sums do not depend on the shape of the merge)."""
+        tasks = [(j, [job.prepared.partitions[i] for i in group]) for j, job in enumerate(jobs)
+                 for group in task_groups(len(job.prepared.partitions), self.num_workers)]
+
+        def reduce(j: int, parts: list) -> PointPartials:
+            job = jobs[j]
+            return reduce_partitions(job.reducer, parts, job.points, job.plan, job.with_gradient,
+                                     job.exact)
+
+        here = tasks[:1] if len(tasks) <= self.num_workers else []
+        futures = [self.pool.submit(reduce, j, parts) for j, parts in tasks[len(here):]]
+        done = [reduce(j, parts) for j, parts in here] + [f.result() for f in futures]
+        per_job: list[list[PointPartials]] = [[] for _ in jobs]
+        for (j, _), result in zip(tasks, done):
+            per_job[j].append(result)
+        return [PointPartials.merge(parts) if parts else job.empty() for job, parts in zip(jobs, per_job)]

@@ -22,6 +22,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -69,12 +70,12 @@ class NormalizationStatistics:
         """
         with np.errstate(all="ignore"):
             value, grad = self.decomposition.value_and_gradient(params, self.matrices, with_gradient)
-        if not np.isfinite(value):
+        if not math.isfinite(value):
             raise NonFiniteError(
                 f"the accepted-MC sum of w I from sufficient statistics is {value!r}: it overflows "
                 "the float range"
             )
-        if grad is not None and not np.all(np.isfinite(grad)):
+        if grad is not None and not np.isfinite(grad).all():
             raise NonFiniteError(
                 "the gradient of the accepted-MC sum of w I from sufficient statistics is not "
                 f"finite ({grad.tolist()})"

@@ -181,6 +181,9 @@ class PreparedModel:
     def _params(self, params: ParameterValues) -> Params:
         if isinstance(params, Params):
             return params
+        if (isinstance(params, np.ndarray) and params.dtype == np.float64 and self.precision == "f64"
+                and params.shape == (len(self.compiled.parameter_names),) and np.isfinite(params).all()):
+            return Params.from_array(params)  # a resolved point (what a likelihood passes)
         return Params(self.compiled.parameter_vector(params, self.precision))
 
     # -- preparation --------------------------------------------------------------------

@@ -24,6 +24,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -33,7 +34,7 @@ import numpy as np
 from dask.sizeof import sizeof
 
 from laddu_dask.compile.compiled import CompiledModel, real_dtype
-from laddu_dask.compile.plan import ReductionPlan, rejected_value_error
+from laddu_dask.compile.plan import TRANSFORM_CODES, ReductionPlan, rejected_value_error
 from laddu_dask.errors import NonFiniteError
 from laddu_dask.expr.arrayfuncs import array_module
 from laddu_dask.options import Kernel
@@ -83,6 +84,14 @@ class Params:
     def __init__(self, values: tuple) -> None:
         self.values = values
         self.array = np.array(values, dtype=type(values[0]) if values else np.float64)
+
+    @classmethod
+    def from_array(cls, array: np.ndarray) -> Params:
+        """A point from a 1-D array of its precision's dtype (copied)."""
+        out = cls.__new__(cls)
+        out.array = array.copy()
+        out.values = tuple(out.array)
+        return out
 
 
 class PartitionReducer:
@@ -226,8 +235,6 @@ class PartitionReducer:
 
     def _fused(self, part: PreparedPartition, params: Params, plan: ReductionPlan,
                with_gradient: bool, exact: bool) -> CertifiedPartials:
-        from laddu_dask.compile.fused import TRANSFORM_CODES
-
         fk = self.fused
         rows = self.rows(with_gradient)
         code = TRANSFORM_CODES[plan.transform]
@@ -245,7 +252,7 @@ class PartitionReducer:
                                        plan.transform)
         if exact:
             return CertifiedPartials.exact(finite_terms(out, part))
-        return CertifiedPartials(acc[:, :4].copy(), acc[:, 4].copy())
+        return CertifiedPartials(acc[:, :4], acc[:, 4])  # views of this call's own buffer
 
     def _numpy(self, part: PreparedPartition, params: Params, plan: ReductionPlan,
                with_gradient: bool) -> ExactPartials:
@@ -302,7 +309,7 @@ class PartitionReducer:
         """
         totals = merged.certified_floats()
         value = float(totals[0])
-        if not np.isfinite(value):
+        if not math.isfinite(value):
             raise NonFiniteError(
                 f"the sum of the per-event terms over {label} is {value!r}: it overflows the "
                 "float range"
@@ -311,12 +318,12 @@ class PartitionReducer:
             return value, None
         kernels = self.fused if self.fused is not None else self.cuda
         if kernels is not None:
-            p64 = np.asarray(params.values, dtype=np.float64)
+            p64 = params.array if params.array.dtype == np.float64 else params.array.astype(np.float64)
             with np.errstate(all="ignore"):
                 grad = np.asarray(kernels.backprop(p64, totals[1:]), dtype=np.float64)
         else:
             grad = np.array(totals[1:], dtype=np.float64)
-        if not np.all(np.isfinite(grad)):
+        if not np.isfinite(grad).all():
             j = int(np.argmin(np.isfinite(grad)))
             raise NonFiniteError(
                 f"the gradient of the sum over {label} is {grad[j]!r} in parameter "
