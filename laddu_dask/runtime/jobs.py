@@ -37,6 +37,10 @@ from laddu_dask.runtime.memory import MemoryDecision
 from laddu_dask.runtime.preparation import PreparedDataset, prepare_partition
 from laddu_dask.runtime.reducer import Params, PartitionReducer, PreparedPartition
 
+#: An evaluation (or a worker's share of one) of at most this many resident events runs
+#: in the thread that asked for it: thread hand-overs would cost more than the work.
+INLINE_EVENTS = 16_384
+
 
 class PointPartials(tuple):
     """The partial sums of one job at each of its points (a tuple of

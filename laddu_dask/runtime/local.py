@@ -20,7 +20,13 @@ from collections.abc import Hashable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from laddu_dask.runtime.jobs import PointPartials, ReductionJob, reduce_partitions, task_groups
+from laddu_dask.runtime.jobs import (
+    INLINE_EVENTS,
+    PointPartials,
+    ReductionJob,
+    reduce_partitions,
+    task_groups,
+)
 from laddu_dask.runtime.reduction import merge_list
 from laddu_dask.runtime.threaded import ThreadedRunner, evaluation_graph, with_empty
 
@@ -72,9 +78,10 @@ class PoolRunner(ThreadedRunner):
 
     def _run_resident(self, jobs: list[ReductionJob]) -> list[PointPartials]:
         """The tasks of :func:`~laddu_dask.runtime.threaded.evaluation_graph` for resident
-        jobs, without building the graph: a few groups of partitions per thread, the first
-        in this thread when there are no more than threads, then one exact merge per job
-        (its sums do not depend on the shape of the merge)."""
+        jobs, without building the graph: a few groups of partitions per thread (all in this
+        thread when the evaluation is small, :data:`~laddu_dask.runtime.jobs.INLINE_EVENTS`,
+        else the first when there are no more groups than threads), then one exact merge
+        per job (its sums do not depend on the shape of the merge)."""
         tasks = [(j, [job.prepared.partitions[i] for i in group]) for j, job in enumerate(jobs)
                  for group in task_groups(len(job.prepared.partitions), self.num_workers)]
 
@@ -83,7 +90,9 @@ class PoolRunner(ThreadedRunner):
             return reduce_partitions(job.reducer, parts, job.points, job.plan, job.with_gradient,
                                      job.exact)
 
-        here = tasks[:1] if len(tasks) <= self.num_workers else []
+        small = sum(p.n for _, parts in tasks for p in parts) * max(len(job.points) for job in jobs) \
+            <= INLINE_EVENTS
+        here = tasks if small else tasks[:1] if len(tasks) <= self.num_workers else []
         futures = [self.pool.submit(reduce, j, parts) for j, parts in tasks[len(here):]]
         done = [reduce(j, parts) for j, parts in here] + [f.result() for f in futures]
         per_job: list[list[PointPartials]] = [[] for _ in jobs]

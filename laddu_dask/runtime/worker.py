@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import pickle
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Hashable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -40,6 +40,7 @@ from distributed.protocol import to_serialize
 
 from laddu_dask.runtime.dashboard import record_worker_evaluation
 from laddu_dask.runtime.jobs import (
+    INLINE_EVENTS,
     PointPartials,
     WorkerJob,
     reduce_partitions,
@@ -52,9 +53,6 @@ from laddu_dask.runtime.placement import TOPIC
 HANDLER = "laddu_reduce"
 #: The plugin's name (``worker.plugins[PLUGIN]``).
 PLUGIN = "laddu-dask"
-#: An evaluation share of at most this many resident events runs in the handler itself
-#: (well under a millisecond): two thread hand-overs would cost more than the work.
-INLINE_EVENTS = 16_384
 #: Reducers and streamed datasets a worker keeps (the least recently used go first).
 MAX_OBJECTS = 64
 
@@ -105,37 +103,46 @@ class LadduWorker(WorkerPlugin):
         while len(self.objects) > MAX_OBJECTS:  # the least recently used: sent again if needed
             self.objects.popitem(last=False)
         data = self.worker.data
+        held: dict[Hashable, Any] = {}  # each partition looked up once (terms share datasets)
         missing: list[Hashable] = []
-        units: list[tuple[int, Any, tuple]] = []  # (job, task function, its arguments)
-        events = 0
+        units: list[tuple[int, Any, tuple, int]] = []  # (job, task function, its arguments, events)
         for j, job in enumerate(jobs):
             reducer = self.objects[job.reducer]
             tail = (job.points, job.plan, job.with_gradient, job.exact)
             if job.streaming:  # at most stream_threads partitions read at once (the budget)
                 dataset = self.objects[job.dataset]
-                events += sum(dataset.partitions[i].n_events for i in job.indices)
-                units += [(j, stream_partitions, (reducer, dataset, group, *tail))
+                units += [(j, stream_partitions, (reducer, dataset, group, *tail),
+                           sum(dataset.partitions[i].n_events for i in group))
                           for group in _split(job.indices, job.stream_threads)]
                 continue
             parts = []
             for key in job.keys:
-                try:
-                    parts.append(data[key])  # unspills it if Dask spilled it to disk
-                except KeyError:
+                if key not in held:
+                    try:
+                        held[key] = data[key]  # unspills it if Dask spilled it to disk
+                    except KeyError:
+                        held[key] = None
+                if held[key] is None:
                     missing.append(key)
-            events += sum(p.n for p in parts)
-            units += [(j, reduce_partitions, (reducer, [parts[i] for i in group], *tail))
-                      for group in task_groups(len(parts), self.threads)]
+                else:
+                    parts.append(held[key])
+            for group in task_groups(len(parts), self.threads):
+                group_parts = [parts[i] for i in group]
+                units.append((j, reduce_partitions, (reducer, group_parts, *tail),
+                              sum(p.n for p in group_parts)))
+        events = sum(unit[3] for unit in units)
         if events <= INLINE_EVENTS and not any(job.streaming for job in jobs):
             # a small share: handing it to threads would cost more than the work
             try:
-                done: list[Any] = [_run_share(units)]
+                done: list[Any] = [_run_share(deque(units))]
             except Exception as err:  # noqa: BLE001 - sent back and raised on the client
                 done = [err]
-        else:  # one hand-over per thread: each runs its share of the units in turn
-            shares = [units[k::self.threads] for k in range(min(self.threads, len(units)))]
-            done = await asyncio.gather(*(asyncio.wrap_future(self.pool.submit(_run_share, share))
-                                          for share in shares), return_exceptions=True)
+        else:  # one hand-over per thread; each takes the next unit, the largest first, until
+            # none is left, so that a thread slowed by other work leaves more to the others
+            pending = deque(sorted(units, key=lambda unit: -unit[3]))
+            done = await asyncio.gather(*(asyncio.wrap_future(self.pool.submit(_run_share, pending))
+                                          for _ in range(min(self.threads, len(units)))),
+                                        return_exceptions=True)
         errors = [d for d in done if isinstance(d, BaseException)]
         if errors:
             return {"error": to_serialize(errors[0])}
@@ -151,9 +158,16 @@ class LadduWorker(WorkerPlugin):
                                       protocol=pickle.HIGHEST_PROTOCOL)}
 
 
-def _run_share(units: list[tuple[int, Any, tuple]]) -> list[tuple[int, PointPartials]]:
-    """One thread's share of an evaluation: ``(job, partial sums)`` of each unit."""
-    return [(j, fn(*args)) for j, fn, args in units]
+def _run_share(pending: deque) -> list[tuple[int, PointPartials]]:
+    """One thread's share of an evaluation: the units it took from ``pending`` (shared by
+    the threads; ``popleft`` is atomic), as ``(job, partial sums)``."""
+    out = []
+    while True:
+        try:
+            j, fn, args, _events = pending.popleft()
+        except IndexError:
+            return out
+        out.append((j, fn(*args)))
 
 
 def _split(indices: list[int], groups: int) -> list[list[int]]:
