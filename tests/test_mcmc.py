@@ -92,17 +92,21 @@ def test_streamed_values_read_every_partition_once_for_all_points(paths, monkeyp
 
 
 def test_k_points_cost_one_round_of_pool_tasks(paths, monkeypatch):
+    import laddu_dask.runtime.local as local
+
     lik = _ksks(paths, ld.Execution(num_workers=2, normalization="general"))
     lik.value(_points(1)[0])
-    pool = lik.execution.runner.pool
-    submitted = []
-    original = pool.submit
-    monkeypatch.setattr(pool, "submit", lambda fn, *a: submitted.append(fn) or original(fn, *a))
+    tasks = []  # (the points each task reduced at), wherever it ran: pool or calling thread
+    original = local.reduce_partitions
+    monkeypatch.setattr(local, "reduce_partitions",
+                        lambda reducer, parts, points, *a: tasks.append(len(points))
+                        or original(reducer, parts, points, *a))
     lik.value(_points(1)[0])
-    one = len(submitted)
-    submitted.clear()
+    one = len(tasks)
+    tasks.clear()
     lik.values(_points(32))
-    assert len(submitted) == one > 0  # the same tasks for 32 points as for one
+    assert len(tasks) == one > 0  # the same tasks for 32 points as for one
+    assert tasks == [32] * one  # each reduced its partitions at all 32 points
 
 
 @pytest.mark.slow
