@@ -1,11 +1,13 @@
 """Evaluations on a persistent thread pool in this process (the default without a client).
 
-The graph of an evaluation is the threaded scheduler's
-(:func:`~laddu_dask.runtime.threaded.evaluation_graph`); its partition tasks run on a
-pool of threads kept for the execution's lifetime and its merges, additions of a few
-numbers, in the calling thread: the same tasks and results as Dask's scheduler at a
-fraction of its per-call cost.  Streamed datasets still run on Dask's threaded
-scheduler, which bounds how many partitions are read at once.
+An evaluation has the tasks of the threaded scheduler's graph
+(:func:`~laddu_dask.runtime.threaded.evaluation_graph`: a few groups of partitions per
+thread).  For resident datasets they go straight to a pool of threads kept for the
+execution's lifetime, without building the graph; the calling thread runs the first
+group (every group when the evaluation is small,
+:data:`~laddu_dask.runtime.jobs.INLINE_EVENTS`) and the exact merges.  The results are
+those of Dask's scheduler, at a fraction of its per-call cost.  Streamed datasets still
+run on Dask's threaded scheduler, which bounds how many partitions are read at once.
 
 Examples
 --------
