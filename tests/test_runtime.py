@@ -569,3 +569,25 @@ def test_import_check_reports_a_circle():
     assert ("accumulate", "cluster") in _upward(graph)
     circle = _cycle(graph)
     assert circle[0] == circle[-1] and "accumulate" in circle and "cluster" in circle
+
+
+@pytest.mark.parametrize(("n_events", "chunk", "submitted"), [
+    (1_000, 1_000, 0),        # one partition: this thread reduces it
+    (8_000, 1_000, 0),        # small (at most INLINE_EVENTS): all here, no hand-over
+    (80_000, 40_000, 1),      # two groups on two threads: the first here, the other pooled
+    (80_000, 10_000, 4),      # more groups than threads: all four pooled
+])
+def test_local_evaluation_hands_over_only_what_pays(n_events, chunk, submitted, monkeypatch):
+    """Where a local evaluation's reductions run, and that the sum is the exact one wherever."""
+    rng = np.random.default_rng(5)
+    x = rng.uniform(0.5, 1.5, n_events)
+    ex = Execution(num_workers=2)
+    model = PreparedModel.prepare(CompiledModel.from_expr(parameter("a") * scalar("x")), ex)
+    ds = model.prepare_dataset(ex, Dataset.from_arrays(scalars={"x": x}, chunk_size=chunk))
+    plan = ReductionPlan.weighted_real()
+    model.reduce(ex, [2.0], ds, plan)  # the pool exists and the kernel is compiled
+    pool, calls = ex.runner.pool, []
+    original = pool.submit
+    monkeypatch.setattr(pool, "submit", lambda fn, *a: calls.append(fn) or original(fn, *a))
+    assert model.reduce(ex, [2.0], ds, plan) == math.fsum((2.0 * x).tolist())
+    assert len(calls) == submitted

@@ -117,6 +117,13 @@ def stream_partitions(reducer: PartitionReducer, dataset: Dataset, indices: list
     return PointPartials.merge(out)
 
 
+def resident_groups(job: ReductionJob, threads: int) -> list[list[PreparedPartition]]:
+    """The resident partitions of ``job`` in the groups one task each reduces
+    (:func:`task_groups`), the same wherever the tasks run."""
+    parts = job.prepared.partitions
+    return [[parts[i] for i in group] for group in task_groups(len(parts), threads)]
+
+
 def task_groups(n: int, workers: int) -> list[range]:
     """Contiguous groups of partition indices, a few per worker thread.
 

@@ -27,7 +27,7 @@ from laddu_dask.runtime.jobs import (
     PointPartials,
     ReductionJob,
     reduce_partitions,
-    task_groups,
+    resident_groups,
 )
 from laddu_dask.runtime.reduction import merge_list
 from laddu_dask.runtime.threaded import ThreadedRunner, evaluation_graph, with_empty
@@ -84,16 +84,15 @@ class PoolRunner(ThreadedRunner):
         thread when the evaluation is small, :data:`~laddu_dask.runtime.jobs.INLINE_EVENTS`,
         else the first when there are no more groups than threads), then one exact merge
         per job (its sums do not depend on the shape of the merge)."""
-        tasks = [(j, [job.prepared.partitions[i] for i in group]) for j, job in enumerate(jobs)
-                 for group in task_groups(len(job.prepared.partitions), self.num_workers)]
+        tasks = [(j, parts) for j, job in enumerate(jobs) for parts in resident_groups(job, self.num_workers)]
 
         def reduce(j: int, parts: list) -> PointPartials:
             job = jobs[j]
             return reduce_partitions(job.reducer, parts, job.points, job.plan, job.with_gradient,
                                      job.exact)
 
-        small = sum(p.n for _, parts in tasks for p in parts) * max(len(job.points) for job in jobs) \
-            <= INLINE_EVENTS
+        points = max((len(job.points) for job in jobs), default=1)
+        small = sum(p.n for _, parts in tasks for p in parts) * points <= INLINE_EVENTS
         here = tasks if small else tasks[:1] if len(tasks) <= self.num_workers else []
         futures = [self.pool.submit(reduce, j, parts) for j, parts in tasks[len(here):]]
         done = [reduce(j, parts) for j, parts in here] + [f.result() for f in futures]

@@ -35,6 +35,7 @@ from laddu_dask.runtime.jobs import (
     ReductionJob,
     Runner,
     reduce_partitions,
+    resident_groups,
     stream_partitions,
     task_groups,
 )
@@ -63,11 +64,10 @@ def evaluation_graph(jobs: list[ReductionJob], threads: int, split_every: int
         pd = job.prepared
         token = unique_name("reduce")
         if pd.storage == "resident":
-            groups = task_groups(len(pd.partitions), threads)
             leaves = {
-                (token, g): (reduce_partitions, job.reducer, [pd.partitions[i] for i in group],
-                             job.points, job.plan, job.with_gradient, job.exact)
-                for g, group in enumerate(groups)
+                (token, g): (reduce_partitions, job.reducer, parts, job.points, job.plan,
+                             job.with_gradient, job.exact)
+                for g, parts in enumerate(resident_groups(job, threads))
             }
         else:
             groups = task_groups(pd.stats.batches, pd.stream_workers)
