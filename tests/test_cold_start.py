@@ -6,7 +6,8 @@
   changed prelude is a different kernel file (no stale machine code);
 * the kernel the first evaluation calls is compiled on a background thread while the
   datasets are prepared, with exactly the argument types the evaluation passes (one
-  compiled overload, not two), and a compilation longer than a second is announced.
+  compiled overload, not two), and a compilation longer than a second is announced;
+  until it is ready the tier-0 kernel evaluates (tests/test_tier0.py), with the same bits.
 """
 
 from __future__ import annotations
@@ -55,16 +56,22 @@ def _likelihood(execution: ld.Execution, tag: float = 0.5) -> ld.Likelihood:
     return ld.Likelihood([ld.NLL(model, data=data, accepted_mc=mc, name="toy")], execution=execution)
 
 
-def _fused(lik: ld.Likelihood):
+def _reducer(lik: ld.Likelihood):
     [prep] = lik.terms[0]._prepared.values()
-    return prep.model.reducer.fused
+    return prep.model.reducer
+
+
+def _fused(lik: ld.Likelihood):
+    return _reducer(lik).fused
 
 
 @needs_numba
 @pytest.mark.parametrize("precision", ["f64", "f32"])
 def test_the_kernel_compiled_ahead_is_the_one_the_evaluation_calls(precision):
     lik = _likelihood(ld.Execution(precision=precision, kernel="fused", normalization="general"))
-    value, grad = lik.value_and_gradient([0.7, 0.3])
+    value, grad = lik.value_and_gradient([0.7, 0.3])  # tier-0 (f64) or the fused kernel
+    assert _reducer(lik).wait_compiled(600)
+    assert lik.value_and_gradient([0.7, 0.3]) == (value, pytest.approx(grad, rel=0, abs=0))
     fk = _fused(lik)
     # one overload, with the ahead-of-time signature: the call found it compiled
     assert list(fk.gradient_sum.overloads) == [fk.signature(True)]
@@ -90,6 +97,7 @@ def test_a_compilation_longer_than_a_second_is_announced(monkeypatch, capsys):
     monkeypatch.setattr(fused.FusedKernels, "compile_ahead", slow)
     lik = _likelihood(ld.Execution(progress=True, kernel="fused", normalization="general"), tag=0.625)
     lik.value_and_gradient([0.7, 0.3])
+    assert _reducer(lik).wait_compiled(600)  # the tier-0 kernel served the evaluation meanwhile
     out = capsys.readouterr().out
     assert "laddu-dask: compiling the fused value+gradient kernel of 'toy'..." in out
     assert re.search(r"laddu-dask: compiled the fused value\+gradient kernel of 'toy' in \d+\.\d s", out)

@@ -36,6 +36,7 @@ Examples
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,7 +53,7 @@ from laddu_dask.expr.node import Expr
 from laddu_dask.expr.ops import COMPLEX, REAL, SPEC
 
 __all__ = ["BLOCK", "TRANSFORM_CODES", "FusedKernels", "NumbaPrinter", "fused_kernels",
-           "generate_fused_source"]
+           "generate_fused_source", "kernel_signature"]
 
 #: Events per block of the fused sums (the buffer of one block stays in L1/L2).
 BLOCK = 512
@@ -102,6 +103,8 @@ class FusedKernels:
         The generated source.
     cache_kinds, precision : tuple of str, str
         The kinds of the cache columns and the kernel precision (the argument types).
+    module_source : str
+        The source of the kernel module (what :func:`load_module` was given).
     """
 
     value_sum: Callable[..., int]
@@ -114,18 +117,22 @@ class FusedKernels:
     source: str
     cache_kinds: tuple[str, ...] = ()
     precision: str = "f64"
+    module_source: str = ""
 
     def signature(self, with_gradient: bool) -> tuple:
         """Numba's argument types of :attr:`gradient_sum` (or :attr:`value_sum`) as the
-        runtime calls it: C-contiguous caches, weights and parameters of the kernel
-        precision, the transform code, and the float64 ``acc`` and ``bad`` arrays."""
-        from numba import types
+        runtime calls it (:func:`kernel_signature`)."""
+        return kernel_signature(self.precision, self.cache_kinds)
 
-        real = types.float32 if self.precision == "f32" else types.float64
-        cplx = types.complex64 if self.precision == "f32" else types.complex128
-        caches = [types.Array(cplx if k == COMPLEX else real, 1, "C") for k in self.cache_kinds]
-        return (*caches, types.Array(real, 1, "C"), types.Array(real, 1, "C"), types.int64,
-                types.Array(types.float64, 2, "C"), types.Array(types.float64, 1, "C"))
+    def on_disk(self, with_gradient: bool) -> bool:
+        """Whether Numba's disk cache holds machine code of the blocked sum (so that
+        :meth:`compile_ahead` loads instead of compiling); ``False`` when unknown."""
+        fn = self.gradient_sum if with_gradient else self.value_sum
+        try:
+            index = fn._cache._cache_file._index_path  # Numba's index of the cached overloads
+        except AttributeError:
+            return False
+        return os.path.exists(index)
 
     def compile_ahead(self, with_gradient: bool) -> bool:
         """Compile (or load from Numba's disk cache) the blocked sum an evaluation calls,
@@ -145,6 +152,19 @@ class FusedKernels:
             return False
         fn.compile(sig)
         return True
+
+
+def kernel_signature(precision: str, cache_kinds: tuple[str, ...]) -> tuple:
+    """Numba's argument types of a blocked sum as the runtime calls it: C-contiguous caches,
+    weights and parameters of the kernel precision, the transform code, and the float64
+    ``acc`` and ``bad`` arrays."""
+    from numba import types
+
+    real = types.float32 if precision == "f32" else types.float64
+    cplx = types.complex64 if precision == "f32" else types.complex128
+    caches = [types.Array(cplx if k == COMPLEX else real, 1, "C") for k in cache_kinds]
+    return (*caches, types.Array(real, 1, "C"), types.Array(real, 1, "C"), types.int64,
+            types.Array(types.float64, 2, "C"), types.Array(types.float64, 1, "C"))
 
 
 class NumbaPrinter(PythonPrinter):
@@ -349,4 +369,4 @@ def fused_kernels(split: Split, precision: str = "f64") -> FusedKernels:
     size = sum(2 if b.kind == COMPLEX else 1 for b in boundary)
     return FusedKernels(mod.value_sum, mod.gradient_sum, mod.value_terms, mod.gradient_terms,
                         mod.values, backprop, size, source + "\n\n" + bp_source,
-                        tuple(n.kind for n in split.cache), precision)
+                        tuple(n.kind for n in split.cache), precision, source)

@@ -12,6 +12,12 @@ gradient (the *aggregate* step).  Two kernels serve it:
     the generated array code of :mod:`laddu_dask.compile.array_code` (also the path for
     CuPy arrays); the partials hold the value and every gradient component.
 
+Until Numba has compiled the fused sum an evaluation needs (a background thread compiles
+it, :meth:`PartitionReducer.compile_ahead`), the fused reducer evaluates with the model's
+tier-0 kernel (:mod:`laddu_dask.compile.tier0`): the fused kernel's own per-event terms
+computed by NumPy, summed exactly.  The results are the same bits, so only the time of
+the first evaluations changes.
+
 Examples
 --------
 >>> import numpy as np
@@ -119,6 +125,10 @@ class PartitionReducer:
         self.gpu = gpu
         self.fused = None
         self.cuda = None
+        self._ready = [False, False]  # the fused sum (value, value+gradient) is compiled
+        self._compiling: list[threading.Thread | None] = [None, None]
+        self._tier0: Any = False  # not built yet (None: the model has none)
+        self._lock = threading.Lock()
         if device == "gpu":
             # generated CUDA kernels; the array code (on CuPy) when nothing is per event
             self.kernel = "cuda" if (mixed_root and kernel != "numpy") else "numpy"
@@ -142,40 +152,66 @@ class PartitionReducer:
         """Start compiling, on a background thread, the fused sum the first evaluation
         will call, so that Numba compiles while the datasets are prepared.
 
-        The evaluation's own call waits for it (Numba's compiler lock) and then runs the
+        Until it is done, evaluations run the tier-0 kernel (the same terms, the same
+        bits); a model without one waits for it (Numba's compiler lock) and then runs the
         same machine code: nothing but the timing changes.  When the compilation takes
         more than a second, ``notify`` gets a line when it passes one second and one
         when it ends.  A failure is left to the evaluation's call, which raises it.
-        Returns the thread, or ``None`` when there is nothing to compile.
+        Returns the thread (the one already started, if any), or ``None`` when there is
+        nothing to compile.
         """
-        if self.fused is None:
+        if self.fused is None or self._is_ready(with_gradient):
             return None
-        fused = self.fused
-        fn = fused.gradient_sum if with_gradient else fused.value_sum
-        if fused.signature(with_gradient) in fn.overloads:
-            return None
-
-        def run() -> None:
-            start = time.perf_counter()
-            what = f"the fused {'value+gradient' if with_gradient else 'value'} kernel of {label}"
-            timer = threading.Timer(1.0, notify, [f"compiling {what}..."]) if notify else None
-            if timer is not None:
-                timer.daemon = True
-                timer.start()
-            try:
-                compiled = fused.compile_ahead(with_gradient)
-            except Exception:  # noqa: BLE001 - the evaluation's own call raises it
-                compiled = False
-            finally:
-                if timer is not None:
-                    timer.cancel()
-            elapsed = time.perf_counter() - start
-            if compiled and notify is not None and elapsed > 1.0:
-                notify(f"compiled {what} in {elapsed:.1f} s")
-
-        thread = threading.Thread(target=run, name="laddu-dask-compile", daemon=True)
+        with self._lock:
+            thread = self._compiling[with_gradient]
+            if thread is not None:
+                return thread
+            thread = self._compiling[with_gradient] = threading.Thread(
+                target=self._compile, args=(with_gradient, label, notify),
+                name="laddu-dask-compile", daemon=True)
         thread.start()
         return thread
+
+    def wait_compiled(self, timeout: float | None = None) -> bool:
+        """Wait for the fused kernels' background compilations; ``True`` when none is left
+        running (``timeout`` seconds at most for each)."""
+        for thread in list(self._compiling):
+            if thread is not None:
+                thread.join(timeout)
+        return not any(t is not None and t.is_alive() for t in self._compiling)
+
+    def _is_ready(self, with_gradient: bool) -> bool:
+        """Whether the fused sum is compiled (Numba's dispatcher holds the signature)."""
+        if not self._ready[with_gradient]:
+            fused = self.fused
+            fn = fused.gradient_sum if with_gradient else fused.value_sum
+            self._ready[with_gradient] = fused.signature(with_gradient) in fn.overloads
+        return self._ready[with_gradient]
+
+    def _compile(self, with_gradient: bool, label: str,
+                 notify: Callable[[str], None] | None) -> None:
+        fused = self.fused
+        start = time.perf_counter()
+        what = f"the fused {'value+gradient' if with_gradient else 'value'} kernel of {label}"
+        timer = threading.Timer(1.0, notify, [f"compiling {what}..."]) if notify else None
+        if timer is not None:
+            timer.daemon = True
+            timer.start()
+        try:
+            if self.tier0() is not None and not fused.on_disk(with_gradient):
+                # evaluations run meanwhile: compile in a child, then load its machine code
+                from laddu_dask.compile.precompile import compile_in_child
+
+                compile_in_child(fused, with_gradient)
+            compiled = fused.compile_ahead(with_gradient)
+        except Exception:  # noqa: BLE001 - the evaluation's own call raises it
+            compiled = False
+        finally:
+            if timer is not None:
+                timer.cancel()
+        elapsed = time.perf_counter() - start
+        if compiled and notify is not None and elapsed > 1.0:
+            notify(f"compiled {what} in {elapsed:.1f} s")
 
     def __reduce__(self):  # rebuilt on a worker from the expression (kernels load from disk)
         kernel = "auto" if self.kernel == "cuda" else self.kernel
@@ -233,11 +269,46 @@ class PartitionReducer:
             return 1 + self.cuda.boundary_size
         return 1 + self.n_params
 
+    def tier0(self) -> Callable[..., tuple] | None:
+        """The model's tier-0 kernel (built on first use), or ``None`` when it has none."""
+        if self._tier0 is False:
+            from laddu_dask.compile.tier0 import tier0_kernel
+
+            self._tier0 = tier0_kernel(self.compiled.split, self.precision)
+        return self._tier0
+
+    def _interim(self, part: PreparedPartition, params: Params, plan: ReductionPlan,
+                 with_gradient: bool) -> np.ndarray | None:
+        """The fused kernel's per-event rows from the tier-0 kernel while the fused sum
+        compiles on its thread; ``None`` when the fused kernel is to be called (it is ready,
+        its compilation failed, the model has no tier-0 kernel, or Numba would raise)."""
+        thread = self.compile_ahead(with_gradient, "the model")
+        if thread is None or not thread.is_alive():
+            return None
+        t0 = self.tier0()
+        if t0 is None:
+            return None
+        from laddu_dask.compile.tier0_prelude import Tier0Fallback
+
+        try:
+            with np.errstate(all="ignore"):
+                out, index, value = t0(*part.cache, part.weights, params.array,
+                                       TRANSFORM_CODES[plan.transform], with_gradient)
+        except Tier0Fallback:
+            return None
+        if index >= 0:
+            raise rejected_value_error(value, part.offset + index, part.source, plan.transform)
+        return out
+
     def _fused(self, part: PreparedPartition, params: Params, plan: ReductionPlan,
                with_gradient: bool, exact: bool) -> CertifiedPartials:
         fk = self.fused
         rows = self.rows(with_gradient)
         code = TRANSFORM_CODES[plan.transform]
+        if not self._ready[with_gradient] and not self._is_ready(with_gradient):
+            out = self._interim(part, params, plan, with_gradient)
+            if out is not None:
+                return CertifiedPartials.exact(finite_terms(out, part))
         bad = np.zeros(1)
         if exact:
             out = np.zeros((rows, part.n))
