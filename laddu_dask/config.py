@@ -18,6 +18,11 @@ key                                         default          meaning
 ``laddu-dask.kernel-cache``                 ``None``         folder of the compiled kernels (``None``:
                                                              ``$LADDU_DASK_CACHE``, else
                                                              ``~/.cache/laddu_dask/kernels``)
+``laddu-dask.tier0``                        ``True``         evaluate with the tier-0 kernel (same bits)
+                                                             while a child process compiles the fused
+                                                             kernel; ``False``: wait for it
+``laddu-dask.compile-timeout``              ``"30 minutes"`` a child compilation (then this process
+                                                             compiles)
 ``laddu-dask.cluster.worker-timeout``       ``"60s"``        how long a cluster may have no worker
 ``laddu-dask.cluster.preparation-timeout``  ``"1 hour"``     preparing a dataset on a cluster
 ``laddu-dask.cluster.evaluation-timeout``   ``"10 minutes"`` one evaluation on a cluster
@@ -53,6 +58,8 @@ DEFAULTS: dict[str, Any] = {
         "chunk-size": None,
         "scheduler": "pool",
         "kernel-cache": None,
+        "tier0": True,
+        "compile-timeout": "30 minutes",
         "cluster": {
             "worker-timeout": "60s",
             "preparation-timeout": "1 hour",

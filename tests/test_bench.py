@@ -251,9 +251,11 @@ def test_a_cold_process_reports_the_kernel_compilation_and_a_warm_one_none(tmp_p
     paths = polarized_sample(ksks.write_sample(str(tmp_path), n_data=200, n_mc=1000, seed=2), str(tmp_path))
     r = first_evaluations(paths, "kmatrix", initial_point("kmatrix"), repeats=1, libraries=("laddu-dask",))
     cold, warm = r["laddu-dask"]["runs"]["cold"][0], r["laddu-dask"]["runs"]["warm"][0]
-    # the compilation the laddu_dask logger reports (over a second: Numba's, of the fused kernel);
-    # warm, Numba loads it from its cache (reported when that takes over a second)
-    assert 1.0 <= cold["compile_s"] <= cold["first_evaluation_s"]
+    # the compilation the laddu_dask logger reports (over a second: Numba's, of the fused kernel,
+    # in a child process while the tier-0 kernel served the first evaluation); warm, Numba loads
+    # it from its cache (reported when that takes over a second) and the value has the same bits
+    assert cold["tier0"] is True and warm["tier0"] is False
+    assert cold["compile_s"] >= 1.0
     assert (warm["compile_s"] or 0.0) < cold["compile_s"] / 2 and cold["value"] == warm["value"]
     assert r["laddu-dask"]["cold"]["compile_s"] == cold["compile_s"]
 

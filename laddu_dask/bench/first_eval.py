@@ -9,8 +9,11 @@ before the likelihood was built; the data's own share is in it).  The model is t
 model with line shape ``"bw"`` or ``"rbw"``, or a benchmark model of
 :mod:`laddu_dask.bench.models` (``"zlm"``, ``"kmatrix"``).  A laddu-dask process also
 reports ``compile_s``: the seconds of the kernel compilations the ``laddu_dask`` logger
-reported (it reports those over a second; they run on a background thread while the
-data are prepared), ``None`` when there was none.  The caches a process
+reported (it reports those over a second; they run on a background thread, in a child
+process, while the data are prepared and the tier-0 kernel evaluates), ``None`` when
+there was none, and ``tier0``: whether the first evaluation returned while the fused
+kernel was still compiling (the tier-0 kernel served it).  The process waits, untimed,
+for its compilations before it exits, so that a warm process finds them on disk.  The caches a process
 may find on disk are pointed at a temporary folder: ``LADDU_DASK_CACHE`` (laddu-dask's generated kernels) and
 ``NUMBA_CACHE_DIR`` (Numba's machine code, for every ``cache=True`` function).
 
@@ -145,10 +148,17 @@ def _measure(library: str, data: str, mc: str, model: str, point: list[float]) -
     else:
         raise ValueError(f"library must be one of {LIBRARIES}, got {library!r}")
     first = time.perf_counter() - t1
+    tier0 = None
+    if library == "laddu-dask":  # untimed: the kernels compiled meanwhile reach the disk cache
+        from laddu_dask.runtime.reducer import wait_compilations
+
+        tier0 = not wait_compilations(0.0)  # still compiling: the tier-0 kernel evaluated
+        wait_compilations(900.0)
     out = {"library": library, "import_s": import_s, "first_evaluation_s": first, "value": value,
            "rss_added_mib": (process.memory_info().rss - rss) / 2**20, "cache_files_before": before}
     if compile_log is not None:
         out["compile_s"] = compile_log.total()
+        out["tier0"] = tier0
     return out
 
 

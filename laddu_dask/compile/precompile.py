@@ -32,10 +32,8 @@ from typing import Any
 
 __all__ = ["compile_in_child", "main", "request"]
 
-#: Seconds a child compilation may take before it is stopped (the parent then compiles).
-TIMEOUT = 1800.0
-
 _LOCK = threading.Lock()
+_ONE_AT_A_TIME = threading.Lock()
 _CHILDREN: set[subprocess.Popen] = set()
 
 
@@ -45,13 +43,22 @@ def request(source: str, function: str, precision: str, cache_kinds: tuple[str, 
             "cache_kinds": list(cache_kinds)}
 
 
-def compile_in_child(fused: Any, with_gradient: bool, timeout: float = TIMEOUT) -> bool:
+def compile_in_child(fused: Any, with_gradient: bool, timeout: float | None = None) -> bool:
     """Compile ``fused``'s blocked sum in a child process (into Numba's disk cache).
 
-    Returns ``True`` when the child compiled it, ``False`` when it could not run or failed
-    (the caller then compiles in this process, where a failure raises as usual).
+    One child runs at a time per process (a second request waits for the first).  A child
+    that takes more than ``timeout`` seconds (default: the ``laddu-dask.compile-timeout``
+    setting) is stopped.  Returns ``True`` when the child compiled it, ``False`` when it
+    could not run, failed or was stopped (the caller then compiles in this process, where
+    a failure raises as usual).
     """
+    from dask.utils import parse_timedelta
+
+    from laddu_dask import config
     from laddu_dask.compile.kernel_cache import safe_cache_dir
+
+    if timeout is None:
+        timeout = parse_timedelta(config.get("compile-timeout"))
 
     if not sys.executable or not fused.module_source:
         return False
@@ -59,6 +66,11 @@ def compile_in_child(fused: Any, with_gradient: bool, timeout: float = TIMEOUT) 
                                  fused.precision, fused.cache_kinds)).encode()
     env = dict(os.environ)
     env["LADDU_DASK_CACHE"] = safe_cache_dir()
+    with _ONE_AT_A_TIME:
+        return _run_child(payload, env, timeout)
+
+
+def _run_child(payload: bytes, env: dict[str, str], timeout: float) -> bool:
     try:
         proc = subprocess.Popen([sys.executable, "-m", "laddu_dask.compile.precompile"],
                                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,

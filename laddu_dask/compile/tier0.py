@@ -94,6 +94,11 @@ class Tier0Printer(PythonPrinter):
         args = ", ".join(f"{{{i}}}" for i in range(len(kinds)))
         return f"{helper}({args}, {{attr}})" if op == "powi" else f"{helper}({args})"
 
+    def apply(self, op: str, args, kinds, attr: Any = None, forward: bool = False) -> str:
+        if op == "powi" and COMPLEX in kinds and attr != 2:  # Numba's cpow: no tier-0 form
+            raise ModelError(f"a complex power {attr} has no {self.backend} spelling")
+        return super().apply(op, args, kinds, attr, forward)
+
     def term(self, t: Term, leaves: dict[str, str]) -> str:
         code, self.last_kind = self._term(t, leaves)
         return code

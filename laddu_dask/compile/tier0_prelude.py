@@ -111,7 +111,11 @@ def powi_r(x: Any, n: int) -> Any:
         e >>= 1
         if e:
             val = val * val
-    return 1.0 / res if n < 0 else res
+    if n >= 0:
+        return res
+    if np.any(np.asarray(res) == 0.0):  # Numba raises ZeroDivisionError here
+        raise Tier0Fallback("a negative power of zero")
+    return 1.0 / res
 
 
 def exp_r(x: Any) -> np.ndarray:
@@ -151,7 +155,8 @@ def atan2_rr(y: Any, x: Any) -> np.ndarray:
 
 
 def sign_r(x: Any) -> np.ndarray:
-    return np.sign(_arr(x))
+    a = _arr(x)
+    return np.where(a == 0.0, a, np.sign(a))  # Numba's sign of a zero is that zero
 
 
 def acos_r(x: Any) -> np.ndarray:
@@ -318,7 +323,10 @@ def _csqrt(a: float, b: float) -> tuple[float, float]:
 
 def sqrt_c(x: Complex) -> Complex:
     a, b = np.broadcast_arrays(_arr(x[0]), _arr(x[1]))
-    pairs = [_csqrt(p, q) for p, q in zip(a.ravel().tolist(), b.ravel().tolist())]
+    try:
+        pairs = [_csqrt(p, q) for p, q in zip(a.ravel().tolist(), b.ravel().tolist())]
+    except ZeroDivisionError:  # an underflowing square root: Numba raises too
+        raise Tier0Fallback("a complex square root divided by zero") from None
     re = np.array([p[0] for p in pairs], dtype=np.float64).reshape(a.shape)
     im = np.array([p[1] for p in pairs], dtype=np.float64).reshape(a.shape)
     return (re, im)

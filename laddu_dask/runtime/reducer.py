@@ -33,12 +33,14 @@ from __future__ import annotations
 import math
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from dask.sizeof import sizeof
 
+from laddu_dask import config
 from laddu_dask.compile.compiled import CompiledModel, real_dtype
 from laddu_dask.compile.plan import TRANSFORM_CODES, ReductionPlan, rejected_value_error
 from laddu_dask.errors import NonFiniteError
@@ -56,6 +58,27 @@ def numba_available() -> bool:
     except ImportError:
         return False
     return True
+
+
+_COMPILING: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
+
+
+def wait_compilations(timeout: float | None = None) -> bool:
+    """Wait for every background compilation of fused kernels in this process (``timeout``
+    seconds at most for each); ``True`` when none is left running.
+
+    A process that exits stops a child compilation still running, so a script that wants
+    the kernels in the disk cache for the next process (a benchmark, a warm-up job) calls
+    this before it exits.
+
+    Examples
+    --------
+    >>> wait_compilations(0.0)
+    True
+    """
+    for thread in list(_COMPILING):
+        thread.join(timeout)
+    return not any(t.is_alive() for t in list(_COMPILING))
 
 
 class PreparedPartition:
@@ -128,6 +151,10 @@ class PartitionReducer:
         self._ready = [False, False]  # the fused sum (value, value+gradient) is compiled
         self._compiling: list[threading.Thread | None] = [None, None]
         self._tier0: Any = False  # not built yet (None: the model has none)
+        #: Whether evaluations before the fused kernel is ready run the tier-0 kernel (and the
+        #: compilation a child process); a reducer rebuilt on a cluster worker compiles in the
+        #: evaluation instead, as its worker process may be retired while a child compiles.
+        self.interim = True
         self._lock = threading.Lock()
         if device == "gpu":
             # generated CUDA kernels; the array code (on CuPy) when nothing is per event
@@ -169,6 +196,7 @@ class PartitionReducer:
             thread = self._compiling[with_gradient] = threading.Thread(
                 target=self._compile, args=(with_gradient, label, notify),
                 name="laddu-dask-compile", daemon=True)
+            _COMPILING.add(thread)
         thread.start()
         return thread
 
@@ -198,7 +226,8 @@ class PartitionReducer:
             timer.daemon = True
             timer.start()
         try:
-            if self.tier0() is not None and not fused.on_disk(with_gradient):
+            if (self.interim and config.get("tier0") and self.tier0() is not None
+                    and not fused.on_disk(with_gradient)):
                 # evaluations run meanwhile: compile in a child, then load its machine code
                 from laddu_dask.compile.precompile import compile_in_child
 
@@ -280,14 +309,15 @@ class PartitionReducer:
     def _interim(self, part: PreparedPartition, params: Params, plan: ReductionPlan,
                  with_gradient: bool) -> np.ndarray | None:
         """The fused kernel's per-event rows from the tier-0 kernel while the fused sum
-        compiles on its thread; ``None`` when the fused kernel is to be called (it is ready,
-        its compilation failed, the model has no tier-0 kernel, or Numba would raise)."""
+        compiles; ``None`` when the fused kernel is to be called (it is ready, its machine
+        code is on disk and loading, its compilation failed, the model has no tier-0
+        kernel, or Numba would raise)."""
         thread = self.compile_ahead(with_gradient, "the model")
-        if thread is None or not thread.is_alive():
+        if thread is None or not thread.is_alive() or not self.interim or not config.get("tier0"):
             return None
         t0 = self.tier0()
-        if t0 is None:
-            return None
+        if t0 is None or self.fused.on_disk(with_gradient):
+            return None  # no tier-0 kernel, or the thread loads machine code: wait for it
         from laddu_dask.compile.tier0_prelude import Tier0Fallback
 
         try:
@@ -305,7 +335,7 @@ class PartitionReducer:
         fk = self.fused
         rows = self.rows(with_gradient)
         code = TRANSFORM_CODES[plan.transform]
-        if not self._ready[with_gradient] and not self._is_ready(with_gradient):
+        if self.interim and not self._ready[with_gradient] and not self._is_ready(with_gradient):
             out = self._interim(part, params, plan, with_gradient)
             if out is not None:
                 return CertifiedPartials.exact(finite_terms(out, part))
@@ -429,4 +459,6 @@ def finite_terms(rows: Any, part: PreparedPartition) -> ExactPartials:
 
 def _rebuild(expr: Any, precision: str, kernel: str, device: str = "cpu",
              gpu: int = 0) -> PartitionReducer:
-    return PartitionReducer(CompiledModel.from_expr(expr), precision, kernel, device, gpu)
+    reducer = PartitionReducer(CompiledModel.from_expr(expr), precision, kernel, device, gpu)
+    reducer.interim = False  # on a cluster worker: compiled in the evaluation
+    return reducer
