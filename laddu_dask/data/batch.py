@@ -11,31 +11,14 @@ Examples
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-import numpy as np
-
+from laddu_dask.arrays import array_module
 from laddu_dask.data.schema import p4_columns
 from laddu_dask.errors import DataError, SchemaError
-
-
-def array_module(array: Any) -> ModuleType:
-    """Return the array module (``numpy`` or ``cupy``) that owns ``array``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> array_module(np.zeros(3)).__name__
-    'numpy'
-    """
-    root = type(array).__module__.split(".", 1)[0]
-    if root == "cupy":
-        return sys.modules["cupy"]
-    return np
 
 
 def _length(array: Any) -> int:

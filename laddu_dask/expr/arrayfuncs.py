@@ -19,17 +19,9 @@ from typing import Any
 
 import numpy as np
 
+from laddu_dask.arrays import array_module, complex_dtype
 
-def array_module(*values: Any) -> Any:
-    """Return ``cupy`` if any argument is a CuPy array, else ``numpy``."""
-    for v in values:
-        mod = type(v).__module__
-        if mod.startswith("cupy"):
-            import cupy
-
-            return cupy
-    return np
-
+__all__ = ["array_module", "arccos_slope", "cis", "make_complex", "norm_sqr"]
 
 #: Scalar types :func:`make_complex` builds a ``complex128`` of without array machinery.
 _DOUBLE_SCALARS = frozenset({float, int, np.float64})
@@ -43,7 +35,7 @@ def make_complex(re: Any, im: Any) -> Any:
     shape = np.broadcast_shapes(np.shape(re), np.shape(im))
     dtypes = [x.dtype for x in (re, im) if hasattr(x, "dtype")]
     dtype = np.result_type(*dtypes) if dtypes else np.dtype(np.float64)
-    cdtype = np.complex64 if dtype == np.float32 else np.complex128
+    cdtype = complex_dtype(dtype)
     if shape == ():
         return cdtype(complex(float(re), float(im)))
     out = xp.empty(shape, dtype=cdtype)

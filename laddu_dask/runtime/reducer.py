@@ -42,6 +42,7 @@ from dask.sizeof import sizeof
 
 from laddu_dask import config
 from laddu_dask.compile.compiled import CompiledModel, real_dtype
+from laddu_dask.compile.dtypes import complex_dtype
 from laddu_dask.compile.plan import TRANSFORM_CODES, ReductionPlan, rejected_value_error
 from laddu_dask.errors import NonFiniteError
 from laddu_dask.expr.arrayfuncs import array_module
@@ -388,7 +389,7 @@ class PartitionReducer:
         if self.fused is not None and isinstance(part.weights, np.ndarray):
             dt = real_dtype(self.precision)
             if self.compiled.split.root.kind == "complex":
-                dt = np.complex64 if dt is np.float32 else np.complex128
+                dt = complex_dtype(dt)
             out = np.empty(part.n, dtype=dt)
             self.fused.values(*part.cache, params.array, out)
             return out
