@@ -50,6 +50,7 @@ from laddu_dask.errors import (
     SchemaError,
 )
 from laddu_dask.expr import (
+    AllowedPartialWave,
     Angles,
     BarrierKind,
     Channel,
@@ -67,11 +68,16 @@ from laddu_dask.expr import (
     ParameterSpec,
     ParameterUpdate,
     Parity,
+    PartialWave,
     Particle,
     Polarization,
     PolPhase,
     Predicate,
+    RuleCheck,
+    RuleReport,
+    RuleSet,
     S,
+    SelectionRules,
     Sheet,
     Statistics,
     Vec3,
@@ -243,6 +249,8 @@ __all__ += ["Channel", "Edge", "MandelstamChannel", "Particle", "Vertex", "Verte
 __all__ += ["InitialMomentum", "MassProposal", "VertexProposal"]
 # particle metadata types
 __all__ += ["Isospin", "Statistics"]
+# quantum-number selection rules and partial waves
+__all__ += ["AllowedPartialWave", "PartialWave", "RuleCheck", "RuleReport", "RuleSet", "SelectionRules"]
 # dataset operations (issue 12)
 __all__ += ["Bin", "BinnedDataset", "DatasetStats", "Histogram"]
 # penalties and laddu's name of the error base class

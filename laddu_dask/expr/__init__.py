@@ -59,6 +59,14 @@ from laddu_dask.expr.particles import Particle
 from laddu_dask.expr.polarization import Angles, Polarization, PolPhase, Zlm
 from laddu_dask.expr.proposals import InitialMomentum, MassProposal, VertexProposal
 from laddu_dask.expr.quantum import Isospin, J, L, M, Parity, S, Statistics
+from laddu_dask.expr.rules import (
+    AllowedPartialWave,
+    PartialWave,
+    RuleCheck,
+    RuleReport,
+    RuleSet,
+    SelectionRules,
+)
 from laddu_dask.expr.topology import Channel, Edge, Vertex
 
 __all__ = [
@@ -130,3 +138,5 @@ __all__ += ["Channel", "Edge", "MandelstamChannel", "Particle", "Vertex", "Verte
 __all__ += ["InitialMomentum", "MassProposal", "VertexProposal"]
 # particle metadata types
 __all__ += ["Isospin", "Statistics"]
+# quantum-number selection rules and partial waves
+__all__ += ["AllowedPartialWave", "PartialWave", "RuleCheck", "RuleReport", "RuleSet", "SelectionRules"]
