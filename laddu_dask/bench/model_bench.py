@@ -136,7 +136,11 @@ def _report(out: dict[str, Any], say: Any) -> None:
         for kind in ("cold", "warm"):
             say(table_row(f"{name}: first v+g, {kind}", ours[kind]["first_evaluation_s"],
                           theirs and theirs["first_evaluation_s"], 1.0, "s"))
-        if "compile_s" in ours["cold"]:
+        cold_runs = ours.get("runs", {}).get("cold", [])
+        if "compile_s" in ours["cold"] and cold_runs and all(r.get("tier0") for r in cold_runs):
+            say(f"{name}: kernel compilation {ours['cold']['compile_s']:.1f} s in a child process; the "
+                "tier-0 kernel served the cold first evaluation")
+        elif "compile_s" in ours["cold"]:
             say(f"{name}: kernel compilation {ours['cold']['compile_s']:.1f} s of the cold first evaluation "
                 f"({compile_share(ours):.0%})")
         if "agreement" in m:
