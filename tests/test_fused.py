@@ -237,7 +237,10 @@ LINEAR = ld.parameter("a") * ld.scalar("x")
 
 @pytest.fixture
 def exact_calls(monkeypatch):
-    """Records, for every fused partition task, whether it ran the exact (term) kernels."""
+    """Records, for every fused partition task, whether it ran the exact (term) kernels (the
+    fused kernels themselves: no tier-0 kernel serves while they compile)."""
+    import dask
+
     calls: list[bool] = []
     original = PartitionReducer._fused
 
@@ -246,7 +249,8 @@ def exact_calls(monkeypatch):
         return original(self, part, params, plan, with_gradient, exact)
 
     monkeypatch.setattr(PartitionReducer, "_fused", spy)
-    return calls
+    with dask.config.set({"laddu-dask.tier0": False}):
+        yield calls
 
 
 def _ill_conditioned(n: int, seed: int, weights=(1.0,)) -> tuple[np.ndarray, np.ndarray]:

@@ -74,7 +74,7 @@ def wait_compilations(timeout: float | None = None) -> bool:
 
     Examples
     --------
-    >>> wait_compilations(0.0)
+    >>> wait_compilations(600.0)  # returns once nothing compiles
     True
     """
     for thread in list(_COMPILING):
