@@ -80,3 +80,14 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 # helper scripts run in subprocesses, not test modules
 collect_ignore = ["scripts"]
+
+
+@pytest.fixture(autouse=True)
+def _compilations_end_with_their_test():
+    """A test's background kernel compilations (a child process each, while the tier-0
+    kernel evaluates) finish before the next test starts, so that no test shares the cores
+    with another's compilation (the cluster tests' timing depends on them)."""
+    yield
+    from laddu_dask.runtime.reducer import wait_compilations
+
+    assert wait_compilations(600.0), "a kernel compilation ran for more than 10 minutes"
