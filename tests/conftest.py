@@ -82,6 +82,21 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 collect_ignore = ["scripts"]
 
 
+# The suite compiles its kernels in the evaluation, as before the tier-0 start (a child
+# compilation per kernel, each importing laddu-dask, made a fresh clone's suite 40% slower);
+# tests/test_tier0.py, test_cold_start.py and the fresh-process tests run the default.
+import dask  # noqa: E402
+
+dask.config.set({"laddu-dask.tier0": False})
+
+
+@pytest.fixture
+def tier0():
+    """The default start: the tier-0 kernel evaluates while a child process compiles."""
+    with dask.config.set({"laddu-dask.tier0": True}):
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _compilations_end_with_their_test():
     """A test's background kernel compilations (a child process each, while the tier-0

@@ -30,6 +30,7 @@ from laddu_dask.runtime.reducer import numba_available
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 needs_numba = pytest.mark.skipif(not numba_available(), reason="the fused kernels need Numba")
+pytestmark = pytest.mark.usefixtures("tier0")  # the default start (the suite's conftest waits)
 
 
 def _python(code: str, env: dict[str, str] | None = None) -> str:

@@ -32,7 +32,8 @@ from laddu_dask.errors import NonPositiveIntensityError
 from laddu_dask.expr.ops import _BUILTIN, COMPLEX, REAL, SPEC
 from laddu_dask.runtime.reducer import numba_available
 
-pytestmark = pytest.mark.skipif(not numba_available(), reason="the reference is Numba")
+pytestmark = [pytest.mark.skipif(not numba_available(), reason="the reference is Numba"),
+              pytest.mark.usefixtures("tier0")]
 
 SPECIALS = [0.0, -0.0, 1.0, -1.0, math.inf, -math.inf, math.nan, 5e-324, -1e-310, 1e308, -1e308,
             0.5, 1.0000000000000002, 0.9999999999999999, -0.9999999999999999, 709.9, -745.5,
