@@ -136,7 +136,9 @@ def test_scale_up_mid_fit_gives_the_new_worker_partitions(cluster, ksks_sample, 
     for prepared in (data, mc):
         assert new <= set(holders(client, prepared))  # its share, moved at the next evaluation
     moved = lik.execution.runner.moves
-    assert moved and moved[0]["partitions"] >= 1 + 2  # a third of 4 and of 8, at least
+    # a third of 4 and of 8, at least (on a fresh clone, after the other tests of this file, the
+    # share has been seen to move in two evaluations, 1 then 3 partitions)
+    assert moved and sum(m["partitions"] for m in moved) >= 1 + 2
     printed.assert_quiet(client)
 
 
