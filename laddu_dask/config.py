@@ -27,6 +27,9 @@ key                                         default          meaning
 ``laddu-dask.cluster.preparation-timeout``  ``"1 hour"``     preparing a dataset on a cluster
 ``laddu-dask.cluster.evaluation-timeout``   ``"10 minutes"`` one evaluation on a cluster
 ``laddu-dask.cluster.fit-timeout``          ``"1 hour"``     one fit run as a task on a worker
+``laddu-dask.cluster.direct-calls``         ``True``         an evaluation calls the workers from its own
+                                                             thread (``False``: through the client's
+                                                             event loop, ``client.sync``)
 ``laddu-dask.analysis.task-bytes``          ``"256 MiB"``    many fits on a cluster run as tasks, each
                                                              on one worker next to its data, when the
                                                              data of a fit take at most this much
@@ -64,6 +67,7 @@ DEFAULTS: dict[str, Any] = {
             "worker-timeout": "60s",
             "preparation-timeout": "1 hour",
             "evaluation-timeout": "10 minutes",
+            "direct-calls": True,
             "fit-timeout": "1 hour",
         },
         "analysis": {"task-bytes": "256 MiB"},

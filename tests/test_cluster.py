@@ -165,3 +165,46 @@ def test_one_call_per_worker_per_evaluation(client, sample):
     after = client.run(calls)
     assert {a: after[a] - before[a] for a in after} == {a: 5 for a in after}
     assert len(after) == 2
+
+
+def test_evaluations_call_workers_from_their_own_thread(client, sample):
+    """An evaluation's worker calls run on the calling thread's own event loop (no hand-over
+    to the client's loop thread, ``client.sync``); inside a running event loop (a Jupyter
+    cell) and with ``laddu-dask.cluster.direct-calls`` off they go through ``client.sync``.
+    Every way gives the local bits, and closed comms are opened again."""
+    import asyncio
+
+    import dask
+
+    local = _likelihood(sample, ld.Execution())
+    remote = _likelihood(sample, ld.Execution(client=client))
+    expected = local.value_and_gradient(POINT)
+    remote.value_and_gradient(POINT)  # prepared and placed
+    synced = []
+    real_sync = client.sync
+
+    def counting_sync(*args, **kwargs):
+        synced.append(args[0])
+        return real_sync(*args, **kwargs)
+
+    client.sync = counting_sync
+    try:
+        def same(got):
+            return got[0] == expected[0] and np.array_equal(got[1], expected[1])
+
+        assert same(remote.value_and_gradient(POINT))
+        assert synced == []  # called from this thread's own loop
+        calls = remote.execution._runner.direct
+        calls.close()  # as at the end of a session: the next evaluation opens its comms again
+        assert same(remote.value_and_gradient(POINT)) and synced == []
+
+        async def in_a_cell():
+            return remote.value_and_gradient(POINT)
+
+        assert same(asyncio.run(in_a_cell()))
+        assert len(synced) == 1
+        with dask.config.set({"laddu-dask.cluster.direct-calls": False}):
+            assert same(remote.value_and_gradient(POINT))
+        assert len(synced) == 2
+    finally:
+        client.sync = real_sync

@@ -489,8 +489,9 @@ def test_execution_takes_laddus_signature():
 RUNTIME = Path(__file__).resolve().parents[1] / "laddu_dask" / "runtime"
 
 #: The runtime's modules, lowest first: each may import only those before it.
-LAYERS = ("accumulate", "memory", "reduction", "cluster_waits", "cuda_backend", "reducer", "preparation",
-          "jobs", "placement", "dashboard", "worker", "threaded", "local", "cluster", "execution",
+LAYERS = ("accumulate", "memory", "reduction", "cluster_waits", "direct_calls", "cuda_backend", "reducer",
+          "preparation", "jobs", "wire", "placement", "dashboard", "worker", "threaded", "local", "cluster",
+          "execution",
           "normalization", "prepared", "__init__")
 
 #: Packages above the runtime, which it never imports (DESIGN.md: likelihood sits above it).
@@ -591,3 +592,33 @@ def test_local_evaluation_hands_over_only_what_pays(n_events, chunk, submitted, 
     monkeypatch.setattr(pool, "submit", lambda fn, *a: calls.append(fn) or original(fn, *a))
     assert model.reduce(ex, [2.0], ds, plan) == math.fsum((2.0 * x).tolist())
     assert len(calls) == submitted
+
+
+def test_cluster_wire_carries_points_and_partial_sums_exactly():
+    """What a cluster evaluation sends (points as bytes) and receives (partial sums as one
+    buffer of doubles) comes back bit for bit, subnormals, signed zeros and all."""
+    from laddu_dask.runtime.accumulate import CertifiedPartials
+    from laddu_dask.runtime.jobs import PointPartials
+    from laddu_dask.runtime.reducer import Params
+    from laddu_dask.runtime.wire import decode_partials, decode_points, encode_partials, encode_points
+
+    rng = np.random.default_rng(5)
+    for dtype in (np.float64, np.float32):
+        points = [Params(tuple(rng.normal(size=4).astype(dtype))) for _ in range(3)]
+        back = decode_points(encode_points(points), 3, np.dtype(dtype).str)
+        assert all(b.array.dtype == dtype and b.array.tobytes() == p.array.tobytes()
+                   and b.values == p.values for b, p in zip(back, points))
+    assert decode_points(b"", 0, "<f8") == ()
+    special = np.array([[5e-324, -0.0, 1e308, -2.0**-1074]])
+    sums = [PointPartials([CertifiedPartials(rng.normal(size=(3, 7)), rng.uniform(size=3)),
+                           CertifiedPartials(special, np.array([0.0]))]),
+            None,
+            PointPartials([CertifiedPartials(rng.normal(size=(1, 1)), np.zeros(1))])]
+    shapes, data = encode_partials(sums)
+    back = decode_partials(shapes, data)
+    assert back[1] is None and len(back) == 3
+    for got, want in ((back[0], sums[0]), (back[2], sums[2])):
+        for g, w in zip(got, want):
+            assert g.terms.tobytes() == w.terms.tobytes() and g.terms.shape == w.terms.shape
+            assert g.bound.tobytes() == w.bound.tobytes()
+    assert decode_partials(*encode_partials([None])) == [None]

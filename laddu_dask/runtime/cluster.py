@@ -10,7 +10,8 @@ recomputes them from their sources when a worker is lost.
 
 A round trip through the scheduler costs tens of milliseconds, too much for the few
 hundred evaluations of a fit, so an evaluation calls each worker directly, once, for
-all the jobs of that evaluation (``client.rpc(worker).laddu_reduce``, served by
+all the jobs of that evaluation (``rpc(worker).laddu_reduce`` from the evaluating thread,
+:mod:`~laddu_dask.runtime.direct_calls`, served by
 :mod:`laddu_dask.runtime.worker`).  Each worker reduces the partitions it holds, on all
 its threads, and returns one exact partial sum per job and point.  Where each partition is comes
 from Dask's ``who_has``, cached and refreshed only when the workers changed or a
@@ -66,6 +67,7 @@ from laddu_dask.runtime.preparation import (
 )
 from laddu_dask.runtime.reducer import PartitionReducer
 from laddu_dask.runtime.reduction import merge_list, tree_graph
+from laddu_dask.runtime.wire import decode_partials, encode_points
 
 #: Errors that mean "the worker (or its connection) is gone", not "the work failed".
 _LOST = ("CommClosedError", "KilledWorker", "FutureCancelledError", "StreamClosedError",
@@ -74,6 +76,8 @@ _LOST = ("CommClosedError", "KilledWorker", "FutureCancelledError", "StreamClose
 SERVING = ("running", "paused")
 #: Rounds an evaluation may take to reach all its partitions (each after a move or loss).
 MAX_ROUNDS = 8
+#: Worker shares (layouts) the client keeps a token for.
+MAX_LAYOUTS = 256
 
 
 def _on_client_evaluation(client: Any, label: str, number: int, seconds: float) -> None:
@@ -159,11 +163,14 @@ class ClusterRunner(Runner):
         self.split_every = split_every
         self.progress = progress
         self.watch = WorkerWatch.of(client)
+        self.direct = self.watch.calls
         self.seen = -1  # the watch's generation when placement was last refreshed
         self.live: dict[str, int] = {}  # serving workers and their threads
         self.holder: dict[Hashable, str] = {}  # partition key -> the worker asked for it
         self.sent: dict[str, set[str]] = {}  # worker -> tokens of the objects it has
         self._tokens: dict[int, tuple[Any, str]] = {}
+        self._layouts: dict[tuple, str] = {}  # a worker's share of an evaluation -> its token
+        self._layout_jobs: dict[str, list[WorkerJob]] = {}  # token -> the share, as it travels
         self._datasets: weakref.WeakSet[PreparedDataset] = weakref.WeakSet()
         self.calls = 0
         self.evaluations = 0
@@ -354,33 +361,52 @@ class ClusterRunner(Runner):
 
     def _payload(self, jobs: list[ReductionJob], share: list[tuple[int, list[int]]], addr: str,
                  label: str) -> dict[str, Any]:
+        """The request to ``addr``: its share's layout by token (with the objects it lacks,
+        pickled) and the points of every job (:mod:`~laddu_dask.runtime.wire`)."""
         sent = self.sent.setdefault(addr, set())
-        objects: dict[str, Any] = {}
-        out = []
+        used: dict[str, Any] = {}
+        signature = []
         for j, ids in share:
             job, pd = jobs[j], jobs[j].prepared
-            used = {self._token(job.reducer): job.reducer}
-            if pd.storage == "resident":
-                out.append(WorkerJob(self._token(job.reducer), job.points, job.plan, job.with_gradient,
-                                     job.exact, keys=[pd.partitions[i].key for i in ids]))
+            used[self._token(job.reducer)] = job.reducer
+            if pd.storage == "resident":  # its keys' layer names the prepared dataset
+                where = pd.partitions[0].key[0]
             else:
-                used[self._token(pd.dataset)] = pd.dataset
-                out.append(WorkerJob(self._token(job.reducer), job.points, job.plan, job.with_gradient,
-                                     job.exact, dataset=self._token(pd.dataset), indices=ids,
-                                     stream_threads=pd.stream_workers))
-            objects.update({t: obj for t, obj in used.items() if t not in sent})
+                where = self._token(pd.dataset)
+                used[where] = pd.dataset
+            signature.append((self._token(job.reducer), where, len(job.points), job.plan,
+                              job.with_gradient, job.exact, tuple(ids)))
+        token = self._layouts.get(tuple(signature))
+        if token is None:
+            if len(self._layouts) >= MAX_LAYOUTS:  # placements come and go: keep the recent ones
+                self._layout_jobs.pop(self._layouts.pop(next(iter(self._layouts))), None)
+            token = self._layouts[tuple(signature)] = f"layout-{uuid.uuid4().hex}"
+            self._layout_jobs[token] = [self._worker_job(jobs[j], ids) for j, ids in share]
+        used[token] = self._layout_jobs[token]
+        objects = {t: obj for t, obj in used.items() if t not in sent}
         sent.update(objects)
-        return {"label": label, "objects": objects, "jobs": out}
+        first = jobs[share[0][0]].points[0].array.dtype.str if share and jobs[share[0][0]].points else "<f8"
+        return {"label": label, "layout": token,
+                "objects": pickle.dumps(objects, protocol=pickle.HIGHEST_PROTOCOL) if objects else None,
+                "points": [encode_points(jobs[j].points) for j, _ids in share], "dtype": first}
 
-    async def _call_all(self, payloads: dict[str, dict[str, Any]], deadline: Deadline) -> dict[str, Any]:
-        """Call every worker at once; a reply, or the error of a broken call, per worker."""
+    def _worker_job(self, job: ReductionJob, ids: list[int]) -> WorkerJob:
+        """``job``'s share of partitions ``ids`` on one worker, as it travels."""
+        pd = job.prepared
+        head = (self._token(job.reducer), len(job.points), job.plan, job.with_gradient, job.exact)
+        if pd.storage == "resident":
+            return WorkerJob(*head, keys=[pd.partitions[i].key for i in ids])
+        return WorkerJob(*head, dataset=self._token(pd.dataset), indices=ids,
+                         stream_threads=pd.stream_workers)
 
-        # one pickled frame each (unpickled by the worker plugin, as Dask's own messages are)
-        request = {addr: pickle.dumps(p, protocol=pickle.HIGHEST_PROTOCOL) for addr, p in payloads.items()}
+    async def _call_all(self, rpc: Any, payloads: dict[str, dict[str, Any]], deadline: Deadline
+                        ) -> dict[str, Any]:
+        """Call every worker at once through the connection pool ``rpc``; a reply, or the
+        error of a broken call, per worker."""
 
         async def one(addr: str, payload: dict[str, Any]) -> Any:
             try:
-                return await self.client.rpc(addr).laddu_reduce(request=request[addr])
+                return await rpc(addr).laddu_reduce(request=payload)
             except Exception as err:  # noqa: BLE001 - a broken call is sorted out by the caller
                 return err
 
@@ -392,7 +418,8 @@ class ClusterRunner(Runner):
             known: Any = ()
             if not done and self.client.status == "running":  # a slow call: is its worker still there?
                 try:
-                    info = await asyncio.wait_for(self.client.scheduler.identity(n_workers=-1), POLL)
+                    info = await asyncio.wait_for(rpc(self.client.scheduler.address).identity(n_workers=-1),
+                                                  POLL)
                     known = info.get("workers", {})
                 except (TimeoutError, OSError):
                     known = tasks  # the scheduler is slow: assume they are
@@ -443,7 +470,7 @@ class ClusterRunner(Runner):
                 self._await(missing)
                 continue
             payloads = {addr: self._payload(jobs, share, addr, label) for addr, share in shares.items()}
-            replies = self.client.sync(self._call_all, payloads, deadline) if payloads else {}
+            replies = self.direct.run(self._call_all, payloads, deadline) if payloads else {}
             calls += len(replies)
             todo, failed = {}, []
             for addr, reply in replies.items():
@@ -457,9 +484,9 @@ class ClusterRunner(Runner):
                 elif "need" in reply:  # the worker restarted at the same address
                     self.sent[addr].difference_update(reply["need"])
                 else:
-                    reply = pickle.loads(reply["reply"])  # written by our own worker plugin
-                    gone = set(reply["missing"])
-                    for (j, _ids), partial in zip(again, reply["results"]):
+                    # "missing" is pickled by our own worker plugin
+                    gone = set(pickle.loads(reply["missing"])) if reply.get("missing") else set()
+                    for (j, _ids), partial in zip(again, decode_partials(reply["shapes"], reply["data"])):
                         if partial is not None:
                             partials[j].append(partial)
                     again = [(j, [i for i in ids if jobs[j].prepared.storage == "resident"

@@ -70,11 +70,13 @@ class ReductionJob:
 
 @dataclass(frozen=True)
 class WorkerJob:
-    """One job's share on one cluster worker, as it travels: resident ``keys``, or streamed
-    partition ``indices``; the reducer and the dataset by the token they were sent under."""
+    """One job's share on one cluster worker, as it travels (once, while the placement
+    holds): resident ``keys``, or streamed partition ``indices``; the reducer and the
+    dataset by the token they were sent under.  Its ``n_points`` points travel with every
+    evaluation (:mod:`~laddu_dask.runtime.wire`)."""
 
     reducer: str
-    points: tuple[Params, ...]
+    n_points: int
     plan: ReductionPlan
     with_gradient: bool
     exact: bool

@@ -28,6 +28,8 @@ import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from laddu_dask.runtime.direct_calls import DirectCalls
+
 #: The scheduler's events (on the topic of a worker's address) that change the worker set.
 WORKER_EVENTS = ("add-worker", "remove-worker")
 #: The topic on which a worker announces that it joined (``{"worker": address}``).
@@ -109,6 +111,7 @@ class WorkerWatch:
         self.removed: dict[str, float] = {}
         self.followed: set[str] = set()
         self.plugin_registered = False
+        self.calls = DirectCalls(client)  # the client's evaluation calls, from each thread
         self._client = weakref.ref(client)
         client.subscribe_topic(TOPIC, self._joined)
 

@@ -115,6 +115,11 @@ class Params:
         self.values = values
         self.array = np.array(values, dtype=type(values[0]) if values else np.float64)
 
+    def __reduce__(self) -> tuple:
+        # the array alone travels (its values are rebuilt from it): a point is pickled on
+        # every cluster evaluation, and a tuple of NumPy scalars costs several times more
+        return _params_from_bytes, (self.array.tobytes(), self.array.dtype.str)
+
     @classmethod
     def from_array(cls, array: np.ndarray) -> Params:
         """A point from a 1-D array of its precision's dtype (copied)."""
@@ -122,6 +127,11 @@ class Params:
         out.array = array.copy()
         out.values = tuple(out.array)
         return out
+
+
+def _params_from_bytes(raw: bytes, dtype: str) -> Params:
+    """The point :meth:`Params.__reduce__` pickled: its array's bytes and dtype."""
+    return Params.from_array(np.frombuffer(raw, dtype=dtype))
 
 
 class PartitionReducer:

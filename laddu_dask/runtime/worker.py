@@ -11,12 +11,15 @@ release the GIL) and returns one exact partial sum per job and point.  It owns n
 reducers and the streamed datasets the client sent it, under a token each, so that an
 evaluation carries only parameters.
 
-A request is ``{"label": str, "objects": {token: object}, "jobs": [WorkerJob, ...]}``,
-pickled into one frame (cheaper to send than Dask's per-array frames); the reply is
-``{"reply": pickled {"results": [partials or None per job], "missing": [keys not
-held], "events": n}}``, ``{"need": [tokens]}`` when the worker lacks an object (it restarted),
-or ``{"error": exception}`` when a reduction failed (a bad file, a non-positive
-intensity), raised again on the client.
+A request is ``{"label": str, "layout": token, "objects": pickled {token: object} or None,
+"points": [bytes per job], "dtype": str}``: the layout (a list of :class:`WorkerJob`, this
+worker's share of every job) is one of the objects, sent once and then named by its
+token, so that an evaluation carries only its points.  The reply is ``{"shapes": ...,
+"data": bytes, "events": n}`` with the partial sums of every job
+(:func:`~laddu_dask.runtime.wire.encode_partials`) and, when some partitions were not
+held, ``"missing"``: their keys, pickled; ``{"need": [tokens]}`` when the worker lacks
+an object (it restarted, or dropped it), or ``{"error": exception}`` when a reduction
+failed (a bad file, a non-positive intensity), raised again on the client.
 
 Examples
 --------
@@ -48,6 +51,7 @@ from laddu_dask.runtime.jobs import (
     task_groups,
 )
 from laddu_dask.runtime.placement import TOPIC
+from laddu_dask.runtime.wire import decode_points, encode_partials
 
 #: The name of the comm handler on every worker.
 HANDLER = "laddu_reduce"
@@ -87,28 +91,37 @@ class LadduWorker(WorkerPlugin):
             del worker.handlers[HANDLER]
         self.pool.shutdown(wait=False, cancel_futures=True)
 
-    async def reduce(self, request: bytes) -> dict[str, Any]:
+    async def reduce(self, request: dict[str, Any]) -> dict[str, Any]:
         """The handler: reduce this worker's share of every job of one evaluation."""
         self.calls += 1
         start = time.perf_counter()
-        message: dict[str, Any] = pickle.loads(request)  # laddu-dask's client (Dask unpickles alike)
-        self.objects.update(message.get("objects") or {})
-        jobs: list[WorkerJob] = message["jobs"]
+        if request.get("objects"):  # pickled by laddu-dask's client (Dask unpickles alike)
+            self.objects.update(pickle.loads(request["objects"]))
+        layout = self.objects.get(request["layout"])
+        if layout is None:
+            return {"need": [request["layout"]]}
+        jobs: list[WorkerJob] = layout
         tokens = {t for job in jobs for t in (job.reducer, job.dataset) if t is not None}
         need = sorted(t for t in tokens if t not in self.objects)
         if need:
-            return {"need": need}
+            return {"need": [request["layout"], *need]}
+        tokens.add(request["layout"])
+        points = [decode_points(raw, job.n_points, request["dtype"])
+                  for raw, job in zip(request["points"], jobs)]
         for token in tokens:
             self.objects.move_to_end(token)
         while len(self.objects) > MAX_OBJECTS:  # the least recently used: sent again if needed
             self.objects.popitem(last=False)
         data = self.worker.data
+        # the in-memory part of Dask's spill buffer: a hit there skips the buffer's per-read
+        # metrics (a read still marks the key as recently used, so that it is spilled last)
+        fast = getattr(data, "fast", None)
         held: dict[Hashable, Any] = {}  # each partition looked up once (terms share datasets)
         missing: list[Hashable] = []
         units: list[tuple[int, Any, tuple, int]] = []  # (job, task function, its arguments, events)
         for j, job in enumerate(jobs):
             reducer = self.objects[job.reducer]
-            tail = (job.points, job.plan, job.with_gradient, job.exact)
+            tail = (points[j], job.plan, job.with_gradient, job.exact)
             if job.streaming:  # at most stream_threads partitions read at once (the budget)
                 dataset = self.objects[job.dataset]
                 units += [(j, stream_partitions, (reducer, dataset, group, *tail),
@@ -118,8 +131,8 @@ class LadduWorker(WorkerPlugin):
             parts = []
             for key in job.keys:
                 if key not in held:
-                    try:
-                        held[key] = data[key]  # unspills it if Dask spilled it to disk
+                    try:  # from disk, Dask's buffer unspills it
+                        held[key] = fast[key] if fast is not None and key in fast else data[key]
                     except KeyError:
                         held[key] = None
                 if held[key] is None:
@@ -152,10 +165,13 @@ class LadduWorker(WorkerPlugin):
                 per_job[j].append(partial)
         results = [PointPartials.merge(p) if p else None for p in per_job]
         # -- dashboard hook: one call per evaluation served by this worker ------------------
-        _on_worker_evaluation(self.worker, message.get("label", ""), time.perf_counter() - start, events)
-        # one pickled frame: far cheaper to send than the arrays of every partial sum as frames
-        return {"reply": pickle.dumps({"results": results, "missing": missing, "events": events},
-                                      protocol=pickle.HIGHEST_PROTOCOL)}
+        _on_worker_evaluation(self.worker, request.get("label", ""), time.perf_counter() - start, events)
+        # one buffer of doubles: far cheaper to send than the arrays of every partial sum
+        shapes, data = encode_partials(results)
+        reply: dict[str, Any] = {"shapes": shapes, "data": data, "events": events}
+        if missing:
+            reply["missing"] = pickle.dumps(missing, protocol=pickle.HIGHEST_PROTOCOL)
+        return reply
 
 
 def _run_share(pending: deque) -> list[tuple[int, PointPartials]]:
