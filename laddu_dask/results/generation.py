@@ -75,7 +75,7 @@ __all__ = ["Generator"]
 DEFAULT_PARTITION_EVENTS = 100_000
 #: Float64 arrays per edge and event while an event is built (its four-vector and the
 #: temporaries of boosts and rotations), and per event for weights and intensities.
-_WORK_ARRAYS_PER_EDGE, _WORK_ARRAYS_PER_EVENT = 12, 8
+_WORK_ARRAYS_PER_EDGE, _WORK_ARRAYS_PER_EVENT = 16, 8
 #: The stream of the unweighting pilot: a spawn key no partition uses.
 _PILOT_KEY = (2**32 - 1,)
 
