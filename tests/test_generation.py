@@ -300,6 +300,10 @@ def test_bad_input_is_a_typed_error_naming_it(tmp_path):
         generator.weighted(10, parameters=[1.0])
     with pytest.raises(ParameterError, match="model must be a laddu_dask Model"):
         generator.weighted(10, model="I")
+    with pytest.raises(ParameterError, match="proven_envelope=True is not supported"):
+        generator.unweighted(10, proven_envelope=True)
+    with pytest.raises(ParameterError, match="index_column='i' is not supported"):
+        generator.weighted(10, index_column="i")
     with pytest.raises(ParameterError, match="safety_factor"):
         generator.unweighted(10, safety_factor=0.5)
     with pytest.raises(ParameterError, match="d0_re"):

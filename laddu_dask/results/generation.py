@@ -351,7 +351,8 @@ class Generator:
 
     def weighted(self, events: int, *, model: Model | None = None, parameters: Any = None,
                  execution: Execution | None = None, memory: Any = None, seed: int = 0,
-                 path: str | os.PathLike[str] | None = None,
+                 diagnostics: bool = False, index_column: str | None = None, index_dtype: Any = "uint64",
+                 index_start: int = 0, path: str | os.PathLike[str] | None = None,
                  partition_events: int | None = None) -> tuple[Dataset, GenerationReport]:
         """Generate weighted phase-space events (weights times the model's intensity if given).
 
@@ -374,6 +375,9 @@ class Generator:
             A folder to write one Parquet file per partition into (replaced when done).
         partition_events : int, optional
             Events per partition (else from the memory budget, at most 100 000).
+        diagnostics, index_column, index_dtype, index_start
+            laddu's keywords; ``diagnostics`` is accepted (the report is the same), an
+            ``index_column`` is not supported yet (a ``ParameterError``).
 
         Returns
         -------
@@ -387,6 +391,7 @@ class Generator:
         ModelError
             For an event outside phase space (a closed threshold), naming the vertex.
         """
+        _laddu_only(index_column=index_column)
         return self._generate("weighted", events, model, parameters, execution, memory, seed, path,
                               partition_events)
 
@@ -394,7 +399,9 @@ class Generator:
                    execution: Execution | None = None, memory: Any = None, seed: int = 0,
                    max_proposals: int | None = None, max_weight: float | None = None,
                    pilot_proposals: int = 10_000, safety_factor: float = 2.0,
-                   grow_envelope: bool = False, path: str | os.PathLike[str] | None = None,
+                   proven_envelope: bool = False, grow_envelope: bool = False, diagnostics: bool = False,
+                   index_column: str | None = None, index_dtype: Any = "uint64", index_start: int = 0,
+                   path: str | os.PathLike[str] | None = None,
                    partition_events: int | None = None) -> tuple[Dataset, GenerationReport]:
         """Generate unit-weight events by accept-reject against ``model`` (or phase space).
 
@@ -409,6 +416,7 @@ class Generator:
             When a weight exceeds the envelope (without ``grow_envelope``) or the proposal
             limit is reached.
         """
+        _laddu_only(proven_envelope=proven_envelope, index_column=index_column)
         if max_proposals is not None:
             max_proposals = _count(max_proposals, "max_proposals", 1)
         factor = _positive(safety_factor, "safety_factor")
@@ -419,6 +427,13 @@ class Generator:
             max_weight=max_weight, pilot_proposals=pilot_proposals, safety_factor=factor,
             grow_envelope=bool(grow_envelope), max_proposals=max_proposals)
         return dataset, report
+
+
+def _laddu_only(**given: Any) -> None:
+    """Refuse laddu keywords whose feature laddu-dask's generator does not have yet."""
+    for name, value in given.items():
+        if value not in (None, False):
+            raise ParameterError(f"{name}={value!r} is not supported by laddu-dask's Generator yet")
 
 
 class _Regrow(Exception):
