@@ -55,7 +55,7 @@ __all__ = ["PhaseSpacePlan", "boost", "breakup_momentum"]
 
 
 def _m2(p4: np.ndarray) -> np.ndarray:
-    return p4[:, 0] ** 2 - (p4[:, 1:] ** 2).sum(axis=1)
+    return p4[0] * p4[0] - p4[1] * p4[1] - p4[2] * p4[2] - p4[3] * p4[3]
 
 
 def _mass(p4: np.ndarray) -> np.ndarray:
@@ -63,23 +63,26 @@ def _mass(p4: np.ndarray) -> np.ndarray:
 
 
 def boost(p4: np.ndarray, beta: np.ndarray) -> np.ndarray:
-    """Four-vectors ``p4`` ``(n, 4)`` boosted by velocities ``beta`` ``(n, 3)`` (laddu's
-    ``Vec4.boost``: a particle at rest acquires the velocity ``beta``).
+    """Four-vectors ``p4`` ``(4, n)`` (rows ``E, px, py, pz``) boosted by velocities ``beta``
+    ``(3, n)`` (laddu's ``Vec4.boost``: a particle at rest acquires the velocity ``beta``).
 
     Examples
     --------
     >>> import numpy as np
-    >>> boost(np.array([[1.0, 0, 0, 0]]), np.array([[0, 0, 0.6]])).round(12).tolist()
+    >>> boost(np.array([[1.0], [0], [0], [0]]), np.array([[0], [0], [0.6]])).round(12).T.tolist()
     [[1.25, 0.0, 0.0, 0.75]]
     """
-    b2 = (beta**2).sum(axis=1)
+    bx, by, bz = beta
+    b2 = bx * bx + by * by + bz * bz
     gamma = 1.0 / np.sqrt(1.0 - b2)
-    bp = (beta * p4[:, 1:]).sum(axis=1)
-    safe = np.where(b2 > 0.0, b2, 1.0)
-    factor = np.where(b2 > 0.0, (gamma - 1.0) * bp / safe, 0.0) + gamma * p4[:, 0]
+    bp = bx * p4[1] + by * p4[2] + bz * p4[3]
+    # (gamma - 1) / b2 = gamma^2 / (gamma + 1), finite at b2 = 0
+    factor = gamma * gamma / (gamma + 1.0) * bp + gamma * p4[0]
     out = np.empty_like(p4)
-    out[:, 0] = gamma * (p4[:, 0] + bp)
-    out[:, 1:] = p4[:, 1:] + factor[:, None] * beta
+    out[0] = gamma * (p4[0] + bp)
+    out[1] = p4[1] + factor * bx
+    out[2] = p4[2] + factor * by
+    out[3] = p4[3] + factor * bz
     return out
 
 
@@ -98,13 +101,16 @@ def breakup_momentum(parent: np.ndarray, first: np.ndarray | float, second: np.n
         return np.where(parent >= first + second, np.sqrt(np.maximum(lam, 0.0)), np.nan) / (2.0 * parent)
 
 
-def _on_shell(direction: np.ndarray, momentum: np.ndarray, mass: np.ndarray) -> np.ndarray:
-    p3 = direction * momentum[:, None]
-    return np.column_stack([np.sqrt(mass**2 + momentum**2), p3])
+def _on_shell(direction: np.ndarray, momentum: np.ndarray, mass: np.ndarray, sign: float = 1.0) -> np.ndarray:
+    """``(4, n)`` four-vectors of mass ``mass`` and momentum ``sign * momentum * direction``."""
+    out = np.empty((4, len(momentum)))
+    np.sqrt(mass * mass + momentum * momentum, out=out[0])
+    np.multiply(direction, sign * momentum, out=out[1:])
+    return out
 
 
-def _unit(v: np.ndarray) -> np.ndarray:
-    return v / np.linalg.norm(v, axis=1)[:, None]
+def _velocity(p4: np.ndarray) -> np.ndarray:
+    return p4[1:] / p4[0]
 
 
 @dataclass(frozen=True)
@@ -237,16 +243,16 @@ class PhaseSpacePlan:
                 self._decay(step, p4s, masses, rng, n, weight, where)
             else:
                 self._exchange(step, p4s, masses, rng, n, weight, where)
-        return p4s, weight
+        return {name: p4.T for name, p4 in p4s.items()}, weight
 
     def _initial(self, name: str, spec: InitialMomentum, rng: np.random.Generator, n: int,
                  weight: np.ndarray, where: str) -> np.ndarray:
         mass = self.fixed_masses[name]
         if spec.kind == "p4":
-            return np.tile(np.array(spec.values), (n, 1))
+            return np.repeat(np.array(spec.values)[:, None], n, axis=1)
         if spec.kind == "momentum":
             p3 = np.array(spec.values)
-            return np.tile(np.array([math.sqrt(mass**2 + p3 @ p3), *p3]), (n, 1))
+            return np.repeat(np.array([math.sqrt(mass**2 + p3 @ p3), *p3])[:, None], n, axis=1)
         assert spec.direction is not None
         direction = np.array(spec.direction) / np.linalg.norm(spec.direction)
         if spec.kind == "energy":
@@ -259,14 +265,14 @@ class PhaseSpacePlan:
             raise ModelError(f"{where}: the initial energy of edge {name!r} ({float(energy.min())}) is "
                              f"below its mass {mass}")
         momentum = np.sqrt(energy**2 - mass**2)
-        return np.column_stack([energy, momentum[:, None] * direction])
+        return np.vstack([energy, direction[:, None] * momentum])
 
     @staticmethod
     def _isotropic(rng: np.random.Generator, n: int) -> np.ndarray:
         costheta = 2.0 * rng.random(n) - 1.0
         phi = 2.0 * math.pi * rng.random(n)
         sintheta = np.sqrt(1.0 - costheta**2)
-        return np.column_stack([sintheta * np.cos(phi), sintheta * np.sin(phi), costheta])
+        return np.vstack([sintheta * np.cos(phi), sintheta * np.sin(phi), costheta])
 
     def _decay(self, step: _VertexStep, p4s: dict[str, np.ndarray], masses: dict[str, np.ndarray],
                rng: np.random.Generator, n: int, weight: np.ndarray, where: str) -> None:
@@ -276,9 +282,9 @@ class PhaseSpacePlan:
         q = breakup_momentum(m, m1, m2)
         _check_threshold(q, m, m1 + m2, step.name, where)
         direction = self._isotropic(rng, n)
-        beta = parent[:, 1:] / parent[:, :1]
+        beta = _velocity(parent)
         p4s[step.outgoing[0]] = boost(_on_shell(direction, q, m1), beta)
-        p4s[step.outgoing[1]] = boost(_on_shell(-direction, q, m2), beta)
+        p4s[step.outgoing[1]] = boost(_on_shell(direction, q, m2, -1.0), beta)
         weight *= q / (4.0 * math.pi * m)
 
     def _exchange(self, step: _VertexStep, p4s: dict[str, np.ndarray], masses: dict[str, np.ndarray],
@@ -290,7 +296,7 @@ class PhaseSpacePlan:
         d = step.outgoing[1] if step.outgoing[0] == c else step.outgoing[0]
         total = p4s[a] + p4s[b]
         root_s = _mass(total)
-        beta = total[:, 1:] / total[:, :1]
+        beta = _velocity(total)
         m1, m2 = _mass(p4s[a]), _mass(p4s[b])
         m3, m4 = masses[c], masses[d]
         p_in = breakup_momentum(root_s, m1, m2)
@@ -314,14 +320,17 @@ class PhaseSpacePlan:
         costheta = np.clip((t - center) / span, -1.0, 1.0)
         sintheta = np.sqrt(np.maximum(1.0 - costheta**2, 0.0))
         phi = 2.0 * math.pi * rng.random(n)
-        z = _unit(boost(p4s[a], -beta)[:, 1:])
-        seed = np.where((np.abs(z[:, 2]) < 0.9)[:, None], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0])
-        x = _unit(np.cross(seed, z))
-        y = np.cross(z, x)
-        direction = z * costheta[:, None] + x * (sintheta * np.cos(phi))[:, None] \
-            + y * (sintheta * np.sin(phi))[:, None]
+        z = boost(p4s[a], -beta)[1:]
+        z /= np.sqrt(z[0] * z[0] + z[1] * z[1] + z[2] * z[2])
+        # x = unit(seed x z) with seed = e_z when |z_z| < 0.9, else e_x; y = z x x
+        along = np.abs(z[2]) < 0.9
+        x = np.where(along, np.array([-z[1], z[0], np.zeros(n)]), np.array([np.zeros(n), -z[2], z[1]]))
+        x /= np.sqrt(x[0] * x[0] + x[1] * x[1] + x[2] * x[2])
+        y = np.array([z[1] * x[2] - z[2] * x[1], z[2] * x[0] - z[0] * x[2], z[0] * x[1] - z[1] * x[0]])
+        a_cos, a_sin = sintheta * np.cos(phi), sintheta * np.sin(phi)
+        direction = z * costheta + x * a_cos + y * a_sin
         p4s[c] = boost(_on_shell(direction, p_out, m3), beta)
-        p4s[d] = boost(_on_shell(-direction, p_out, m4), beta)
+        p4s[d] = boost(_on_shell(direction, p_out, m4, -1.0), beta)
         weight *= 1.0 / (16.0 * math.pi * root_s * p_in * density)
 
 
