@@ -128,7 +128,7 @@ def readme_lines(r: dict[str, Any]) -> list[str]:
            "Events per second per core of `Generator(channel)` on laddu's photoproduction tutorial "
            "channel (gamma p -> X p, X -> K_S K_S), one thread each, against laddu's `Generator` on the "
            f"same channel, alternating, median of {prov['parameters']['repeats']}. "
-           + run_line(prov, ("laddu-dask", "dask", "numpy")), "",
+           + run_line(prov, ("laddu-dask", "laddu", "dask", "numpy")), "",
            "| | events | laddu-dask | laddu | ratio |", "|---|---|---|---|---|"]
     titles = {"weighted": "weighted phase space", "unweighted": "unweighted phase space",
               "unweighted_model": "unweighted, S + D-wave intensity"}
