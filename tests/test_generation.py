@@ -233,12 +233,15 @@ def test_same_seed_gives_bitwise_identical_samples_for_any_worker_count(tmp_path
         weighted, _ = generator.weighted(6000, seed=9, execution=execution, partition_events=1000)
         unweighted, report = generator.unweighted(1500, seed=9, execution=execution, partition_events=400,
                                                   path=tmp_path / f"unweighted-{workers}")
-        runs[workers] = (_sample(weighted), _sample(unweighted), report)
-        assert unweighted.n_partitions == 4 and report.partitions == 4
+        budgeted, budget_report = generator.weighted(6000, seed=9, execution=execution, memory="1 MiB")
+        runs[workers] = (_sample(weighted), _sample(unweighted), report, _sample(budgeted), budget_report)
+        assert unweighted.n_partitions == 4 and report.partitions == 4 and budget_report.partitions > 4
     for workers in (2, 4):
         assert np.array_equal(runs[1][0], runs[workers][0])
         assert np.array_equal(runs[1][1], runs[workers][1])
         assert runs[1][2] == runs[workers][2]
+        # the budget sizes the partitions alone (it limits the threads in use, not the layout)
+        assert np.array_equal(runs[1][3], runs[workers][3]) and runs[1][4] == runs[workers][4]
     other, _ = generator.weighted(6000, seed=10, partition_events=1000)
     assert not np.array_equal(_sample(other), runs[1][0])
     # a partition's events are its own stream's: the first 1000 events do not depend on the total
@@ -283,6 +286,17 @@ def test_a_sample_larger_than_the_budget_streams_to_disk_within_it(tmp_path):
     again = ld.read_parquet(tmp_path / "mc")
     assert again.n_events == n and again.p4_names() == ["beam", "target", "recoil", "ks1", "ks2"]
     assert math.fsum(again.weights().tolist()) == report.sum_weights
+    # unweighted: the accepted events and one chunk of proposals stay within the budget too
+    tracemalloc.start()
+    try:
+        unweighted, report = generator.unweighted(12_000, seed=1, memory=budget, path=tmp_path / "unit",
+                                                  execution=ld.Execution(num_workers=1))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < budget, f"unweighted peak {peak} bytes over the budget {budget}"
+    assert report.estimated_peak_bytes <= budget and report.proposals > 4 * sample_bytes // (21 * 8) // 10
+    assert unweighted.n_events == 12_000 and unweighted.n_partitions == report.partitions > 4
 
 
 # -- typed errors ---------------------------------------------------------------------------

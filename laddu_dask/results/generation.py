@@ -6,7 +6,8 @@ partition.  Partition ``i`` draws from its own random stream,
 ``numpy.random.SeedSequence(seed, spawn_key=(i,))`` (the ``i``-th child of
 ``SeedSequence(seed).spawn``), so a seed gives the same events, bitwise, on any scheduler and
 any number of workers or threads; the partition sizes follow from ``events`` and
-``partition_events`` (or the memory budget) alone.
+``partition_events`` (or the memory budget) alone, and a budget limits how many tasks run at
+once on the local threads rather than the partitions' sizes.
 
 ``weighted`` gives every event its proposal weight (times the model's intensity when a
 model is given); ``unweighted`` accepts a proposal with probability
@@ -56,6 +57,7 @@ from typing import Any
 import dask
 import numpy as np
 
+from laddu_dask.compile.layout import resolve_parameters
 from laddu_dask.data.dataset import Dataset
 from laddu_dask.data.parquet import read_parquet
 from laddu_dask.data.parquet_writer import write_parquet
@@ -76,8 +78,8 @@ DEFAULT_PARTITION_EVENTS = 100_000
 #: Float64 arrays per edge and event while an event is built (its four-vector and the
 #: temporaries of boosts and rotations), and per event for weights and intensities.
 _WORK_ARRAYS_PER_EDGE, _WORK_ARRAYS_PER_EVENT = 16, 8
-#: The stream of the unweighting pilot: a spawn key no partition uses.
-_PILOT_KEY = (2**32 - 1,)
+#: The stream of the unweighting pilot: a spawn key no partition uses; proposals drawn at once.
+_PILOT_KEY, _PILOT_CHUNK = (2**32 - 1,), 1024
 
 
 def _count(value: Any, what: str, minimum: int) -> int:
@@ -133,8 +135,6 @@ class _Target:
 
 
 def _check_parameters(model: Model, parameters: Any) -> None:
-    from laddu_dask.compile.layout import resolve_parameters
-
     names = model.parameter_names
     resolve_parameters(names, model.default_parameters if parameters is None else parameters,
                        defaults=dict(zip(names, model.default_parameters)))
@@ -225,26 +225,33 @@ class Generator:
 
     # -- layout ----------------------------------------------------------------------------
 
-    def _layout(self, events: int, partition_events: int | None, memory: Any,
-                execution: Execution) -> tuple[list[int], int]:
-        per_event = 8 * (_WORK_ARRAYS_PER_EDGE * self.plan.n_edges + _WORK_ARRAYS_PER_EVENT)
-        if partition_events is not None:
-            size = _count(partition_events, "partition_events", 1)
-        else:
-            budget = MemoryPlan(host=memory).host_bytes() if memory is not None else None
-            if budget is None and execution is not None:
-                budget = execution.memory.host_bytes()
-            size = DEFAULT_PARTITION_EVENTS
-            if budget is not None:
-                threads = 1 if execution.client is not None else execution.num_workers
-                size = max(1, min(size, budget // (per_event * threads)))
-        sizes = [size] * (events // size) + ([events % size] if events % size else [])
-        return sizes, per_event
+    def _layout(self, kind: str, events: int, partition_events: int | None, memory: Any,
+                execution: Execution) -> tuple[list[int], int, int, int]:
+        """Partition sizes, working bytes per proposal, the most proposals drawn at once, and
+        how many tasks may run at once.
 
-    def _run(self, tasks: list[Any], execution: Execution) -> list[Any]:
+        A weighted task holds its events' working arrays; an unweighted one its accepted
+        events and one chunk of proposals (twice as much).  The sizes depend on the budget
+        alone, never on the number of threads (so neither do the events): the threads in use
+        are limited instead, to as many tasks as the budget holds.
+        """
+        per_event = 8 * (_WORK_ARRAYS_PER_EDGE * self.plan.n_edges + _WORK_ARRAYS_PER_EVENT)
+        budget = MemoryPlan(host=memory).host_bytes() if memory is not None else execution.memory.host_bytes()
+        factor = 2 if kind == "unweighted" else 1
+        cap = DEFAULT_PARTITION_EVENTS
+        if budget is not None:
+            cap = max(1, min(cap, budget // (factor * per_event)))
+        size = cap if partition_events is None else _count(partition_events, "partition_events", 1)
+        sizes = [size] * (events // size) + ([events % size] if events % size else [])
+        concurrency = execution.num_workers
+        if budget is not None:
+            concurrency = max(1, min(concurrency, budget // (factor * per_event * max(size, 1))))
+        return sizes, per_event, cap, concurrency
+
+    def _run(self, tasks: list[Any], execution: Execution, concurrency: int) -> list[Any]:
         if execution.client is not None:
             return execution.client.gather(execution.client.compute(tasks))
-        return list(dask.compute(*tasks, scheduler="threads", num_workers=execution.num_workers))
+        return list(dask.compute(*tasks, scheduler="threads", num_workers=concurrency))
 
     def _collect(self, results: list[Any], path: Any) -> Dataset:
         if path is not None:
@@ -266,37 +273,38 @@ class Generator:
             raise ParameterError(f"execution must be a laddu_dask Execution, got {type(execution).__name__}")
         execution = execution if execution is not None else Execution()
         target = _Target(model, parameters, execution.precision)
-        sizes, per_event = self._layout(events, partition_events, memory, execution)
+        sizes, per_event, cap, concurrency = self._layout(kind, events, partition_events, memory, execution)
         offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int).tolist()
         envelope, pilot = None, 0
         if kind == "unweighted":
             envelope, acceptance, pilot = self._envelope(target, seed, **unweighting)
-            unweighting = {**unweighting, "acceptance": acceptance}
+            unweighting = {**unweighting, "acceptance": acceptance, "chunk_cap": cap}
         while True:
             try:
                 results = self._attempt(kind, target, seed, sizes, offsets, path, envelope, unweighting,
-                                        events, execution)
+                                        events, execution, concurrency)
                 break
             except _Regrow as grown:
                 envelope = grown.envelope
         stats = merge_stats([s for s, _ in results])
         report = GenerationReport.build(stats, requested=events, seed=seed, envelope=envelope,
                                         chunk_events=max(sizes, default=0),
-                                        estimated_peak_bytes=per_event * max(sizes, default=0),
+                                        estimated_peak_bytes=per_event * max(sizes, default=0)
+                                        * (2 if kind == "unweighted" else 1),
                                         pilot_proposals=pilot, partitions=len(sizes))
         return self._collect(results, path), report
 
     def _attempt(self, kind: str, target: _Target, seed: int, sizes: list[int], offsets: list[int],
                  path: Any, envelope: float | None, unweighting: dict[str, Any], events: int,
-                 execution: Execution) -> list[Any]:
+                 execution: Execution, concurrency: int) -> list[Any]:
         if path is None:
             results = self._run(self._tasks(kind, target, seed, sizes, offsets, None, envelope,
-                                            unweighting, events), execution)
+                                            unweighting, events), execution, concurrency)
             self._check_envelope(results, envelope, unweighting)
             return results
         with atomic_folder(os.fspath(path)) as folder:
             results = self._run(self._tasks(kind, target, seed, sizes, offsets, folder, envelope,
-                                            unweighting, events), execution)
+                                            unweighting, events), execution, concurrency)
             self._check_envelope(results, envelope, unweighting)
         return results
 
@@ -313,7 +321,7 @@ class Generator:
             else:
                 share = None if limit is None else max(1, math.ceil(limit * n / events))
                 chunk = max(1, min(math.ceil(1.1 * n / unweighting["acceptance"]) + 16,
-                                   max(n, DEFAULT_PARTITION_EVENTS)))
+                                   unweighting["chunk_cap"]))
                 task = dask.delayed(_unweighted_task, pure=True, name=name)(
                     self.plan, target, seed, i, n, offsets[i], folder, envelope, chunk, share)
             tasks.append(task)
@@ -336,16 +344,23 @@ class Generator:
                   safety_factor: float, **_: Any) -> tuple[float, float, int]:
         """The envelope, the expected acceptance and the number of pilot proposals drawn."""
         pilot = _count(pilot_proposals, "pilot_proposals", 1)
-        p4s, proposal = self.plan.propose(_stream(seed, _PILOT_KEY), pilot)
-        weights = target.weights(p4s, proposal, 0)
+        rng = _stream(seed, _PILOT_KEY)
+        largest, total = 0.0, []
+        for start in range(0, pilot, _PILOT_CHUNK):  # fixed chunks: the same envelope for any budget
+            n = min(_PILOT_CHUNK, pilot - start)
+            p4s, proposal = self.plan.propose(rng, n)
+            weights = target.weights(p4s, proposal, start)
+            largest = max(largest, float(weights.max()))
+            total.append(math.fsum(weights.tolist()))
+        mean = math.fsum(total) / pilot
         if max_weight is not None:
             envelope = _positive(max_weight, "max_weight")
-        elif weights.max() > 0:
-            envelope = float(weights.max()) * safety_factor
+        elif largest > 0:
+            envelope = largest * safety_factor
         else:
             raise GenerationError(f"every one of the {pilot} pilot proposals has zero weight; "
                                   "the model vanishes on the proposed phase space")
-        return envelope, max(float(weights.mean()) / envelope, 1e-6), pilot
+        return envelope, max(mean / envelope, 1e-6), pilot
 
     # -- laddu's calls ---------------------------------------------------------------------
 
