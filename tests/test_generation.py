@@ -249,12 +249,13 @@ def test_same_seed_gives_bitwise_identical_samples_for_any_worker_count(tmp_path
     assert np.array_equal(_sample(first), runs[1][0][:1000])
 
 
-def test_a_distributed_cluster_gives_the_same_events(tmp_path):
+@pytest.mark.parametrize("processes", [False, pytest.param(True, marks=pytest.mark.slow)])
+def test_a_distributed_cluster_gives_the_same_events(tmp_path, processes):
     distributed = pytest.importorskip("distributed")
     generator = ld.Generator(photoproduction(ld, uniform_fraction=0.5))
     model = _zlm_model()
     local, _ = generator.unweighted(800, model, parameters=ZLM, seed=4, partition_events=200)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=processes,
                                   dashboard_address=":0", silence_logs=50) as cluster, \
             distributed.Client(cluster) as client:
         remote, report = generator.unweighted(800, model, parameters=ZLM, seed=4, partition_events=200,
