@@ -39,6 +39,7 @@ from laddu_dask.errors import (
     ClusterTimeoutError,
     DataChangedError,
     DataError,
+    GenerationError,
     KernelCacheError,
     LadduDaskError,
     ModelError,
@@ -147,6 +148,10 @@ from laddu_dask.runtime import (
     ReductionEvaluation,
     exact_sum,
 )
+
+# isort: split
+# the results layer: Monte Carlo generation (issue 13)
+from laddu_dask.results import GenerationReport, Generator
 
 __version__ = "0.1.0"
 
@@ -263,3 +268,5 @@ LadduError = LadduDaskError
 # many fits (issue 12)
 __all__ += ["BinFit", "FitEnsemble", "MCMCSummary", "binned_likelihoods", "bootstrap_fit", "fit_bins",
             "fit_restarts"]
+# Monte Carlo generation (issue 13)
+__all__ += ["GenerationError", "GenerationReport", "Generator"]

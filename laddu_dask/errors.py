@@ -68,3 +68,8 @@ class ClusterTimeoutError(ClusterError, TimeoutError):
 
 class KernelCacheError(LadduDaskError, PermissionError):
     """The kernel cache folder is unsafe (writable by others) or cannot be written."""
+
+
+class GenerationError(LadduDaskError, RuntimeError):
+    """Monte Carlo generation could not finish: a weight exceeded the unweighting envelope,
+    or the proposal limit was reached."""

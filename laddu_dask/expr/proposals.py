@@ -6,8 +6,8 @@ laddu attaches phase-space proposals to a channel's edges and vertices:
 ``Vertex(generation=VertexProposal...)`` for how a vertex is sampled.  These classes hold
 and check those settings with laddu's rules (finite limits, ``low < high``, a mixing fraction
 in ``[0, 1]``, three-vector directions that are not zero), so a channel written for laddu's
-generator builds unchanged.  They describe; the generator that reads them is not part of
-laddu-dask yet (the README's table of differences says so).
+generator builds unchanged.  :class:`laddu_dask.Generator` (in ``laddu_dask.results``) reads
+them to draw events.
 
 Examples
 --------

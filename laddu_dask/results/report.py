@@ -1,0 +1,148 @@
+"""Counts and weight statistics of a generation run (laddu's ``GenerationReport``).
+
+Each generation task returns a :class:`PartitionStats`; :func:`merge_stats` combines them
+in partition order and :meth:`GenerationReport.build` makes the report.
+
+Examples
+--------
+>>> import numpy as np
+>>> a = PartitionStats.of(np.array([1.0, 2.0]), proposals=4, produced=2)
+>>> b = PartitionStats.of(np.array([0.5]), proposals=1, produced=1)
+>>> report = GenerationReport.build(merge_stats([a, b]), requested=3, seed=1)
+>>> report.produced, report.rejected, report.sum_weights, report.acceptance_rate
+(3, 2, 3.5, 0.6)
+>>> GenerationReport.from_json(report.to_json()) == report
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["GenerationReport", "PartitionStats", "merge_stats"]
+
+
+@dataclass(frozen=True)
+class PartitionStats:
+    """What one generation task reports: its counts and weight statistics (sums as ``fsum``)."""
+
+    proposals: int = 0
+    produced: int = 0
+    maximum: float = 0.0
+    minimum: float = math.inf
+    sum_weights: float = 0.0
+    sum_squared_weights: float = 0.0
+
+    @classmethod
+    def empty(cls) -> PartitionStats:
+        """No proposals, no events."""
+        return cls()
+
+    @classmethod
+    def exceeded(cls, largest: float) -> PartitionStats:
+        """A task stopped by a weight ``largest`` above its envelope."""
+        return cls(maximum=largest)
+
+    @classmethod
+    def of(cls, weights: np.ndarray, *, proposals: int, produced: int) -> PartitionStats:
+        """The statistics of the event ``weights`` kept from ``proposals`` proposals."""
+        if len(weights) == 0:
+            return cls(proposals=proposals, produced=produced)
+        values = weights.tolist()
+        return cls(proposals, produced, float(weights.max()), float(weights.min()),
+                   math.fsum(values), math.fsum(w * w for w in values))
+
+    def add(self, other: PartitionStats) -> PartitionStats:
+        """Both tasks' statistics together."""
+        return PartitionStats(self.proposals + other.proposals, self.produced + other.produced,
+                              max(self.maximum, other.maximum), min(self.minimum, other.minimum),
+                              math.fsum([self.sum_weights, other.sum_weights]),
+                              math.fsum([self.sum_squared_weights, other.sum_squared_weights]))
+
+
+def merge_stats(parts: Sequence[PartitionStats]) -> PartitionStats:
+    """Every partition's statistics, merged (sums by ``math.fsum`` of the partition sums)."""
+    return PartitionStats(sum(p.proposals for p in parts), sum(p.produced for p in parts),
+                          max((p.maximum for p in parts), default=0.0),
+                          min((p.minimum for p in parts), default=math.inf),
+                          math.fsum(p.sum_weights for p in parts),
+                          math.fsum(p.sum_squared_weights for p in parts))
+
+
+@dataclass(frozen=True)
+class GenerationReport:
+    """Diagnostics of a weighted or unweighted generation run (laddu's ``GenerationReport``).
+
+    Attributes
+    ----------
+    requested, produced, proposals, rejected : int
+        Event and proposal counts (``proposals`` excludes the pilot).
+    acceptance_rate : float
+        Produced events divided by proposals.
+    envelope : float or None
+        The unweighting envelope, when applicable.
+    maximum_weight, minimum_weight, sum_weights, sum_squared_weights : float
+        Statistics of the produced events' target weights (proposal weight times intensity).
+    seed : int
+        The random seed.
+    chunk_events : int
+        Events per partition (the largest).
+    partitions : int
+        Output partitions (Dask tasks).
+    pilot_proposals : int
+        Proposals of the envelope's pilot run.
+    estimated_peak_bytes : int
+        Planned working memory of one partition.
+    actual_high_water_bytes : None
+        Not measured (laddu's observed allocator high-water mark).
+    """
+
+    requested: int
+    produced: int
+    proposals: int
+    rejected: int
+    envelope: float | None
+    maximum_weight: float
+    minimum_weight: float
+    sum_weights: float
+    sum_squared_weights: float
+    seed: int
+    chunk_events: int = 0
+    partitions: int = 0
+    pilot_proposals: int = 0
+    estimated_peak_bytes: int = 0
+    actual_high_water_bytes: int | None = field(default=None)
+
+    @classmethod
+    def build(cls, stats: PartitionStats, *, requested: int, seed: int, envelope: float | None = None,
+              chunk_events: int = 0, partitions: int = 0, pilot_proposals: int = 0,
+              estimated_peak_bytes: int = 0) -> GenerationReport:
+        """The report of a run whose merged task statistics are ``stats``."""
+        minimum = stats.minimum if stats.produced else 0.0
+        return cls(requested, stats.produced, stats.proposals, stats.proposals - stats.produced, envelope,
+                   stats.maximum, minimum, stats.sum_weights, stats.sum_squared_weights, seed,
+                   chunk_events, partitions, pilot_proposals, estimated_peak_bytes)
+
+    @property
+    def acceptance_rate(self) -> float:
+        """Fraction of proposals accepted (1 for weighted generation)."""
+        return self.produced / self.proposals if self.proposals else 0.0
+
+    def to_json(self) -> str:
+        """The report as a JSON object (laddu's field names)."""
+        return json.dumps(dataclasses.asdict(self))
+
+    @staticmethod
+    def from_json(text: str) -> GenerationReport:
+        """A report from :meth:`to_json`'s text."""
+        return GenerationReport(**json.loads(text))
+
+    def __repr__(self) -> str:
+        return (f"GenerationReport(produced={self.produced}, proposals={self.proposals}, "
+                f"acceptance_rate={self.acceptance_rate:.3f})")
