@@ -135,6 +135,21 @@ from laddu_dask.analysis import (
     fit_restarts,
 )
 from laddu_dask.options import Device, FitMethod, Kernel, MemoryPolicy, Normalization, Precision, Scheduler
+
+# the results layer: projections, fit fractions, yields, cross sections (it registers
+# Likelihood.projection, intensity_integrals, yield_context, cross_section, fit_fractions)
+from laddu_dask.results import (
+    AreaUnit,
+    CrossSection,
+    Estimate,
+    FitFractions,
+    IntensityIntegrals,
+    LikelihoodProjection,
+    Luminosity,
+    ScalarErrorView,
+    Yield,
+    fit_fractions,
+)
 from laddu_dask.runtime import (
     ExactPartials,
     Execution,
@@ -263,3 +278,7 @@ LadduError = LadduDaskError
 # many fits (issue 12)
 __all__ += ["BinFit", "FitEnsemble", "MCMCSummary", "binned_likelihoods", "bootstrap_fit", "fit_bins",
             "fit_restarts"]
+# physics results (issue 13)
+__all__ += ["AreaUnit", "CrossSection", "Estimate", "FitFractions", "IntensityIntegrals",
+            "LikelihoodProjection",
+            "Luminosity", "ScalarErrorView", "Yield", "fit_fractions"]

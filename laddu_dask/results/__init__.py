@@ -1,0 +1,39 @@
+"""Physics results from a fitted likelihood: projections, intensity integrals, fit
+fractions, yields and cross sections with propagated uncertainties, and projection plots.
+
+This package sits above the likelihood and analysis layers (DESIGN.md). It gives
+:class:`~laddu_dask.Likelihood` laddu's ``projection``, ``intensity_integrals``,
+``yield_context`` and ``cross_section`` methods (and ``fit_fractions``, ``project``) by
+registering them when it is imported, which ``import laddu_dask`` does.
+
+Examples
+--------
+>>> import laddu_dask as ld
+>>> callable(ld.Likelihood.projection), ld.Yield.__module__
+(True, 'laddu_dask.results.yields')
+"""
+
+from laddu_dask.likelihood.likelihood import register_method
+from laddu_dask.results.estimate import Estimate, ScalarErrorView
+from laddu_dask.results.fractions import FitFractions, fit_fractions
+from laddu_dask.results.integrals import (
+    IntensityIntegrals,
+    LikelihoodProjection,
+    intensity_integrals,
+    project,
+    projection,
+)
+from laddu_dask.results.luminosity import AreaUnit, Luminosity
+from laddu_dask.results.yields import CrossSection, Yield, cross_section, yield_context
+
+register_method("project", project)
+register_method("projection", projection)
+register_method("intensity_integrals", intensity_integrals)
+register_method("yield_context", yield_context)
+register_method("cross_section", cross_section)
+register_method("fit_fractions", fit_fractions)
+
+__all__ = ["AreaUnit", "CrossSection", "Estimate", "FitFractions", "IntensityIntegrals",
+           "LikelihoodProjection",
+           "Luminosity", "ScalarErrorView", "Yield", "cross_section", "fit_fractions", "intensity_integrals",
+           "project", "projection", "yield_context"]
