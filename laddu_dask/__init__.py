@@ -146,9 +146,12 @@ from laddu_dask.results import (
     IntensityIntegrals,
     LikelihoodProjection,
     Luminosity,
+    ProjectionHistograms,
     ScalarErrorView,
     Yield,
     fit_fractions,
+    plot_projection,
+    projection_histograms,
 )
 from laddu_dask.runtime import (
     ExactPartials,
@@ -281,4 +284,5 @@ __all__ += ["BinFit", "FitEnsemble", "MCMCSummary", "binned_likelihoods", "boots
 # physics results (issue 13)
 __all__ += ["AreaUnit", "CrossSection", "Estimate", "FitFractions", "IntensityIntegrals",
             "LikelihoodProjection",
-            "Luminosity", "ScalarErrorView", "Yield", "fit_fractions"]
+            "Luminosity", "ProjectionHistograms", "ScalarErrorView", "Yield", "fit_fractions",
+            "plot_projection", "projection_histograms"]

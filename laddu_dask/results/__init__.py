@@ -1,5 +1,6 @@
 """Physics results from a fitted likelihood: projections, intensity integrals, fit
-fractions, yields and cross sections with propagated uncertainties, and projection plots.
+fractions, yields and cross sections with propagated uncertainties, and projection plots
+(:func:`projection_histograms`, :func:`plot_projection`).
 
 This package sits above the likelihood and analysis layers (DESIGN.md). It gives
 :class:`~laddu_dask.Likelihood` laddu's ``projection``, ``intensity_integrals``,
@@ -16,6 +17,7 @@ Examples
 from laddu_dask.likelihood.likelihood import register_method
 from laddu_dask.results.estimate import Estimate, ScalarErrorView
 from laddu_dask.results.fractions import FitFractions, fit_fractions
+from laddu_dask.results.histograms import ProjectionHistograms, projection_histograms
 from laddu_dask.results.integrals import (
     IntensityIntegrals,
     LikelihoodProjection,
@@ -24,6 +26,7 @@ from laddu_dask.results.integrals import (
     projection,
 )
 from laddu_dask.results.luminosity import AreaUnit, Luminosity
+from laddu_dask.results.plot import plot_projection
 from laddu_dask.results.yields import CrossSection, Yield, cross_section, yield_context
 
 register_method("project", project)
@@ -35,5 +38,6 @@ register_method("fit_fractions", fit_fractions)
 
 __all__ = ["AreaUnit", "CrossSection", "Estimate", "FitFractions", "IntensityIntegrals",
            "LikelihoodProjection",
-           "Luminosity", "ScalarErrorView", "Yield", "cross_section", "fit_fractions", "intensity_integrals",
-           "project", "projection", "yield_context"]
+           "Luminosity", "ProjectionHistograms", "ScalarErrorView", "Yield", "cross_section", "fit_fractions",
+           "intensity_integrals",
+           "plot_projection", "project", "projection", "projection_histograms", "yield_context"]
