@@ -43,6 +43,7 @@ from laddu_dask.compile.selection import expression_values
 from laddu_dask.data.batch import EventBatch
 from laddu_dask.data.dataset import Dataset
 from laddu_dask.data.histogram import Histogram, histogram_partials
+from laddu_dask.data.operations import Bin
 from laddu_dask.errors import ModelError
 from laddu_dask.expr.node import Expr
 from laddu_dask.likelihood.terms import ExtendedNLL
@@ -120,21 +121,16 @@ def _layer(dataset: Dataset, expr: Expr, edges: np.ndarray, selection: Selection
     return HighLevelGraph.merge(loads, HighLevelGraph({name: layer}, {name: set(loads.layers)})), out
 
 
-def _edges(expr_values: Any, bins: int | Sequence[float], range_: tuple[float, float] | None) -> np.ndarray:
+def _edges(bins: Any, range_: tuple[float, float] | None) -> np.ndarray:
+    """Edges from a :class:`~laddu_dask.Bin`, a sequence of edges, or a count over ``range_``."""
+    if isinstance(bins, Bin):
+        return np.asarray(bins.edges)
     if isinstance(bins, int) and not isinstance(bins, bool):
-        if bins < 1:
-            raise ModelError(f"bins must be a positive number of bins, got {bins}")
         if range_ is None:
             raise ModelError("pass range=(low, high) with a number of bins, or bins as edges")
         low, high = map(float, range_)
-        if not (np.isfinite(low) and np.isfinite(high) and high > low):
-            raise ModelError(f"range must be two finite numbers, low < high, got {range_!r}")
-        return np.linspace(low, high, bins + 1)
-    edges = np.asarray(bins, dtype=np.float64)
-    if edges.ndim != 1 or edges.size < 2 or not np.isfinite(edges).all() or (np.diff(edges) <= 0).any():
-        raise ModelError(f"bin edges must be at least two finite, strictly increasing numbers, "
-                         f"got {bins!r}")
-    return edges
+        return np.asarray(Bin.uniform(bins, low=low, high=high).edges)
+    return np.asarray(Bin(bins).edges)
 
 
 def _pulls(data: Histogram, fit: Histogram) -> np.ndarray:
@@ -146,7 +142,7 @@ def _pulls(data: Histogram, fit: Histogram) -> np.ndarray:
 
 
 def projection_histograms(likelihood: Any, term_name: str, parameters: ParameterValues, expr: Expr, *,
-                          bins: int | Sequence[float] = 40, range: tuple[float, float] | None = None,  # noqa: A002
+                          bins: int | Sequence[float] | Bin = 40, range: tuple[float, float] | None = None,  # noqa: A002
                           waves: Sequence[str] | None = None,
                           label: str | None = None) -> ProjectionHistograms:
     """Fill data, fit (total and per tagged wave) and residual histograms of ``expr``.
@@ -161,8 +157,8 @@ def projection_histograms(likelihood: Any, term_name: str, parameters: Parameter
     expr : Expr
         A real per-event expression of the columns (e.g. a mass); a complex one is
         histogrammed by its real part, as laddu does.
-    bins : int or sequence of float
-        A number of bins over ``range``, or the edges.
+    bins : int, sequence of float or Bin
+        A number of bins over ``range``, or the edges (laddu's ``Bin``, or a sequence).
     range : (float, float), optional
         The histogram's limits (needed with a number of bins).
     waves : sequence of str, optional
@@ -181,7 +177,7 @@ def projection_histograms(likelihood: Any, term_name: str, parameters: Parameter
         raise ModelError(f"projection_histograms needs an expression to histogram, got "
                          f"{type(expr).__name__}")
     term = find_term(likelihood, term_name)
-    edges = _edges(None, bins, range)
+    edges = _edges(bins, range)
     waves = term.model.tags if waves is None else (check_tags(term.model, waves, term_name) if waves else [])
     point = likelihood.resolve(parameters)
     total = Selection(likelihood, term_name)
