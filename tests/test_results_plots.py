@@ -98,3 +98,29 @@ def test_histogram_errors():
         ld.projection_histograms(ours, "t", POINT, ld.scalar("x"), bins=[0.0, 1.0], waves=["Q"])
     with pytest.raises(ld.SchemaError, match="y"):
         ld.projection_histograms(ours, "t", POINT, ld.scalar("y"), bins=[0.0, 1.0])
+
+
+def test_on_a_cluster_the_partitions_are_projected_on_the_workers():
+    """Weights, integrals and histograms are worker tasks, and bitwise the local results."""
+    distributed = pytest.importorskip("distributed")
+    from cluster_helpers import local_cluster
+    from test_results_projection import GEN
+
+    gen = ours_ds(GEN)
+    local, _ = _likelihoods("ExtendedNLL")
+    want_w = local.projection("t", generated_mc=gen, tags=["S", "D"]).weights(POINT)
+    want_h = ld.projection_histograms(local, "t", POINT, ld.scalar("x"), bins=5, range=(0.6, 1.6))
+    for client in local_cluster(2):
+        term = ld.ExtendedNLL(build(ld), data=ours_ds(DATA), accepted_mc=ours_ds(ACC), name="t")
+        lik = ld.Likelihood([term], execution=ld.Execution(client=client))
+        with distributed.get_task_stream(client) as stream:
+            proj = lik.projection("t", generated_mc=gen, tags=["S", "D"])
+            assert np.array_equal(proj.weights(POINT), want_w)
+            h = ld.projection_histograms(lik, "t", POINT, ld.scalar("x"), bins=5, range=(0.6, 1.6))
+        assert h.fit.counts == want_h.fit.counts and h.waves["P"].counts == want_h.waves["P"].counts
+        assert proj.generated_integral(POINT) == math.fsum(want_w)
+        names = {str(t["key"]) for t in stream.data}
+        assert sum("laddu-project-" in k and "-load-" not in k for k in names) == gen.n_partitions
+        assert any("laddu-hist-fit" in k for k in names)
+        workers = {t["worker"] for t in stream.data}
+        assert workers <= set(client.scheduler_info()["workers"])
