@@ -37,7 +37,8 @@ def build(lib):
 
 
 def sample(n, weighted):
-    cols = {"x": RNG.uniform(0.6, 1.6, n), "c": RNG.uniform(-1, 1, n), "phi": RNG.uniform(-math.pi, math.pi, n)}
+    cols = {"x": RNG.uniform(0.6, 1.6, n), "c": RNG.uniform(-1, 1, n),
+            "phi": RNG.uniform(-math.pi, math.pi, n)}
     return cols, (RNG.uniform(0.2, 1.8, n) if weighted else None)
 
 
@@ -143,8 +144,8 @@ def test_exact_gradient_of_integrals(pair, gens):
 def test_yields_and_cross_sections_match_laddu(pair, gens):
     ours, theirs = pair
     draws = np.array([[POINT[n] * (1 + 0.01 * k) for n in ours.parameter_names] for k in range(-2, 3)])
-    ens = laddu.Ensemble.from_arrays(draws[:, [ours.parameter_names.index(n) for n in theirs.parameter_names]],
-                                     parameter_names=theirs.parameter_names)
+    order = [ours.parameter_names.index(n) for n in theirs.parameter_names]
+    ens = laddu.Ensemble.from_arrays(draws[:, order], parameter_names=theirs.parameter_names)
     theirs_point = [POINT[n] for n in theirs.parameter_names]
     y = ours.yield_context("t", generated_mc=gens[0], parameters=POINT, ensemble=draws)
     yl = theirs.yield_context("t", generated_mc=gens[1], parameters=theirs_point, ensemble=ens)
@@ -208,8 +209,9 @@ def test_fraction_error_is_the_linear_propagation(pair, gens):
     names = ours.parameter_names
     cov = np.diag([(0.01 * max(1.0, abs(POINT[n]))) ** 2 for n in names])
     ff = ours.fit_fractions("t", POINT, waves=["D"], generated_mc=gens[0], covariance=cov)
-    d = ours.intensity_integrals("t", generated_mc=gens[0], tags=["D"]).integrals_and_gradients(POINT)["generated"]
-    t = ours.intensity_integrals("t", generated_mc=gens[0]).integrals_and_gradients(POINT)["generated"]
+    d = ours.intensity_integrals("t", generated_mc=gens[0], tags=["D"]).integrals_and_gradients(POINT)
+    t = ours.intensity_integrals("t", generated_mc=gens[0]).integrals_and_gradients(POINT)
+    d, t = d["generated"], t["generated"]
     g = d[1] / t[0] - d[0] * t[1] / t[0] ** 2
     assert ff["D"].standard_error == pytest.approx(math.sqrt(g @ cov @ g), rel=1e-12)
 
@@ -257,7 +259,8 @@ def test_fraction_error_agrees_with_a_bootstrap():
         stat = sigma_boot / math.sqrt(2 * (k - 1))  # the standard error of a standard deviation
         assert abs(e.standard_error - sigma_boot) < 3 * stat, (wave, e.standard_error, sigma_boot)
         assert abs(e.mean() - e.central) < 4 * sigma_boot / math.sqrt(k)
-    xs = lik.cross_section("toy", generated, ld.Luminosity(1.0, ld.AreaUnit.PICOBARN), fit.values, covariance=fit)
+    lum = ld.Luminosity(1.0, ld.AreaUnit.PICOBARN)
+    xs = lik.cross_section("toy", generated, lum, fit.values, covariance=fit)
     assert xs.total.components["covariance"] > 0
 
 
@@ -297,3 +300,29 @@ def test_project_is_the_scaled_accepted_projection(pair):
     proj = ours.projection("t", tags=None)
     raw = proj.weights(POINT)
     assert np.allclose(w, raw * ours_ds(DATA).sum_weights() / math.fsum(raw), rtol=1e-15)
+
+
+@needs_laddu
+def test_laddus_results_names_are_exported():
+    for name in ("AreaUnit", "CrossSection", "Estimate", "IntensityIntegrals", "LikelihoodProjection",
+                 "Luminosity", "ScalarErrorView", "Yield"):
+        assert hasattr(laddu, name) and name in ld.__all__ and hasattr(ld, name), name
+    for method in ("projection", "intensity_integrals", "yield_context", "cross_section"):
+        assert callable(getattr(laddu.Likelihood, method)) and callable(getattr(ld.Likelihood, method))
+    for member in ("BARN", "MILLIBARN", "MICROBARN", "NANOBARN", "PICOBARN", "FEMTOBARN"):
+        assert int(getattr(ld.AreaUnit, member)) == int(getattr(laddu.AreaUnit, member))
+    for method in ("central", "draws", "error", "interval", "mean", "median", "quantile", "source_id",
+                   "standard_error", "std"):
+        assert hasattr(laddu.Estimate, method) and hasattr(ld.Estimate, method), method
+    e, el = ld.Estimate(2.0, draws=[1.0, 2.0, 4.0]), laddu.Estimate(2.0, draws=[1.0, 2.0, 4.0])
+    assert e.std() == pytest.approx(el.std(), rel=1e-14)
+    assert e.interval(0.68) == pytest.approx(el.interval(0.68))
+    a, b = ld.Estimate(2.0, standard_error=0.1), ld.Estimate(3.0, standard_error=0.2)
+    al, bl = laddu.Estimate(2.0, standard_error=0.1), laddu.Estimate(3.0, standard_error=0.2)
+    for op in ("__add__", "__sub__", "__mul__", "__truediv__"):
+        mine, want = getattr(a, op)(b), getattr(al, op)(bl)
+        assert mine.central == pytest.approx(want.central) and mine.standard_error == pytest.approx(
+            want.standard_error, rel=1e-12), op
+    lum = ld.Luminosity(2.0, ld.AreaUnit.PICOBARN).to_unit(ld.AreaUnit.NANOBARN)
+    assert lum.value == pytest.approx(laddu.Luminosity(2.0, laddu.AreaUnit.PICOBARN).to_unit(
+        laddu.AreaUnit.NANOBARN).value, rel=1e-15)
