@@ -326,3 +326,26 @@ def test_laddus_results_names_are_exported():
     lum = ld.Luminosity(2.0, ld.AreaUnit.PICOBARN).to_unit(ld.AreaUnit.NANOBARN)
     assert lum.value == pytest.approx(laddu.Luminosity(2.0, laddu.AreaUnit.PICOBARN).to_unit(
         laddu.AreaUnit.NANOBARN).value, rel=1e-15)
+
+
+def test_streamed_samples_and_mcmc_like_ensembles(pair, gens):
+    """A streamed generated MC gives the resident integrals bitwise; an MCMC summary's flat
+    chain (by parameter name, any order) is an ensemble."""
+    ours, _ = pair
+    streamed = ours_ds(GEN).with_memory_policy("streaming")
+    a = ours.intensity_integrals("t", generated_mc=gens[0], tags=["P"])
+    b = ours.intensity_integrals("t", generated_mc=streamed, tags=["P"])
+    assert a.generated_integral(POINT) == b.generated_integral(POINT)
+    names = ours.parameter_names
+
+    class Chain:
+        parameter_names = names[::-1]
+
+        def flat(self):
+            rows = np.array([[POINT[n] * (1 + 0.02 * k) for n in names] for k in range(4)])
+            return rows[:, ::-1]
+
+    y = ours.yield_context("t", generated_mc=gens[0], parameters=POINT, ensemble=Chain())
+    want = [ours.intensity_integrals("t", generated_mc=gens[0]).generated_integral(
+        {n: POINT[n] * (1 + 0.02 * k) for n in names}) for k in range(4)]
+    assert y.generated_fitted_yield().draws.tolist() == want
