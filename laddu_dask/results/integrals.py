@@ -39,6 +39,7 @@ from laddu_dask.compile.plan import ReductionPlan
 from laddu_dask.data.dataset import Dataset
 from laddu_dask.errors import ModelError
 from laddu_dask.results.events import event_arrays, square_sum
+from laddu_dask.runtime.accumulate import exact_sum
 from laddu_dask.runtime.prepared import PreparedModel, ReductionRequest, reduce_points
 
 #: The integral of an intensity: any finite intensity, weighted and summed.
@@ -300,7 +301,7 @@ def project(likelihood: Any, params: ParameterValues, term: str | None = None) -
         term = likelihood.terms[0].name
     selection = Selection(likelihood, term)
     weights, _ = selection.events("accepted", params)
-    total = selection.integral("accepted", params)
+    total = exact_sum(weights)  # the correctly rounded sum_accmc w I, as the integral's
     if total == 0:
         return weights
     return weights * (selection.term.data.sum_weights() / total)
