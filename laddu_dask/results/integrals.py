@@ -135,7 +135,9 @@ class Selection:
 
     def _prepared_dataset(self, role: str) -> Any:
         if role not in self._prepared:
-            label = f"{self.name}/{role}_mc" + ("" if self.tags is None else f"[{','.join(self.tags)}]")
+            label = f"{self.name}/{role}_mc/integrals"
+            if self.tags is not None:
+                label += f"[{','.join(self.tags)}]"
             self._prepared[role] = self.model.prepare_dataset(self.execution, self.dataset(role), name=label)
         return self._prepared[role]
 
