@@ -349,3 +349,17 @@ def test_streamed_samples_and_mcmc_like_ensembles(pair, gens):
     want = [ours.intensity_integrals("t", generated_mc=gens[0]).generated_integral(
         {n: POINT[n] * (1 + 0.02 * k) for n in names}) for k in range(4)]
     assert y.generated_fitted_yield().draws.tolist() == want
+
+
+@needs_laddu
+def test_yields_and_cross_sections_of_tagged_waves(pair, gens):
+    """tags= (laddu-dask's): the fitted yields of some waves are laddu's tagged integrals."""
+    ours, theirs = pair
+    y = ours.yield_context("t", generated_mc=gens[0], parameters=POINT, tags=["S", "P"])
+    want = theirs.intensity_integrals("t", generated_mc=gens[1], tags=["S", "P"])
+    assert y.accepted_fitted_yield().central == pytest.approx(want.accepted_integral(POINT), rel=1e-10)
+    assert y.generated_fitted_yield().central == pytest.approx(want.generated_integral(POINT), rel=1e-10)
+    assert y.selected_yield().central == pytest.approx(want.data_weight_sum, rel=1e-15)
+    xs = ours.cross_section("t", gens[0], ld.Luminosity(0.5, ld.AreaUnit.FEMTOBARN), POINT, tags=["D"])
+    d = theirs.intensity_integrals("t", generated_mc=gens[1], tags=["D"]).generated_integral(POINT)
+    assert xs.total.central == pytest.approx(d / 0.5, rel=1e-10)

@@ -287,18 +287,19 @@ class Likelihood(MinuitCost):
         return _method("intensity_integrals")(self, term_name, generated_mc=generated_mc, tags=tags)
 
     def yield_context(self, term_name: str, *, generated_mc: Any, parameters: ParameterValues,
-                      ensemble: Any = None, covariance: Any = None) -> Any:
+                      ensemble: Any = None, covariance: Any = None, tags: Sequence[str] | None = None) -> Any:
         """Observed and fitted yields of a term (laddu's ``yield_context``). See
         :func:`laddu_dask.results.yield_context`."""
         return _method("yield_context")(self, term_name, generated_mc=generated_mc, parameters=parameters,
-                                        ensemble=ensemble, covariance=covariance)
+                                        ensemble=ensemble, covariance=covariance, tags=tags)
 
     def cross_section(self, term_name: str, generated_mc: Any, luminosity: Any, parameters: ParameterValues,
-                      *, ensemble: Any = None, covariance: Any = None) -> Any:
+                      *, ensemble: Any = None, covariance: Any = None,
+                      tags: Sequence[str] | None = None) -> Any:
         """The fitted cross section of an extended term (laddu's ``cross_section``). See
         :func:`laddu_dask.results.cross_section`."""
         return _method("cross_section")(self, term_name, generated_mc, luminosity, parameters,
-                                        ensemble=ensemble, covariance=covariance)
+                                        ensemble=ensemble, covariance=covariance, tags=tags)
 
     def fit_fractions(self, term_name: str, parameters: ParameterValues, *,
                       waves: Sequence[str] | None = None, generated_mc: Any = None,

@@ -40,7 +40,7 @@ Examples
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -103,10 +103,10 @@ class Yield:
     :meth:`Likelihood.yield_context`).  See the module docstring for the definitions."""
 
     def __init__(self, likelihood: Any, term_name: str, *, generated_mc: Dataset, parameters: ParameterValues,
-                 ensemble: Any = None, covariance: Any = None) -> None:
+                 ensemble: Any = None, covariance: Any = None, tags: Sequence[str] | None = None) -> None:
         if generated_mc is None:
             raise ModelError("yield_context needs generated_mc= (the generated Monte Carlo)")
-        self._selection = Selection(likelihood, term_name, None, generated_mc)
+        self._selection = Selection(likelihood, term_name, tags, generated_mc)
         self._ints = Integrals(likelihood, [(self._selection, "accepted"), (self._selection, "generated")],
                                parameters, covariance, ensemble)
         self._fills: dict[str, float] = {}
@@ -176,11 +176,12 @@ class CrossSection:
     luminosity, ``observed`` the acceptance-corrected observed yield over it."""
 
     def __init__(self, likelihood: Any, term_name: str, generated_mc: Dataset, luminosity: Luminosity,
-                 parameters: ParameterValues, *, ensemble: Any = None, covariance: Any = None) -> None:
+                 parameters: ParameterValues, *, ensemble: Any = None, covariance: Any = None,
+                 tags: Sequence[str] | None = None) -> None:
         if not isinstance(luminosity, Luminosity):
             raise ParameterError(f"luminosity must be a Luminosity, got {type(luminosity).__name__}")
         self._yield = Yield(likelihood, term_name, generated_mc=generated_mc, parameters=parameters,
-                            ensemble=ensemble, covariance=covariance)
+                            ensemble=ensemble, covariance=covariance, tags=tags)
         _extended(self._yield._selection)
         self._luminosity = luminosity
 
@@ -233,8 +234,9 @@ class CrossSection:
 
 
 def yield_context(likelihood: Any, term_name: str, *, generated_mc: Dataset, parameters: ParameterValues,
-                  ensemble: Any = None, covariance: Any = None) -> Yield:
-    """laddu's ``Likelihood.yield_context``, plus ``covariance=`` (a fit result or matrix).
+                  ensemble: Any = None, covariance: Any = None, tags: Sequence[str] | None = None) -> Yield:
+    """laddu's ``Likelihood.yield_context``, plus ``covariance=`` (a fit result or matrix) and
+    ``tags=`` (the fitted yields of those waves alone; the selected yield is the data's).
 
     Raises
     ------
@@ -244,13 +246,14 @@ def yield_context(likelihood: Any, term_name: str, *, generated_mc: Dataset, par
         For a covariance or ensemble that does not fit the likelihood's parameters.
     """
     return Yield(likelihood, term_name, generated_mc=generated_mc, parameters=parameters,
-                 ensemble=ensemble, covariance=covariance)
+                 ensemble=ensemble, covariance=covariance, tags=tags)
 
 
 def cross_section(likelihood: Any, term_name: str, generated_mc: Dataset, luminosity: Luminosity,
                   parameters: ParameterValues, *, ensemble: Any = None,
-                  covariance: Any = None) -> CrossSection:
-    """laddu's ``Likelihood.cross_section``, plus ``covariance=``.
+                  covariance: Any = None, tags: Sequence[str] | None = None) -> CrossSection:
+    """laddu's ``Likelihood.cross_section``, plus ``covariance=`` and ``tags=`` (the cross
+    section of those waves alone).
 
     Raises
     ------
@@ -260,4 +263,4 @@ def cross_section(likelihood: Any, term_name: str, generated_mc: Dataset, lumino
         For a luminosity that is not a :class:`Luminosity`, a bad covariance or ensemble.
     """
     return CrossSection(likelihood, term_name, generated_mc, luminosity, parameters, ensemble=ensemble,
-                        covariance=covariance)
+                        covariance=covariance, tags=tags)
