@@ -363,3 +363,30 @@ def test_yields_and_cross_sections_of_tagged_waves(pair, gens):
     xs = ours.cross_section("t", gens[0], ld.Luminosity(0.5, ld.AreaUnit.FEMTOBARN), POINT, tags=["D"])
     d = theirs.intensity_integrals("t", generated_mc=gens[1], tags=["D"]).generated_integral(POINT)
     assert xs.total.central == pytest.approx(d / 0.5, rel=1e-10)
+
+
+def test_bad_covariances_and_estimates_are_typed_errors(pair):
+    ours, _ = pair
+
+    class NoHesse:
+        covariance = None
+        parameter_names = ours.parameter_names
+
+    class Partial:
+        covariance = np.eye(2)
+        parameter_names = ["m", "g"]
+
+    with pytest.raises(ParameterError, match="no covariance"):
+        ours.fit_fractions("t", POINT, covariance=NoHesse())
+    with pytest.raises(ParameterError, match="lacks parameter"):
+        ours.fit_fractions("t", POINT, covariance=Partial())
+    with pytest.raises(ParameterError, match="non-finite"):
+        ours.fit_fractions("t", POINT, covariance=np.full((8, 8), np.nan))
+    with pytest.raises(ParameterError, match="finite central value"):
+        ld.Estimate(math.inf)
+    with pytest.raises(ParameterError, match="unknown uncertainty source 'shape'"):
+        ld.Estimate(1.0, components={"shape": 0.1})
+    with pytest.raises(ParameterError, match="has no draws"):
+        ld.Estimate(1.0).std()
+    with pytest.raises(ParameterError, match="unit must be an AreaUnit"):
+        ld.Luminosity(1.0, "pb")
