@@ -136,6 +136,27 @@ from laddu_dask.analysis import (
     fit_restarts,
 )
 from laddu_dask.options import Device, FitMethod, Kernel, MemoryPolicy, Normalization, Precision, Scheduler
+
+# the results layer: projections, fit fractions, yields, cross sections (it registers
+# Likelihood.projection, intensity_integrals, yield_context, cross_section, fit_fractions),
+# Monte Carlo generation
+from laddu_dask.results import (
+    AreaUnit,
+    CrossSection,
+    Estimate,
+    FitFractions,
+    GenerationReport,
+    Generator,
+    IntensityIntegrals,
+    LikelihoodProjection,
+    Luminosity,
+    ProjectionHistograms,
+    ScalarErrorView,
+    Yield,
+    fit_fractions,
+    plot_projection,
+    projection_histograms,
+)
 from laddu_dask.runtime import (
     ExactPartials,
     Execution,
@@ -148,10 +169,6 @@ from laddu_dask.runtime import (
     ReductionEvaluation,
     exact_sum,
 )
-
-# isort: split
-# the results layer: Monte Carlo generation (issue 13)
-from laddu_dask.results import GenerationReport, Generator
 
 __version__ = "0.1.0"
 
@@ -268,5 +285,7 @@ LadduError = LadduDaskError
 # many fits (issue 12)
 __all__ += ["BinFit", "FitEnsemble", "MCMCSummary", "binned_likelihoods", "bootstrap_fit", "fit_bins",
             "fit_restarts"]
-# Monte Carlo generation (issue 13)
-__all__ += ["GenerationError", "GenerationReport", "Generator"]
+# physics results: projections, fractions, yields, cross sections, generation (issue 13)
+__all__ += ["AreaUnit", "CrossSection", "Estimate", "FitFractions", "GenerationError", "GenerationReport",
+            "Generator", "IntensityIntegrals", "LikelihoodProjection", "Luminosity", "ProjectionHistograms",
+            "ScalarErrorView", "Yield", "fit_fractions", "plot_projection", "projection_histograms"]

@@ -488,7 +488,8 @@ def model(
     """The KsKs intensity as a laddu-dask :class:`~laddu_dask.Model`.
 
     ``I = | BW_S Y_0^0 + BW_D (c_0 Y_2^0 + c_1 Y_2^1 + c_2 Y_2^2) |^2`` with the angles of
-    the module docstring, computed from the four-vector columns, so the model reads
+    the module docstring (the two waves tagged ``"S"`` and ``"D"``), computed from the
+    four-vector columns, so the model reads
     laddu's Parquet files directly.  Free parameters, in order: s_mass, s_width,
     d_mass, d_width, d0_re, d0_im, d1_re, d1_im, d2_re, d2_im.
 
@@ -552,4 +553,6 @@ def model(
         c = ld.complex(par(f"d{m}_re"), par(f"d{m}_im"))
         term = c * ld.spherical_harmonic(2, m, costheta=costheta, phi=phi)
         d_sum = term if d_sum is None else d_sum + term
-    return ld.Model((s_wave + d_line * d_sum).norm_sqr())
+    # the waves are tagged (laddu's Expr.tagged) for projections and fit fractions; tags
+    # change no bit of the compiled model
+    return ld.Model((s_wave.tagged("S") + (d_line * d_sum).tagged("D")).norm_sqr())

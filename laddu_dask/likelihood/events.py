@@ -1,5 +1,6 @@
 """Per-event values and gradients of a model on a dataset (``Model.evaluate``,
-``Model.value_and_gradient``, and the weights of projections).
+``Model.value_and_gradient``; the results layer's projections are Dask tasks of their own,
+:mod:`laddu_dask.results.events`).
 
 Each partition is loaded with the columns the model reads, prepared and evaluated with
 the execution's kernels (:meth:`PreparedModel.evaluate_batch`, the reductions' own value

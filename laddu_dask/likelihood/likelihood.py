@@ -39,10 +39,11 @@ from laddu_dask.runtime.prepared import reduce_points
 Term = NLL | ExtendedNLL
 
 
-#: Methods of :class:`Likelihood` that the analysis layer provides (laddu's ``fit_restarts``,
-#: ``bootstrap_fit``, ``sample``, ``walker_positions``): registered when
-#: :mod:`laddu_dask.analysis` is imported, which ``import laddu_dask`` does, because this
-#: layer never imports the one above it.
+#: Methods of :class:`Likelihood` that the analysis and results layers provide (laddu's
+#: ``fit_restarts``, ``bootstrap_fit``, ``sample``, ``walker_positions``; ``projection``,
+#: ``intensity_integrals``, ``yield_context``, ``cross_section``): registered when
+#: :mod:`laddu_dask.analysis` / :mod:`laddu_dask.results` are imported, which
+#: ``import laddu_dask`` does, because this layer never imports the ones above it.
 _METHODS: dict[str, Callable[..., Any]] = {}
 
 
@@ -269,11 +270,44 @@ class Likelihood(MinuitCost):
     def project(self, params: ParameterValues, term: str | None = None) -> np.ndarray:
         """Accepted-MC weights ``w I`` at ``params``, scaled to the data (for plots).
 
-        See :func:`laddu_dask.likelihood.projection.project`.
+        See :func:`laddu_dask.results.integrals.project`.
         """
-        from laddu_dask.likelihood.projection import project
+        return _method("project")(self, params, term)
 
-        return project(self, params, term)
+    def projection(self, term_name: str, *, generated_mc: Any = None,
+                   tags: Sequence[str] | None = None) -> Any:
+        """Per-event weights of a (tagged) projection of a term (laddu's ``projection``).
+        See :func:`laddu_dask.results.projection`."""
+        return _method("projection")(self, term_name, generated_mc=generated_mc, tags=tags)
+
+    def intensity_integrals(self, term_name: str, *, generated_mc: Any = None,
+                            tags: Sequence[str] | None = None) -> Any:
+        """Accepted and generated intensity integrals of a term (laddu's
+        ``intensity_integrals``). See :func:`laddu_dask.results.intensity_integrals`."""
+        return _method("intensity_integrals")(self, term_name, generated_mc=generated_mc, tags=tags)
+
+    def yield_context(self, term_name: str, *, generated_mc: Any, parameters: ParameterValues,
+                      ensemble: Any = None, covariance: Any = None, tags: Sequence[str] | None = None) -> Any:
+        """Observed and fitted yields of a term (laddu's ``yield_context``). See
+        :func:`laddu_dask.results.yield_context`."""
+        return _method("yield_context")(self, term_name, generated_mc=generated_mc, parameters=parameters,
+                                        ensemble=ensemble, covariance=covariance, tags=tags)
+
+    def cross_section(self, term_name: str, generated_mc: Any, luminosity: Any, parameters: ParameterValues,
+                      *, ensemble: Any = None, covariance: Any = None,
+                      tags: Sequence[str] | None = None) -> Any:
+        """The fitted cross section of an extended term (laddu's ``cross_section``). See
+        :func:`laddu_dask.results.cross_section`."""
+        return _method("cross_section")(self, term_name, generated_mc, luminosity, parameters,
+                                        ensemble=ensemble, covariance=covariance, tags=tags)
+
+    def fit_fractions(self, term_name: str, parameters: ParameterValues, *,
+                      waves: Sequence[str] | None = None, generated_mc: Any = None,
+                      ensemble: Any = None, covariance: Any = None) -> Any:
+        """Fit fractions and interference terms of the tagged waves of a term. See
+        :func:`laddu_dask.results.fit_fractions`."""
+        return _method("fit_fractions")(self, term_name, parameters, waves=waves, generated_mc=generated_mc,
+                                        ensemble=ensemble, covariance=covariance)
 
     def sample_parameters(self, *, seed: int = 0, n: int | None = None) -> list[float] | list[list[float]]:
         """Reproducible starts for the free parameters, in :attr:`parameter_names` order

@@ -1,17 +1,48 @@
-"""Physics results derived from models and fits: Monte Carlo generation (more to come).
+"""Physics results from models and fitted likelihoods: projections, intensity integrals,
+fit fractions, yields and cross sections with propagated uncertainties, projection plots
+(:func:`projection_histograms`, :func:`plot_projection`), and Monte Carlo generation
+(:class:`Generator`).
 
-This layer sits above ``likelihood`` and ``analysis`` and may import them; nothing below
-imports it.
+This package sits above the likelihood and analysis layers (DESIGN.md) and may import
+them; nothing below imports it. It gives :class:`~laddu_dask.Likelihood` laddu's
+``projection``, ``intensity_integrals``, ``yield_context`` and ``cross_section`` methods
+(and ``fit_fractions``, ``project``) by registering them when it is imported, which
+``import laddu_dask`` does.
 
 Examples
 --------
->>> from laddu_dask.results import Generator, GenerationReport
->>> Generator.__name__, GenerationReport.__name__
-('Generator', 'GenerationReport')
+>>> import laddu_dask as ld
+>>> callable(ld.Likelihood.projection), ld.Yield.__module__, ld.Generator.__module__
+(True, 'laddu_dask.results.yields', 'laddu_dask.results.generation')
 """
 
+from laddu_dask.likelihood.likelihood import register_method
+from laddu_dask.results.estimate import Estimate, ScalarErrorView
+from laddu_dask.results.fractions import FitFractions, fit_fractions
 from laddu_dask.results.generation import Generator
+from laddu_dask.results.histograms import ProjectionHistograms, projection_histograms
+from laddu_dask.results.integrals import (
+    IntensityIntegrals,
+    LikelihoodProjection,
+    intensity_integrals,
+    project,
+    projection,
+)
+from laddu_dask.results.luminosity import AreaUnit, Luminosity
 from laddu_dask.results.phase_space import PhaseSpacePlan
+from laddu_dask.results.plot import plot_projection
 from laddu_dask.results.report import GenerationReport
+from laddu_dask.results.yields import CrossSection, Yield, cross_section, yield_context
 
-__all__ = ["GenerationReport", "Generator", "PhaseSpacePlan"]
+register_method("project", project)
+register_method("projection", projection)
+register_method("intensity_integrals", intensity_integrals)
+register_method("yield_context", yield_context)
+register_method("cross_section", cross_section)
+register_method("fit_fractions", fit_fractions)
+
+__all__ = ["AreaUnit", "CrossSection", "Estimate", "FitFractions", "GenerationReport", "Generator",
+           "IntensityIntegrals", "LikelihoodProjection", "Luminosity", "PhaseSpacePlan",
+           "ProjectionHistograms", "ScalarErrorView", "Yield", "cross_section", "fit_fractions",
+           "intensity_integrals", "plot_projection", "project", "projection", "projection_histograms",
+           "yield_context"]

@@ -1,0 +1,214 @@
+"""``Estimate``: a central value with its uncertainty sources (laddu's ``Estimate``).
+
+An estimate keeps its standard deviation from each source separately, as laddu's does:
+``"data_fill"`` (the data sample's finite size, ``sqrt(sum w^2)``), ``"accepted_mc_fill"``
+and ``"generated_mc_fill"`` (the Monte Carlo samples', ``sqrt(sum (w I)^2)``),
+``"covariance"`` (the fit covariance propagated through the exact gradient of the
+quantity, laddu-dask's own source), ``"luminosity"``, and ``"ensemble"``: the spread of
+the quantity over the draws of a bootstrap or MCMC ensemble (``draws``).
+:meth:`Estimate.error` adds the selected ones in quadrature.
+
+Examples
+--------
+>>> e = Estimate(2.0, draws=[1.0, 2.0, 4.0])
+>>> round(e.std(), 6), e.median(), e.error(ensemble=True).included_error_components
+(1.527525, 2.0, ['ensemble'])
+>>> f = Estimate(3.0, standard_error=0.2) + Estimate(1.0, standard_error=0.1)
+>>> f.central, round(f.standard_error, 6)
+(4.0, 0.223607)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from laddu_dask.errors import ParameterError
+
+#: The uncertainty sources, in the order :meth:`Estimate.error` lists them.
+SOURCES = ("data_fill", "accepted_mc_fill", "generated_mc_fill", "covariance", "ensemble", "luminosity")
+
+
+@dataclass(frozen=True)
+class ScalarErrorView:
+    """A marginal error and which sources it includes (laddu's ``ScalarErrorView``)."""
+
+    error: float
+    included_error_components: list[str]
+    omitted_error_components: list[tuple[str, str]]
+
+
+class Estimate:
+    """A central value with optional draws and per-source standard deviations.
+
+    Parameters
+    ----------
+    central : float
+        The value at the fitted point.
+    draws : sequence of float, optional
+        The quantity at each draw of an ensemble (bootstrap replicas, MCMC samples).
+    source_id : int, optional
+        Identifies the ensemble the draws come from.
+    standard_error : float, optional
+        A standard error of its own (otherwise the ``"covariance"`` source's, if any).
+    components : mapping of str to float, optional
+        Standard deviations by source (see :data:`SOURCES`).
+
+    Raises
+    ------
+    ParameterError
+        For a non-finite central value, draw or error, or an unknown source.
+    """
+
+    def __init__(self, central: float, *, draws: Sequence[float] | np.ndarray | None = None,
+                 source_id: int | None = None, standard_error: float | None = None,
+                 components: Mapping[str, float] | None = None) -> None:
+        central = float(central)
+        if not math.isfinite(central):
+            raise ParameterError(f"an Estimate needs a finite central value, got {central!r}")
+        self._central = central
+        self._draws = None if draws is None else np.asarray(draws, dtype=np.float64).reshape(-1)
+        if self._draws is not None and not np.isfinite(self._draws).all():
+            raise ParameterError("an Estimate's draws must be finite")
+        self._source_id = source_id
+        self._components = {}
+        for name, sigma in dict(components or {}).items():
+            if name not in SOURCES or name == "ensemble":
+                raise ParameterError(f"unknown uncertainty source {name!r}; one of "
+                                     f"{', '.join(s for s in SOURCES if s != 'ensemble')}")
+            if not (math.isfinite(sigma) and sigma >= 0):
+                raise ParameterError(f"the {name} error must be finite and >= 0, got {sigma!r}")
+            self._components[name] = float(sigma)
+        if standard_error is not None and not (math.isfinite(standard_error) and standard_error >= 0):
+            raise ParameterError(f"standard_error must be finite and >= 0, got {standard_error!r}")
+        self._standard_error = standard_error
+
+    @property
+    def central(self) -> float:
+        """The value at the fitted point."""
+        return self._central
+
+    @property
+    def draws(self) -> np.ndarray | None:
+        """The value at each ensemble draw (``None`` without an ensemble)."""
+        return None if self._draws is None else self._draws.copy()
+
+    @property
+    def source_id(self) -> int | None:
+        """The id of the ensemble of :attr:`draws`."""
+        return self._source_id
+
+    @property
+    def components(self) -> dict[str, float]:
+        """Standard deviations by source (without ``"ensemble"``, see :meth:`std`)."""
+        return dict(self._components)
+
+    @property
+    def standard_error(self) -> float | None:
+        """The given standard error, else the fit-covariance one (``None`` without either)."""
+        if self._standard_error is not None:
+            return float(self._standard_error)
+        return self._components.get("covariance")
+
+    def _need_draws(self) -> np.ndarray:
+        if self._draws is None or len(self._draws) == 0:
+            raise ParameterError("this Estimate has no draws (pass an ensemble)")
+        return self._draws
+
+    def std(self) -> float:
+        """Standard deviation of the draws (``ddof=1``)."""
+        draws = self._need_draws()
+        return float(np.std(draws, ddof=1)) if len(draws) > 1 else 0.0
+
+    def mean(self) -> float:
+        """Mean of the draws."""
+        return float(np.mean(self._need_draws()))
+
+    def median(self) -> float:
+        """Median of the draws."""
+        return float(np.median(self._need_draws()))
+
+    def quantile(self, probability: float) -> float:
+        """A quantile of the draws (linear interpolation, as NumPy's)."""
+        if not 0.0 <= probability <= 1.0:
+            raise ParameterError(f"probability must lie in [0, 1], got {probability!r}")
+        return float(np.quantile(self._need_draws(), probability))
+
+    def interval(self, level: float = 0.68) -> tuple[float, float]:
+        """The central ``level`` interval of the draws."""
+        if not 0.0 < level < 1.0:
+            raise ParameterError(f"level must lie in (0, 1), got {level!r}")
+        return self.quantile((1 - level) / 2), self.quantile((1 + level) / 2)
+
+    def error(self, *, data_fill: bool = True, accepted_mc_fill: bool = True,
+              generated_mc_fill: bool = True, covariance: bool = True, ensemble: bool = False,
+              luminosity: bool = False) -> ScalarErrorView:
+        """The quadrature sum of the selected sources (laddu's ``Estimate.error``)."""
+        wanted = dict(data_fill=data_fill, accepted_mc_fill=accepted_mc_fill,
+                      generated_mc_fill=generated_mc_fill, covariance=covariance,
+                      ensemble=ensemble, luminosity=luminosity)
+        available = dict(self._components)
+        if self._draws is not None and len(self._draws) > 1:
+            available["ensemble"] = self.std()
+        included, omitted, total = [], [], 0.0
+        for name in SOURCES:
+            if not wanted[name]:
+                continue
+            if name in available:
+                included.append(name)
+                total += available[name] ** 2
+            else:
+                omitted.append((name, "unavailable"))
+        return ScalarErrorView(math.sqrt(total), included, omitted)
+
+    # -- arithmetic of independent estimates (first order) -----------------------------------
+    def _combine(self, other: Any, value: float, d_self: float, d_other: float,
+                 draws_op: Any) -> Estimate:
+        if isinstance(other, Estimate):
+            a, b = self.standard_error, other.standard_error
+            err = None if a is None and b is None else math.hypot(d_self * (a or 0.0), d_other * (b or 0.0))
+            draws = None
+            if self._draws is not None and other._draws is not None and len(self._draws) == len(other._draws):
+                draws = draws_op(self._draws, other._draws)
+            return Estimate(value, draws=draws, standard_error=err)
+        err = None if self.standard_error is None else abs(d_self) * self.standard_error
+        draws = None if self._draws is None else draws_op(self._draws, float(other))
+        return Estimate(value, draws=draws, standard_error=err)
+
+    def _other(self, other: Any) -> float:
+        if isinstance(other, Estimate):
+            return other.central
+        if isinstance(other, (int, float)) and not isinstance(other, bool):
+            return float(other)
+        raise TypeError(f"an Estimate combines with an Estimate or a number, not {type(other).__name__}")
+
+    def __add__(self, other: Any) -> Estimate:
+        b = self._other(other)
+        return self._combine(other, self.central + b, 1.0, 1.0, np.add)
+
+    __radd__ = __add__
+
+    def __sub__(self, other: Any) -> Estimate:
+        b = self._other(other)
+        return self._combine(other, self.central - b, 1.0, -1.0, np.subtract)
+
+    def __mul__(self, other: Any) -> Estimate:
+        b = self._other(other)
+        return self._combine(other, self.central * b, b, self.central, np.multiply)
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other: Any) -> Estimate:
+        b = self._other(other)
+        if b == 0:
+            raise ZeroDivisionError("division of an Estimate by zero")
+        return self._combine(other, self.central / b, 1.0 / b, -self.central / b**2, np.divide)
+
+    def __repr__(self) -> str:
+        err = self.error(ensemble=True, luminosity=True).error
+        extra = f", {len(self._draws)} draws" if self._draws is not None else ""
+        return f"Estimate({self.central:.6g} +- {err:.3g}{extra})"

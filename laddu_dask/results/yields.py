@@ -1,0 +1,266 @@
+"""Yields and cross sections of a fitted term, with uncertainties (laddu's ``Yield`` and
+``CrossSection``).
+
+For an extended term (:class:`~laddu_dask.ExtendedNLL`, whose intensity is an absolute
+rate) at fitted parameters ``p``:
+
+``selected_yield``          ``N = sum_data w`` (error ``sqrt(sum_data w^2)``)
+``accepted_fitted_yield``   ``sum_accmc w I(p)``: the events the model predicts after the detector
+``generated_fitted_yield``  ``sum_genmc w I(p)``: the acceptance-corrected (produced) yield
+``acceptance``              ``accepted / generated`` fitted yield
+``corrected_yield``         ``N / acceptance``: the observed yield corrected for acceptance
+
+and a cross section is a yield divided by the integrated luminosity:
+``CrossSection.total = generated_fitted_yield / L`` (the fitted cross section, laddu's
+``total``), ``CrossSection.observed = corrected_yield / L``.  Every value is an
+:class:`Estimate` whose sources are the Monte Carlo samples' finite size
+(``sqrt(sum (w I)^2)``), the data's, the fit covariance propagated through the exact
+gradient of the integrals (``covariance=``), the luminosity's relative uncertainty, and,
+with ``ensemble=``, the spread over the ensemble's draws (all draws evaluated in one
+round).
+
+Examples
+--------
+>>> import numpy as np
+>>> import laddu_dask as ld
+>>> x = ld.scalar("x")
+>>> model = ld.Model(ld.parameter("a", initial=1.0) * (x * x + 1.0))
+>>> data = ld.Dataset.from_arrays(scalars={"x": np.array([0.5, 1.0])})
+>>> mc = ld.Dataset.from_arrays(scalars={"x": np.array([0.0, 1.0])})
+>>> gen = ld.Dataset.from_arrays(scalars={"x": np.array([0.0, 0.5, 1.0, 2.0])})
+>>> lik = ld.Likelihood([ld.ExtendedNLL(model, data=data, accepted_mc=mc, name="t")])
+>>> y = lik.yield_context("t", generated_mc=gen, parameters=[2.0])
+>>> y.selected_yield().central, y.accepted_fitted_yield().central, y.generated_fitted_yield().central
+(2.0, 6.0, 18.5)
+>>> xs = lik.cross_section("t", gen, ld.Luminosity(2.0, ld.AreaUnit.PICOBARN), [2.0])
+>>> xs.total.central, xs.unit
+(9.25, AreaUnit.PICOBARN)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from laddu_dask.compile.layout import ParameterValues
+from laddu_dask.data.dataset import Dataset
+from laddu_dask.errors import ModelError, ParameterError
+from laddu_dask.likelihood.terms import ExtendedNLL
+from laddu_dask.results.estimate import Estimate
+from laddu_dask.results.events import weight_square_sum
+from laddu_dask.results.integrals import Selection, integrate
+from laddu_dask.results.luminosity import Luminosity
+from laddu_dask.results.propagation import covariance_matrix, ensemble_points, linear_sigma
+
+
+class Integrals:
+    """Integrals ``sum w I`` of several ``(selection, role)`` pairs at a fitted point, with
+    their exact gradients (when a covariance is given) and their values at an ensemble's
+    draws, each computed once, in one round."""
+
+    def __init__(self, likelihood: Any, pairs: list[tuple[Selection, str]], parameters: ParameterValues,
+                 covariance: Any = None, ensemble: Any = None) -> None:
+        self.likelihood = likelihood
+        self.pairs = pairs
+        self.parameters = likelihood.resolve(parameters)
+        self.covariance = covariance_matrix(likelihood, covariance)
+        found = ensemble_points(likelihood, ensemble)
+        self.draw_points, self.source_id = (None, None) if found is None else found
+        central = integrate(pairs, [self.parameters], with_gradient=self.covariance is not None)
+        self.values = np.array([row[0][0] for row in central])
+        self.gradients = (np.array([row[0][1] for row in central]) if self.covariance is not None else None)
+        self.draws = None
+        if self.draw_points is not None and len(self.draw_points):
+            at_draws = integrate(pairs, list(self.draw_points))
+            self.draws = np.array([[v for v, _ in row] for row in at_draws]).T  # (K, m)
+
+    def estimate(self, f: Callable[[np.ndarray], float], df: Callable[[np.ndarray], np.ndarray],
+                 components: dict[str, float] | None = None, what: str = "quantity") -> Estimate:
+        """The :class:`Estimate` of ``f(integrals)`` (``df`` its partial derivatives)."""
+        central = f(self.values)
+        if not math.isfinite(central):
+            raise ModelError(f"the {what} is {central!r} (an integral is zero)")
+        parts = dict(components or {})
+        if self.covariance is not None:
+            parts["covariance"] = linear_sigma(df(self.values) @ self.gradients, self.covariance)
+        draws = None if self.draws is None else np.array([f(row) for row in self.draws])
+        if draws is not None and not np.isfinite(draws).all():
+            raise ModelError(f"the {what} is not finite at a draw of the ensemble (an integral is zero)")
+        return Estimate(central, draws=draws, source_id=self.source_id, components=parts)
+
+
+def _extended(selection: Selection) -> None:
+    if not isinstance(selection.term, ExtendedNLL):
+        raise ModelError(f"likelihood term does not determine an absolute rate: {selection.name!r} is "
+                         f"an {type(selection.term).__name__}; yields and cross sections need an ExtendedNLL")
+
+
+class Yield:
+    """Observed and fitted yields of one term (laddu's ``Yield``; build it with
+    :meth:`Likelihood.yield_context`).  See the module docstring for the definitions."""
+
+    def __init__(self, likelihood: Any, term_name: str, *, generated_mc: Dataset, parameters: ParameterValues,
+                 ensemble: Any = None, covariance: Any = None, tags: Sequence[str] | None = None) -> None:
+        if generated_mc is None:
+            raise ModelError("yield_context needs generated_mc= (the generated Monte Carlo)")
+        self._selection = Selection(likelihood, term_name, tags, generated_mc)
+        self._ints = Integrals(likelihood, [(self._selection, "accepted"), (self._selection, "generated")],
+                               parameters, covariance, ensemble)
+        self._fills: dict[str, float] = {}
+
+    @property
+    def term_name(self) -> str:
+        """The term."""
+        return self._selection.name
+
+    @property
+    def parameters(self) -> list[float]:
+        """The fitted point, in the likelihood's order."""
+        return self._ints.parameters.tolist()
+
+    @property
+    def has_absolute_rate(self) -> bool:
+        """Whether the term is extended (its intensity is a rate)."""
+        return isinstance(self._selection.term, ExtendedNLL)
+
+    def _fill(self, role: str) -> float:
+        if role not in self._fills:
+            sel = self._selection
+            if role == "data":
+                self._fills[role] = math.sqrt(weight_square_sum(sel.execution, sel.term.data))
+            else:
+                self._fills[role] = math.sqrt(sel.square_sum(role, self._ints.parameters))
+        return self._fills[role]
+
+    def selected_yield(self) -> Estimate:
+        """``sum_data w``, with the data's statistical error ``sqrt(sum w^2)``."""
+        data = self._selection.term.data
+        return Estimate(data.sum_weights(), components={"data_fill": self._fill("data")})
+
+    def accepted_fitted_yield(self) -> Estimate:
+        """``sum_accmc w I`` at the fitted point."""
+        _extended(self._selection)
+        return self._ints.estimate(lambda v: v[0], lambda v: np.array([1.0, 0.0]),
+                                   {"accepted_mc_fill": self._fill("accepted")}, "accepted yield")
+
+    def generated_fitted_yield(self) -> Estimate:
+        """``sum_genmc w I`` at the fitted point: the acceptance-corrected fitted yield."""
+        _extended(self._selection)
+        return self._ints.estimate(lambda v: v[1], lambda v: np.array([0.0, 1.0]),
+                                   {"generated_mc_fill": self._fill("generated")}, "generated yield")
+
+    def acceptance(self) -> Estimate:
+        """The fitted acceptance ``sum_accmc w I / sum_genmc w I``."""
+        return self._ints.estimate(lambda v: v[0] / v[1], lambda v: np.array([1 / v[1], -v[0] / v[1] ** 2]),
+                                   None, "acceptance")
+
+    def corrected_yield(self) -> Estimate:
+        """The observed yield corrected for the fitted acceptance, ``N sum_genmc w I / sum_accmc w I``."""
+        n = self._selection.term.data.sum_weights()
+        return self._ints.estimate(lambda v: n * v[1] / v[0],
+                                   lambda v: np.array([-n * v[1] / v[0] ** 2, n / v[0]]),
+                                   {"data_fill": self._fill("data") * self._ints.values[1]
+                                    / self._ints.values[0]},
+                                   "corrected yield")
+
+    def __repr__(self) -> str:
+        return f"Yield({self.term_name!r}, observed {self.selected_yield().central:.6g})"
+
+
+class CrossSection:
+    """The cross section of an extended term (laddu's ``CrossSection``; build it with
+    :meth:`Likelihood.cross_section`): ``total`` is the fitted generated yield over the
+    luminosity, ``observed`` the acceptance-corrected observed yield over it."""
+
+    def __init__(self, likelihood: Any, term_name: str, generated_mc: Dataset, luminosity: Luminosity,
+                 parameters: ParameterValues, *, ensemble: Any = None, covariance: Any = None,
+                 tags: Sequence[str] | None = None) -> None:
+        if not isinstance(luminosity, Luminosity):
+            raise ParameterError(f"luminosity must be a Luminosity, got {type(luminosity).__name__}")
+        self._yield = Yield(likelihood, term_name, generated_mc=generated_mc, parameters=parameters,
+                            ensemble=ensemble, covariance=covariance, tags=tags)
+        _extended(self._yield._selection)
+        self._luminosity = luminosity
+
+    def _per_luminosity(self, e: Estimate) -> Estimate:
+        lum = self._luminosity
+        parts = {k: v / lum.value for k, v in e.components.items()}
+        central = e.central / lum.value
+        if lum.relative_uncertainty is not None:
+            parts["luminosity"] = abs(central) * lum.relative_uncertainty
+        draws = None if e.draws is None else e.draws / lum.value
+        return Estimate(central, draws=draws, source_id=e.source_id, components=parts)
+
+    @property
+    def total(self) -> Estimate:
+        """The fitted cross section ``sum_genmc w I / L``."""
+        return self._per_luminosity(self._yield.generated_fitted_yield())
+
+    @property
+    def observed(self) -> Estimate:
+        """The observed cross section ``N sum_genmc w I / (sum_accmc w I L)``."""
+        return self._per_luminosity(self._yield.corrected_yield())
+
+    @property
+    def accepted_integral(self) -> Estimate:
+        """``sum_accmc w I`` at the fitted point."""
+        return self._yield.accepted_fitted_yield()
+
+    @property
+    def generated_integral(self) -> Estimate:
+        """``sum_genmc w I`` at the fitted point."""
+        return self._yield.generated_fitted_yield()
+
+    @property
+    def data_yield(self) -> Estimate:
+        """``sum_data w``."""
+        return self._yield.selected_yield()
+
+    @property
+    def unit(self) -> Any:
+        """The area unit (the luminosity's)."""
+        return self._luminosity.unit
+
+    @property
+    def total_effective_exposure(self) -> float:
+        """The luminosity, in inverse :attr:`unit`."""
+        return self._luminosity.value
+
+    def __repr__(self) -> str:
+        return f"CrossSection({self.total!r} {self.unit.name.lower()})"
+
+
+def yield_context(likelihood: Any, term_name: str, *, generated_mc: Dataset, parameters: ParameterValues,
+                  ensemble: Any = None, covariance: Any = None, tags: Sequence[str] | None = None) -> Yield:
+    """laddu's ``Likelihood.yield_context``, plus ``covariance=`` (a fit result or matrix) and
+    ``tags=`` (the fitted yields of those waves alone; the selected yield is the data's).
+
+    Raises
+    ------
+    ModelError
+        For an unknown term (and, when asked for a fitted yield, a term that is not extended).
+    ParameterError
+        For a covariance or ensemble that does not fit the likelihood's parameters.
+    """
+    return Yield(likelihood, term_name, generated_mc=generated_mc, parameters=parameters,
+                 ensemble=ensemble, covariance=covariance, tags=tags)
+
+
+def cross_section(likelihood: Any, term_name: str, generated_mc: Dataset, luminosity: Luminosity,
+                  parameters: ParameterValues, *, ensemble: Any = None,
+                  covariance: Any = None, tags: Sequence[str] | None = None) -> CrossSection:
+    """laddu's ``Likelihood.cross_section``, plus ``covariance=`` and ``tags=`` (the cross
+    section of those waves alone).
+
+    Raises
+    ------
+    ModelError
+        For an unknown term, or one that is not an ``ExtendedNLL``.
+    ParameterError
+        For a luminosity that is not a :class:`Luminosity`, a bad covariance or ensemble.
+    """
+    return CrossSection(likelihood, term_name, generated_mc, luminosity, parameters, ensemble=ensemble,
+                        covariance=covariance, tags=tags)
