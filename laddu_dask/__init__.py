@@ -35,6 +35,7 @@ from laddu_dask.data import (
 )
 from laddu_dask.errors import (
     BudgetError,
+    ClosureError,
     ClusterError,
     ClusterTimeoutError,
     DataChangedError,
@@ -151,7 +152,7 @@ from laddu_dask.runtime import (
 
 # isort: split
 # the results layer: Monte Carlo generation (issue 13)
-from laddu_dask.results import GenerationReport, Generator
+from laddu_dask.results import ClosureResult, GenerationReport, Generator, closure_study
 
 __version__ = "0.1.0"
 
@@ -270,3 +271,5 @@ __all__ += ["BinFit", "FitEnsemble", "MCMCSummary", "binned_likelihoods", "boots
             "fit_restarts"]
 # Monte Carlo generation (issue 13)
 __all__ += ["GenerationError", "GenerationReport", "Generator"]
+# closure (input-output) studies (issue 13)
+__all__ += ["ClosureError", "ClosureResult", "closure_study"]

@@ -1,4 +1,4 @@
-"""Physics results derived from models and fits: Monte Carlo generation (more to come).
+"""Physics results derived from models and fits: Monte Carlo generation and closure studies.
 
 This layer sits above ``likelihood`` and ``analysis`` and may import them; nothing below
 imports it.
@@ -10,8 +10,9 @@ Examples
 ('Generator', 'GenerationReport')
 """
 
+from laddu_dask.results.closure import ClosureResult, closure_study
 from laddu_dask.results.generation import Generator
 from laddu_dask.results.phase_space import PhaseSpacePlan
 from laddu_dask.results.report import GenerationReport
 
-__all__ = ["GenerationReport", "Generator", "PhaseSpacePlan"]
+__all__ = ["ClosureResult", "GenerationReport", "Generator", "PhaseSpacePlan", "closure_study"]
