@@ -196,16 +196,20 @@ def test_typed_errors():
 
 @pytest.mark.slow
 def test_replicas_on_a_cluster_are_the_local_ones():
+    """On a 2-process LocalCluster every replica's fit is one task on a worker
+    (``laddu-dask-fit-closure-*``), and every fit is the local one, bit for bit."""
+    distributed = pytest.importorskip("distributed")
     from cluster_helpers import local_cluster
 
     model, pool, mc = _asymmetry()
-    local = ld.closure_study(model, {"a": 0.3}, source=pool, accepted_mc=mc, n_events=400, n_replicas=6,
-                             seed=3)
-    clients = local_cluster(n_workers=2)
-    client = next(clients)
-    try:
-        remote = ld.closure_study(model, {"a": 0.3}, source=pool, accepted_mc=mc, n_events=400, n_replicas=6,
-                                  seed=3, execution=ld.Execution(client=client))
-    finally:
-        next(clients, None)
+    study = {"source": pool, "accepted_mc": mc, "n_events": 400, "n_replicas": 6, "seed": 3}
+    local = ld.closure_study(model, {"a": 0.3}, **study)
+    for client in local_cluster():
+        assert isinstance(client, distributed.Client)
+        remote = ld.closure_study(model, {"a": 0.3}, execution=ld.Execution(client=client), **study)
+        ran = client.run_on_scheduler(lambda dask_scheduler: [
+            (str(t[0]), t[2]) for t in dask_scheduler.transition_log
+            if str(t[0]).startswith("laddu-dask-fit-closure")])
     assert np.array_equal(remote.values, local.values) and np.array_equal(remote.errors, local.errors)
+    assert [f.fval for f in remote.fits] == [f.fval for f in local.fits]
+    assert len({k for k, state in ran if state == "memory"}) == 6
