@@ -87,8 +87,10 @@ def _unit_gaussian(s: dict) -> bool:
 
 def test_closed_form_asymmetry():
     model, pool, mc = _asymmetry()
+    seen = []
     study = ld.closure_study(model, {"a": 0.3}, source=pool, accepted_mc=mc, n_events=400, n_replicas=20,
-                             seed=3, tolerance=1e-4)
+                             seed=3, tolerance=1e-4, progress=lambda i, n, result: seen.append((i, n)))
+    assert sorted(seen) == [(i, 20) for i in range(20)]
     source = PoolSource(pool, model, {"a": 0.3}, n_replicas=20, seed=3)
     for k in range(20):
         rng = replica_stream(3, (k,))

@@ -10,6 +10,8 @@ concurrently on all the workers' threads and show on the dashboard (task stream 
 progress, as ``laddu-dask-fit-<label>``).  A fit's result is bitwise the one a local fit
 gives (the sums are exact).  A worker lost mid-fit costs a rerun of its fits elsewhere
 (Dask reschedules them); each wait is bounded by ``laddu-dask.cluster.fit-timeout``.
+Without a cluster, :func:`fit_as_local_tasks` runs the same tasks on Dask's threaded
+scheduler (a closure study's replicas: many small, different likelihoods).
 
 Examples
 --------
