@@ -183,6 +183,7 @@ def test_typed_errors():
         ({"accepted_mc": None}, ParameterError, "accepted_mc must be a Dataset"),
         ({"n_events": 1900}, DataError, "replica 0 kept .* fewer than the 1900"),
         ({"generator_options": {"pilot_proposals": 10}}, ParameterError, "generator_options"),
+        ({"initial": {"a": 2.0}}, ParameterError, "initial value of 'a' .* outside its bounds"),
     ]
     for change, error, message in cases:
         kwargs = {"truth": {"a": 0.3}, **good, **change}
@@ -191,6 +192,8 @@ def test_typed_errors():
             ld.closure_study(model, truth, **kwargs)
     with pytest.raises(ParameterError, match="model must be a laddu_dask Model"):
         ld.closure_study("model", {"a": 0.3}, **good)
+    with pytest.warns(UserWarning, match="drawn from accepted_mc itself"):
+        ld.closure_study(model, {"a": 0.3}, **{**good, "source": mc})
     negative = ld.Dataset.from_arrays(scalars={"s": np.array([1.0, -1.0])}, weights=[1.0, -0.5])
     with pytest.raises(DataError, match="event 1 of the closure source has a negative weight"):
         ld.closure_study(model, {"a": 0.3}, **{**good, "source": negative})

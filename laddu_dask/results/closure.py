@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -219,17 +220,20 @@ def _count(value: Any, what: str, minimum: int) -> int:
     return int(value)
 
 
+def _within_bounds(model: Model, values: dict[str, float], what: str) -> dict[str, float]:
+    for name, v in values.items():
+        lo, hi = model.parameters[name].bounds
+        if (lo is not None and v < lo) or (hi is not None and v > hi):
+            raise ParameterError(f"{what} of {name!r} ({v}) lies outside its bounds {format_bounds(lo, hi)}")
+    return values
+
+
 def _truth(model: Model, truth: Any) -> dict[str, float]:
     """``truth`` as a full mapping of the free parameters, inside their bounds."""
     names = model.parameter_names
     if not isinstance(truth, Mapping) and isinstance(truth, (str, bytes)) or truth is None:
         raise ParameterError(f"truth must be a mapping or sequence of the free parameters, got {truth!r}")
-    values = dict(zip(names, resolve_parameters(names, truth), strict=True))
-    for name, v in values.items():
-        lo, hi = model.parameters[name].bounds
-        if (lo is not None and v < lo) or (hi is not None and v > hi):
-            raise ParameterError(f"truth of {name!r} ({v}) lies outside its bounds {format_bounds(lo, hi)}")
-    return values
+    return _within_bounds(model, dict(zip(names, resolve_parameters(names, truth), strict=True)), "truth")
 
 
 def _mean_events(n_events: Any, extended: bool, model: Model, truth: dict[str, float], accepted_mc: Dataset,
@@ -314,8 +318,12 @@ def closure_study(model: Model, truth: Any, *, source: Any, accepted_mc: Dataset
         raise ParameterError(f"execution must be a laddu_dask Execution, got {type(execution).__name__}")
     values = _truth(model, truth)
     names = model.parameter_names
-    start = dict(values) if initial is None else dict(
-        zip(names, resolve_parameters(names, initial, defaults=values), strict=True))
+    start = dict(values) if initial is None else _within_bounds(model, dict(
+        zip(names, resolve_parameters(names, initial, defaults=values), strict=True)), "initial value")
+    if source is accepted_mc:
+        warnings.warn("closure_study: the pseudo-data are drawn from accepted_mc itself, so every replica "
+                      "shares events with its normalization sample; give an independent source",
+                      stacklevel=2)
     mean = _mean_events(n_events, bool(extended), model, values, accepted_mc, execution)
     poisson = bool(extended) if poisson is None else bool(poisson)
     if not poisson and mean != int(mean):
