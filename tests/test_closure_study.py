@@ -157,6 +157,20 @@ def test_failed_fits_are_counted_and_reported(tmp_path):
     assert "0 valid, 3 failed" in repr(study)
 
 
+def test_pull_plot(tmp_path):
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    model, pool, mc = _asymmetry()
+    study = ld.closure_study(model, {"a": 0.3}, source=pool, accepted_mc=mc, n_events=300, n_replicas=6,
+                             seed=8)
+    fig = study.plot()
+    visible = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(visible) == 1 and visible[0].get_title() == "a" and "width" in visible[0].texts[0].get_text()
+    fig.savefig(tmp_path / "pulls.png")
+    with pytest.raises(ParameterError, match="not parameters of the closure study: 'b'"):
+        study.plot(["b"])
+
+
 def test_json_round_trip(tmp_path):
     model, pool, mc = _asymmetry()
     study = ld.closure_study(model, [0.3], source=pool, accepted_mc=mc, n_events=300, n_replicas=4, seed=8)

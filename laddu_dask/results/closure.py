@@ -176,6 +176,46 @@ class ClosureResult:
                          f"{s['pull_width']:8.3f} +- {s['pull_width_error']:5.3f} {s['ks_pvalue']:6.3f}")
         return "\n".join(lines)
 
+    def plot(self, parameters: list[str] | None = None, *, bins: int = 15, columns: int = 4) -> Any:
+        """Histograms of the pulls, one panel per parameter, with the unit Gaussian the
+        pulls should follow and the pull mean and width; a matplotlib ``Figure``.
+
+        Raises
+        ------
+        ParameterError
+            For a name that is not a parameter of the study.
+        ClosureError
+            When fewer than two replicas were fitted validly.
+        """
+        import matplotlib.pyplot as plt
+
+        names = self.parameter_names if parameters is None else list(parameters)
+        unknown = [n for n in names if n not in self.parameter_names]
+        if unknown:
+            raise ParameterError(f"not parameters of the closure study: {', '.join(map(repr, unknown))}; "
+                                 f"they are {', '.join(self.parameter_names)}")
+        summary = self.summary()
+        rows = -(-len(names) // columns)
+        fig, axes = plt.subplots(rows, min(columns, len(names)), figsize=(3.2 * min(columns, len(names)),
+                                 2.6 * rows), squeeze=False, layout="constrained")
+        edges = np.linspace(-4.0, 4.0, bins + 1)
+        grid = np.linspace(-4.0, 4.0, 201)
+        scale = len(self.valid_indices) * (edges[1] - edges[0])
+        for ax, name in zip(axes.flat, names):
+            s = summary[name]
+            counts, _, _ = ax.hist(np.clip(self.pulls[:, self.parameter_names.index(name)], -4.0, 4.0),
+                                   bins=edges, histtype="step", color="k")
+            ax.set_ylim(0.0, 1.45 * max(float(counts.max()), scale / math.sqrt(2.0 * math.pi)))
+            ax.plot(grid, scale * np.exp(-0.5 * grid**2) / math.sqrt(2.0 * math.pi), color="tab:blue")
+            ax.set_title(name, fontsize="medium")
+            ax.set_xlabel("pull")
+            ax.text(0.03, 0.97, f"mean {s['pull_mean']:+.2f} $\\pm$ {s['pull_mean_error']:.2f}\n"
+                    f"width {s['pull_width']:.2f} $\\pm$ {s['pull_width_error']:.2f}",
+                    transform=ax.transAxes, va="top", fontsize="small")
+        for ax in list(axes.flat)[len(names):]:
+            ax.set_visible(False)
+        return fig
+
     def __repr__(self) -> str:
         head = (f"ClosureResult({self.n_replicas} replicas of {self.settings.get('n_events', '?'):g} events"
                 f"{' (Poisson)' if self.settings.get('poisson') else ''}, "
