@@ -198,6 +198,8 @@ def test_typed_errors():
         ({"n_events": 1900}, DataError, "replica 0 kept .* fewer than the 1900"),
         ({"generator_options": {"pilot_proposals": 10}}, ParameterError, "generator_options"),
         ({"initial": {"a": 2.0}}, ParameterError, "initial value of 'a' .* outside its bounds"),
+        ({"method": "simplex"}, ParameterError, "method must be one of 'migrad', 'lbfgsb'"),
+        ({"max_call": 10}, ParameterError, "unknown keyword.*'max_call'.*strategy, tolerance, max_calls"),
     ]
     for change, error, message in cases:
         kwargs = {"truth": {"a": 0.3}, **good, **change}

@@ -63,6 +63,7 @@ from laddu_dask.files import read_json, write_json
 from laddu_dask.likelihood.fit import FitResult
 from laddu_dask.likelihood.likelihood import Likelihood
 from laddu_dask.likelihood.terms import NLL, ExtendedNLL
+from laddu_dask.options import FitMethod
 from laddu_dask.results.pseudo_data import GeneratorSource, PoolSource, event_count, replica_stream
 from laddu_dask.runtime.execution import Execution
 from laddu_dask.views import format_bounds
@@ -70,8 +71,8 @@ from laddu_dask.views import format_bounds
 __all__ = ["ClosureResult", "closure_study"]
 
 _KIND = "laddu_dask.ClosureResult"
-_STATS = ("truth", "mean_fit", "mean_error", "pull_mean", "pull_mean_error", "pull_width",
-          "pull_width_error", "ks_pvalue")
+#: The keywords of :meth:`~laddu_dask.Likelihood.fit` a study passes on.
+_FIT_OPTIONS = ("strategy", "tolerance", "max_calls")
 
 
 class ClosureResult:
@@ -356,6 +357,14 @@ def closure_study(model: Model, truth: Any, *, source: Any, accepted_mc: Dataset
         raise ParameterError(f"accepted_mc must be a Dataset, got {type(accepted_mc).__name__}")
     if execution is not None and not isinstance(execution, Execution):
         raise ParameterError(f"execution must be a laddu_dask Execution, got {type(execution).__name__}")
+    unknown = sorted(set(fit_options) - set(_FIT_OPTIONS))
+    if unknown:
+        raise ParameterError(f"closure_study got unknown keyword(s) {', '.join(map(repr, unknown))}; the fit "
+                             f"options are {', '.join(_FIT_OPTIONS)}")
+    try:
+        method = FitMethod.check(method, "method")
+    except ValueError as exc:
+        raise ParameterError(str(exc)) from None
     values = _truth(model, truth)
     names = model.parameter_names
     start = dict(values) if initial is None else _within_bounds(model, dict(
