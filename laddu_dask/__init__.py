@@ -35,6 +35,7 @@ from laddu_dask.data import (
 )
 from laddu_dask.errors import (
     BudgetError,
+    ClosureError,
     ClusterError,
     ClusterTimeoutError,
     DataChangedError,
@@ -142,6 +143,7 @@ from laddu_dask.options import Device, FitMethod, Kernel, MemoryPolicy, Normaliz
 # Monte Carlo generation
 from laddu_dask.results import (
     AreaUnit,
+    ClosureResult,
     CrossSection,
     Estimate,
     FitFractions,
@@ -153,6 +155,7 @@ from laddu_dask.results import (
     ProjectionHistograms,
     ScalarErrorView,
     Yield,
+    closure_study,
     fit_fractions,
     plot_projection,
     projection_histograms,
@@ -289,3 +292,5 @@ __all__ += ["BinFit", "FitEnsemble", "MCMCSummary", "binned_likelihoods", "boots
 __all__ += ["AreaUnit", "CrossSection", "Estimate", "FitFractions", "GenerationError", "GenerationReport",
             "Generator", "IntensityIntegrals", "LikelihoodProjection", "Luminosity", "ProjectionHistograms",
             "ScalarErrorView", "Yield", "fit_fractions", "plot_projection", "projection_histograms"]
+# closure (input-output) studies (issue 13)
+__all__ += ["ClosureError", "ClosureResult", "closure_study"]

@@ -73,3 +73,8 @@ class KernelCacheError(LadduDaskError, PermissionError):
 class GenerationError(LadduDaskError, RuntimeError):
     """Monte Carlo generation could not finish: a weight exceeded the unweighting envelope,
     or the proposal limit was reached."""
+
+
+class ClosureError(LadduDaskError, RuntimeError):
+    """A closure study cannot give pull statistics: fewer than two of its replicas were
+    fitted validly."""

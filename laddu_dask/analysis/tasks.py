@@ -10,6 +10,8 @@ concurrently on all the workers' threads and show on the dashboard (task stream 
 progress, as ``laddu-dask-fit-<label>``).  A fit's result is bitwise the one a local fit
 gives (the sums are exact).  A worker lost mid-fit costs a rerun of its fits elsewhere
 (Dask reschedules them); each wait is bounded by ``laddu-dask.cluster.fit-timeout``.
+Without a cluster, :func:`fit_as_local_tasks` runs the same tasks on Dask's threaded
+scheduler (a closure study's replicas: many small, different likelihoods).
 
 Examples
 --------
@@ -39,7 +41,7 @@ from laddu_dask.likelihood.likelihood import Likelihood
 from laddu_dask.likelihood.terms import NLL, ExtendedNLL
 from laddu_dask.runtime.execution import Execution
 
-__all__ = ["FitRecipe", "fit_as_tasks", "runs_as_tasks"]
+__all__ = ["FitRecipe", "fit_as_local_tasks", "fit_as_tasks", "runs_as_tasks"]
 
 _KINDS = {"NLL": NLL, "ExtendedNLL": ExtendedNLL}
 
@@ -95,6 +97,47 @@ def _fits_on_worker(recipe: FitRecipe, starts: list[list[float]], method: str, o
     return [replace(r, minuit=None) for r in results]  # iminuit's object holds the likelihood
 
 
+def _groups(likelihoods: Sequence[Likelihood]) -> list[list[int]]:
+    """The indices of the fits of each distinct likelihood (one task each: prepared once)."""
+    groups: dict[int, list[int]] = {}
+    for i, lik in enumerate(likelihoods):
+        groups.setdefault(id(lik), []).append(i)
+    return list(groups.values())
+
+
+def fit_as_local_tasks(likelihoods: Sequence[Likelihood], starts: Sequence[Sequence[float]], *, method: str,
+                       label: str, failures: tuple[type[BaseException], ...], num_workers: int,
+                       note: Callable | None = None, **options: Any) -> list[FitResult]:
+    """:func:`fit_as_tasks` without a cluster: the same tasks (the fits of one likelihood
+    each, built again on an execution of one thread) on Dask's threaded scheduler with
+    ``num_workers`` threads; results in order, bitwise those of the cluster's tasks."""
+    import functools
+    import threading
+
+    import dask.threaded
+
+    groups = _groups(likelihoods)
+    lock = threading.Lock()
+
+    def run(members: list[int]) -> list[FitResult]:
+        results = _fits_on_worker(FitRecipe.of(likelihoods[members[0]]), [list(starts[i]) for i in members],
+                                  method, dict(options), failures)
+        if note is not None:
+            with lock:
+                for i, result in zip(members, results, strict=True):
+                    note(i, result)
+        return results
+
+    name = f"laddu-dask-fit-{label.replace(' ', '-')}"
+    graph = {(name, n): (functools.partial(run, members),) for n, members in enumerate(groups)}
+    outs = dask.threaded.get(graph, list(graph), num_workers=max(1, int(num_workers)))
+    results: list[FitResult | None] = [None] * len(likelihoods)
+    for members, out in zip(groups, outs, strict=True):
+        for i, result in zip(members, out, strict=True):
+            results[i] = result
+    return results  # type: ignore[return-value]
+
+
 def fit_as_tasks(likelihoods: Sequence[Likelihood], starts: Sequence[Sequence[float]], *, method: str,
                  label: str, failures: tuple[type[BaseException], ...], note: Callable | None = None,
                  **options: Any) -> list[FitResult]:
@@ -103,16 +146,14 @@ def fit_as_tasks(likelihoods: Sequence[Likelihood], starts: Sequence[Sequence[fl
     from distributed import as_completed
 
     client = likelihoods[0].execution.client
-    groups: dict[int, list[int]] = {}  # the fits of one likelihood are one task: prepared once
-    for i, lik in enumerate(likelihoods):
-        groups.setdefault(id(lik), []).append(i)
+    groups = _groups(likelihoods)  # the fits of one likelihood are one task: prepared once
     futures = []
-    for n, members in enumerate(groups.values()):
+    for n, members in enumerate(groups):
         recipe = FitRecipe.of(likelihoods[members[0]])
         futures.append(client.submit(_fits_on_worker, recipe, [list(starts[i]) for i in members], method,
                                      dict(options), failures, pure=False,
                                      key=f"laddu-dask-fit-{label.replace(' ', '-')}-{n}-{id(futures)}"))
-    index = {f.key: members for f, members in zip(futures, groups.values(), strict=True)}
+    index = {f.key: members for f, members in zip(futures, groups, strict=True)}
     results: list[FitResult | None] = [None] * len(likelihoods)
     timeout = parse_timedelta(config.get("cluster.fit-timeout"))
     try:

@@ -2,7 +2,8 @@
 
 ``python3 -m laddu_dask.bench.readme`` prints the section (Markdown) from
 ``benchmarks/results/bench_ksks.json``, ``overhead.json``, ``streaming.json``,
-``cluster.json``, ``first_eval.json``, ``models.json``, ``binned.json`` and ``generation.json``;
+``cluster.json``, ``first_eval.json``, ``models.json``, ``binned.json``, ``generation.json`` and
+``closure.json``;
 ``--write`` puts it in ``README.md`` in place of the current one.  The tests check that
 the README's section is exactly what this renders from the committed files, so no
 figure in it can be edited by hand or left behind by a new run.
@@ -22,13 +23,14 @@ import sys
 import textwrap
 from typing import Any
 
+from laddu_dask.bench.closure_bench import readme_lines as _closure
 from laddu_dask.bench.generation_bench import readme_lines as _generation
 from laddu_dask.bench.results import RESULTS_DIR, ROOT, read_results
 
 README = os.path.join(ROOT, "README.md")
 HEADING = "## Benchmarks"
 FILES = ("bench_ksks.json", "overhead.json", "streaming.json", "cluster.json", "first_eval.json",
-         "models.json", "binned.json", "generation.json")
+         "models.json", "binned.json", "generation.json", "closure.json")
 #: How the README names the benchmark models of :mod:`laddu_dask.bench.models`.
 MODEL_TITLES = {"zlm": "polarized Zlm", "kmatrix": "3-channel K-matrix"}
 
@@ -483,7 +485,7 @@ def _cluster(r: dict[str, Any]) -> list[str]:
 
 def render(folder: str = RESULTS_DIR) -> str:
     """The Benchmarks section (heading included) from the results files in ``folder``."""
-    ksks, overhead, streaming, cluster, first, models, binned, generation = (
+    ksks, overhead, streaming, cluster, first, models, binned, generation, closure = (
         read_results(name, folder) for name in FILES)
     lines = [
         HEADING, "",
@@ -496,7 +498,7 @@ def render(folder: str = RESULTS_DIR) -> str:
         "on its load; compare the ratios. To measure again, run the command given with each table, "
         "then `python3 -m laddu_dask.bench.readme --write`.", "",
         *_ksks(ksks), *_first(first), *_models(models), *_binned(binned), *_overhead(overhead),
-        *_streaming(streaming), *_cluster(cluster), *_generation(generation),
+        *_streaming(streaming), *_cluster(cluster), *_generation(generation), *_closure(closure),
         "`benchmarks/gpu_check.py` is the one-shot check for a GPU machine (see GPUs above).",
     ]
     return "\n".join(_wrap(line) for line in lines) + "\n"
