@@ -149,3 +149,38 @@ def test_streamed_data_weights_whose_sum_overflows(tmp_path):
                           name="w")])
     with pytest.raises(NonFiniteError, match=r"heavy\.parquet"):
         lik.value([1.0])
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_a_bad_event_in_a_threads_slice_of_one_partition(tmp_path, kernel):
+    """A partition larger than its threads' shares is reduced as slices, one per thread:
+    the value and gradient are the unsliced ones bit for bit, and a bad event in the second
+    slice is still named by its index in the file."""
+    import laddu_dask.runtime.jobs as jobs
+
+    n, bad_at = 40_000, 31_234
+    x = np.linspace(0.1, 1.0, n)
+    good = _file(tmp_path, "good.parquet", x)
+    x[bad_at] = 800.0
+    bad = _file(tmp_path, "bad.parquet", x)
+
+    def lik(path):
+        data = read_parquet(path, chunk_size=n)
+        return Likelihood([NLL(EXP, data=data, accepted_mc=read_parquet(good, chunk_size=n))],
+                          execution=Execution(kernel=kernel, num_workers=2))
+
+    groups, cut = [], jobs.thread_groups
+
+    def recorded(parts, threads):
+        groups.append(cut(parts, threads))
+        return groups[-1]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(jobs, "thread_groups", recorded)
+        sliced = lik(good).value_and_gradient([1.0])
+        mp.setattr(jobs, "MIN_SLICE_EVENTS", 10**12)  # one task per partition
+        whole = lik(good).value_and_gradient([1.0])
+    assert [[p.n for p in g] for g in groups[0]] == [[20_000], [20_000]]  # the data, in two slices
+    assert sliced[0] == whole[0] and np.array_equal(sliced[1], whole[1])
+    with pytest.raises(NonFiniteError, match=rf"at event {bad_at} \({bad} \[rows 0:{n}\]\)"):
+        lik(bad).value([1.0])

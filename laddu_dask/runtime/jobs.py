@@ -30,6 +30,8 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from laddu_dask.compile.plan import ReductionPlan
 from laddu_dask.data.dataset import Dataset
 from laddu_dask.runtime.accumulate import CertifiedPartials
@@ -121,9 +123,8 @@ def stream_partitions(reducer: PartitionReducer, dataset: Dataset, indices: list
 
 def resident_groups(job: ReductionJob, threads: int) -> list[list[PreparedPartition]]:
     """The resident partitions of ``job`` in the groups one task each reduces
-    (:func:`task_groups`), the same wherever the tasks run."""
-    parts = job.prepared.partitions
-    return [[parts[i] for i in group] for group in task_groups(len(parts), threads)]
+    (:func:`thread_groups`), the same wherever the tasks run."""
+    return thread_groups(job.prepared.partitions, threads)
 
 
 def task_groups(n: int, workers: int) -> list[range]:
@@ -140,6 +141,56 @@ def task_groups(n: int, workers: int) -> list[range]:
     groups = min(n, max(1, 2 * workers))
     edges = [round(k * n / groups) for k in range(groups + 1)]
     return [range(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+
+
+#: Events below which a thread's share is not cut out of a partition.
+MIN_SLICE_EVENTS = 8192
+
+
+def slices(part: PreparedPartition, edges: list[int]) -> list[PreparedPartition]:
+    """``part`` cut at the event ``edges`` (``[0, ..., part.n]``) into contiguous slices:
+    views of its arrays, with their events' offsets and source, so that an error still
+    names the event."""
+    return [PreparedPartition([c[a:b] for c in part.cache], part.weights[a:b], b - a, part.offset + a,
+                              part.source) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+
+
+def thread_groups(parts: list[PreparedPartition], threads: int) -> list[list[PreparedPartition]]:
+    """Groups of ``parts``, each reduced by one task, for ``threads`` threads.
+
+    Many partitions make a few contiguous groups per thread (:func:`task_groups`), so that
+    a thread slowed by other work leaves more to the others.  Fewer than two per thread
+    (a bin of a binned fit, a small sample in one or two partitions) would leave threads
+    idle or unevenly loaded: the events are then cut into one equal share per thread
+    (slices of the host partitions, at least ``MIN_SLICE_EVENTS`` each).  The sums do not
+    change: every merge is exact.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> parts = [PreparedPartition([np.arange(n, dtype=float)], np.ones(n), n, o, "x.parquet")
+    ...          for n, o in ((16384, 0), (6282, 16384))]
+    >>> [[(p.offset, p.n) for p in group] for group in thread_groups(parts, 2)]
+    [[(0, 11333)], [(11333, 5051), (16384, 6282)]]
+    """
+    total = sum(p.n for p in parts)
+    shares = min(threads, total // MIN_SLICE_EVENTS)
+    if len(parts) >= 2 * threads or shares < 2 or not all(isinstance(p.weights, np.ndarray) for p in parts):
+        return [[parts[i] for i in group] for group in task_groups(len(parts), threads)]
+    cuts = [round(k * total / shares) for k in range(1, shares)]
+    groups: list[list[PreparedPartition]] = [[]]
+    start = 0
+    for part in parts:
+        inside = [c - start for c in cuts if start < c < start + part.n]
+        pieces = slices(part, [0, *inside, part.n])
+        for k, piece in enumerate(pieces):
+            if k:
+                groups.append([])
+            groups[-1].append(piece)
+        start += part.n
+        if start in cuts:
+            groups.append([])
+    return [g for g in groups if g]
 
 
 class Runner:

@@ -48,7 +48,7 @@ from laddu_dask.runtime.jobs import (
     WorkerJob,
     reduce_partitions,
     stream_partitions,
-    task_groups,
+    thread_groups,
 )
 from laddu_dask.runtime.placement import TOPIC
 from laddu_dask.runtime.wire import decode_points, encode_partials
@@ -139,8 +139,7 @@ class LadduWorker(WorkerPlugin):
                     missing.append(key)
                 else:
                     parts.append(held[key])
-            for group in task_groups(len(parts), self.threads):
-                group_parts = [parts[i] for i in group]
+            for group_parts in thread_groups(parts, self.threads):
                 units.append((j, reduce_partitions, (reducer, group_parts, *tail),
                               sum(p.n for p in group_parts)))
         events = sum(unit[3] for unit in units)
