@@ -119,6 +119,7 @@ class LadduWorker(WorkerPlugin):
         held: dict[Hashable, Any] = {}  # each partition looked up once (terms share datasets)
         missing: list[Hashable] = []
         units: list[tuple[int, Any, tuple, int]] = []  # (job, task function, its arguments, events)
+        resident: list[tuple[int, Any, list, tuple]] = []  # (job, reducer, its parts held here, tail)
         for j, job in enumerate(jobs):
             reducer = self.objects[job.reducer]
             tail = (points[j], job.plan, job.with_gradient, job.exact)
@@ -139,18 +140,21 @@ class LadduWorker(WorkerPlugin):
                     missing.append(key)
                 else:
                     parts.append(held[key])
-            for group_parts in thread_groups(parts, self.threads):
-                units.append((j, reduce_partitions, (reducer, group_parts, *tail),
-                              sum(p.n for p in group_parts)))
-        events = sum(unit[3] for unit in units)
-        if events <= INLINE_EVENTS and not any(job.streaming for job in jobs):
-            # a small share: handing it to threads would cost more than the work
+            resident.append((j, reducer, parts, tail))
+        events = sum(unit[3] for unit in units) + sum(p.n for *_, parts, _ in resident for p in parts)
+        if events <= INLINE_EVENTS and not units:
+            # a small share: handing it to threads would cost more than the work, and one
+            # unit per job saves the merges of its groups
+            units = [(j, reduce_partitions, (reducer, parts, *tail), 0)
+                     for j, reducer, parts, tail in resident if parts]
             try:
                 done: list[Any] = [_run_share(deque(units))]
             except Exception as err:  # noqa: BLE001 - sent back and raised on the client
                 done = [err]
         else:  # one hand-over per thread; each takes the next unit, the largest first, until
             # none is left, so that a thread slowed by other work leaves more to the others
+            units += [(j, reduce_partitions, (reducer, group, *tail), sum(p.n for p in group))
+                      for j, reducer, parts, tail in resident for group in thread_groups(parts, self.threads)]
             pending = deque(sorted(units, key=lambda unit: -unit[3]))
             done = await asyncio.gather(*(asyncio.wrap_future(self.pool.submit(_run_share, pending))
                                           for _ in range(min(self.threads, len(units)))),
