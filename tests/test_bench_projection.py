@@ -70,11 +70,12 @@ def test_a_small_run_agrees_with_laddu_and_renders(folder):
     assert r["agreement"]["integral_relative_difference"] < 1e-10
     assert r["checks"]["weights_sum_minus_integral_rel"] < 1e-12
     assert r["checks"]["dask_sum_minus_integral_rel"] < 1e-12
+    assert r["checks"]["resident_minus_streamed_integral_rel"] < 1e-12
     # the tagged D wave is part of the whole model's integral
     assert 0 < r["checks"]["d_wave_integral"] < r["checks"]["whole_integral"]
     rows = r["laddu_dask"]["rows"]
     assert set(rows) == {f"{w}_{k}" for w in ("whole", "d_wave")
-                         for k in ("integral", "weights", "weight_sum_dask")}
+                         for k in ("integral", "weights", "weight_sum_dask")} | {"whole_integral_resident"}
     assert all(row["s"] > 0 for row in rows.values())
     # the whole-model integral is laddu's (and the fsum of laddu's weights)
     import laddu
