@@ -96,7 +96,7 @@ def run(replicas: int, events: int, mc: int, pool: int, threads: int, results: s
 
 def readme_lines(r: dict[str, Any]) -> list[str]:
     """The README's lines for a ``closure.json`` result."""
-    from laddu_dask.bench.readme import ratio, run_line, seconds
+    from laddu_dask.bench.readme_format import ratio, run_line, seconds
 
     prov = r["provenance"]
     p = prov["parameters"]

@@ -121,7 +121,7 @@ def run(weighted: int = 1_000_000, unweighted: int = 100_000, repeats: int = 3,
 
 def readme_lines(r: dict[str, Any]) -> list[str]:
     """The README's lines for a ``generation.json`` result."""
-    from laddu_dask.bench.readme import ratio, run_line
+    from laddu_dask.bench.readme_format import ratio, run_line
 
     prov = r["provenance"]
     out = ["### Monte Carlo generation", "",
