@@ -43,8 +43,9 @@ from laddu_dask.runtime.prepared import PreparedModel
 from laddu_dask.runtime.reducer import Params, PartitionReducer
 
 
-def _block(batch: EventBatch, reducer: PartitionReducer, params: Params) -> np.ndarray:
-    """``[w I, I]`` of one partition (host NumPy arrays, float64)."""
+def _block(batch: EventBatch, reducer: PartitionReducer, params: Params,
+           rows: tuple[int, ...] = (0, 1)) -> np.ndarray:
+    """The ``rows`` of ``[w I, I]`` of one partition (host NumPy arrays, float64)."""
     part = prepare_batch(reducer.compiled, batch, reducer.precision, reducer.device, reducer.gpu)
     values = reducer.values(part, params)
     intensity = np.asarray(values.real.get() if hasattr(values, "get") else np.real(values),
@@ -55,7 +56,8 @@ def _block(batch: EventBatch, reducer: PartitionReducer, params: Params) -> np.n
         i = int(np.argmin(np.isfinite(intensity)))
         raise NonFiniteError(f"the intensity of event {batch.offset + i} of {batch.source} is "
                              f"{intensity[i]!r}")
-    return np.stack([weights * intensity, intensity])
+    both = (weights * intensity, intensity)
+    return np.stack([both[r] for r in rows])
 
 
 def _row(block: np.ndarray, row: int) -> np.ndarray:
@@ -70,21 +72,25 @@ def _merge(*parts: ExactPartials) -> float:
     return float(ExactPartials.merge(list(parts)).to_floats()[0])
 
 
-def _blocks(pm: PreparedModel, dataset: Dataset, params: Any) -> tuple[HighLevelGraph, list]:
-    """The graph whose keys are each partition's ``[w I, I]`` block at ``params``."""
+def _blocks(pm: PreparedModel, dataset: Dataset, params: Any,
+            rows: tuple[int, ...] = (0, 1)) -> tuple[HighLevelGraph, list]:
+    """The graph whose keys are each partition's block at ``params``: the ``rows`` of
+    ``[w I, I]``."""
     point = pm._params(params)
     loads, load_keys = dataset.partition_graph(pm.compiled.columns, real_dtype(pm.precision),
                                                name="laddu-project-load")
-    token = tokenize(load_keys[0][0], id(pm), point.values)
+    token = tokenize(load_keys[0][0], id(pm), point.values, rows)
     name = f"laddu-project-{token}"
-    layer = {(name, i): (_block, key, pm.reducer, point) for i, key in enumerate(load_keys)}
+    layer = {(name, i): (_block, key, pm.reducer, point, rows) for i, key in enumerate(load_keys)}
     graph = HighLevelGraph.merge(loads, HighLevelGraph({name: layer}, {name: set(loads.layers)}))
     return graph, [(name, i) for i in range(len(load_keys))]
 
 
 def event_arrays(execution: Execution, pm: PreparedModel, dataset: Dataset, params: Any,
-                 dask: bool = False) -> tuple[Any, Any]:
-    """Weights ``w I`` and intensities ``I`` of every event of ``dataset`` at ``params``.
+                 dask: bool = False, rows: tuple[int, ...] = (0, 1)) -> tuple[Any, ...]:
+    """Weights ``w I`` and intensities ``I`` of every event of ``dataset`` at ``params``
+    (``rows``: both, ``(0,)`` the weights only, ``(1,)`` the intensities only: a partition's
+    task then returns only what is kept).
 
     Parameters
     ----------
@@ -101,30 +107,29 @@ def event_arrays(execution: Execution, pm: PreparedModel, dataset: Dataset, para
 
     Returns
     -------
-    weights, intensities : numpy.ndarray or dask.array.Array
-        Float64, in dataset order.
+    tuple of numpy.ndarray or dask.array.Array
+        The ``rows`` asked for (weights, intensities), float64, in dataset order.
     """
     if dataset.n_partitions == 0:
-        empty = np.zeros(0)
         if dask:
             import dask.array as da
 
-            return da.from_array(empty), da.from_array(empty)
-        return empty, empty.copy()
-    graph, keys = _blocks(pm, dataset, params)
+            return tuple(da.from_array(np.zeros(0)) for _ in rows)
+        return tuple(np.zeros(0) for _ in rows)
+    graph, keys = _blocks(pm, dataset, params, rows)
     if dask:
         import dask.array as da
 
         chunks = (tuple(p.n_events for p in dataset.partitions),)
         out = []
-        for row, label in ((0, "weights"), (1, "intensities")):
-            name = f"{keys[0][0]}-{label}"
-            layer = {(name, i): (_row, key, row) for i, key in enumerate(keys)}
+        for at, row in enumerate(rows):
+            name = f"{keys[0][0]}-{('weights', 'intensities')[row]}"
+            layer = {(name, i): (_row, key, at) for i, key in enumerate(keys)}
             g = HighLevelGraph.merge(graph, HighLevelGraph({name: layer}, {name: {keys[0][0]}}))
             out.append(da.Array(g, name, chunks=chunks, dtype=np.float64))
-        return out[0], out[1]
+        return tuple(out)
     blocks = execution.get(graph, keys, progress="projection")
-    return (np.concatenate([b[0] for b in blocks]), np.concatenate([b[1] for b in blocks]))
+    return tuple(np.concatenate([b[at] for b in blocks]) for at in range(len(rows)))
 
 
 def square_sum(execution: Execution, pm: PreparedModel, dataset: Dataset, params: Any) -> float:

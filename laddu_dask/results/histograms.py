@@ -89,7 +89,7 @@ def _fill(batch: EventBatch, expr: Expr, edges: np.ndarray, reducer: PartitionRe
     if reducer is None:
         w = np.asarray(batch.weights, dtype=np.float64)
     else:
-        w = _block(batch, reducer, params)[0]
+        w = _block(batch, reducer, params, (0,))[0]
     return histogram_partials(x, w, edges)
 
 

@@ -167,9 +167,11 @@ class Selection:
         """``sum w I`` over one role's dataset at ``params``."""
         return self.integrals([role], [params])[0][0][0]
 
-    def events(self, role: str, params: ParameterValues, dask: bool = False) -> tuple[Any, Any]:
-        """Weights ``w I`` and intensities ``I`` of each event of a role's dataset."""
-        return event_arrays(self.execution, self.model, self.dataset(role), self.local(params), dask)
+    def events(self, role: str, params: ParameterValues, dask: bool = False,
+               rows: tuple[int, ...] = (0, 1)) -> tuple[Any, ...]:
+        """Weights ``w I`` and intensities ``I`` of each event of a role's dataset (the
+        ``rows`` of :func:`~laddu_dask.results.events.event_arrays` asked for)."""
+        return event_arrays(self.execution, self.model, self.dataset(role), self.local(params), dask, rows)
 
     def square_sum(self, role: str, params: ParameterValues) -> float:
         """``sum (w I)^2`` over a role's dataset (its integral's Monte Carlo variance)."""
@@ -244,11 +246,11 @@ class LikelihoodProjection(IntensityIntegrals):
 
     def weights(self, parameters: ParameterValues, *, dask: bool = False) -> Any:
         """``w I`` of every event (NumPy, or a lazy Dask array with ``dask=True``)."""
-        return self._selection.events(self._role(), parameters, dask)[0]
+        return self._selection.events(self._role(), parameters, dask, rows=(0,))[0]
 
     def intensities(self, parameters: ParameterValues, *, dask: bool = False) -> Any:
         """``I`` of every event (NumPy, or a lazy Dask array with ``dask=True``)."""
-        return self._selection.events(self._role(), parameters, dask)[1]
+        return self._selection.events(self._role(), parameters, dask, rows=(1,))[0]
 
     def weights_and_intensities(self, parameters: ParameterValues, *, dask: bool = False) -> tuple[Any, Any]:
         """Both, from one evaluation of each partition."""
@@ -302,7 +304,7 @@ def project(likelihood: Any, params: ParameterValues, term: str | None = None) -
                              f"{', '.join(t.name for t in likelihood.terms)}")
         term = likelihood.terms[0].name
     selection = Selection(likelihood, term)
-    weights, _ = selection.events("accepted", params)
+    [weights] = selection.events("accepted", params, rows=(0,))
     total = exact_sum(weights)  # the correctly rounded sum_accmc w I, as the integral's
     if total == 0:
         return weights
