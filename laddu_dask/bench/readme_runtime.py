@@ -154,6 +154,15 @@ def streaming_lines(r: dict[str, Any]) -> list[str]:
     ]
 
 
+def _blocks_text(o: dict[str, Any], repeats: int) -> str:
+    """How the overhead figure was taken: one median, or the median of block medians."""
+    blocks = o.get("cluster_blocks_s")
+    if not blocks:
+        return f"median of {repeats}"
+    return (f"the median of {len(blocks)} medians of {repeats} evaluations each (on the cluster "
+            f"{seconds(min(blocks))} to {seconds(max(blocks))})")
+
+
 def cluster_lines(r: dict[str, Any]) -> list[str]:
     from dask.utils import format_bytes
 
@@ -169,7 +178,8 @@ def cluster_lines(r: dict[str, Any]) -> list[str]:
            f"One evaluation of an NLL whose data and accepted MC have 8 partitions each (16 events a "
            f"partition, `normalization=\"general\"`: both reduced on the workers, in one call per worker) "
            f"costs {seconds(o['cluster_s'])} on 2 worker processes of 1 thread "
-           f"({seconds(o['local_s'])} on the local pool), median of {prov['parameters']['repeats']}.", "",
+           f"({seconds(o['local_s'])} on the local pool), " + _blocks_text(o, prov['parameters']['repeats'])
+           + ".", "",
            "| 100,000 data / 1,000,000 accepted-MC KsKs events, value and gradient | local pool, 2 threads "
            "| cluster | ratio | cores busy on the workers |",
            "|---|---|---|---|---|"]
