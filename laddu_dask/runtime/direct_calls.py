@@ -25,11 +25,12 @@ import asyncio
 import threading
 import weakref
 from collections.abc import Awaitable, Callable
-from typing import Any
-
-from distributed.core import ConnectionPool
+from typing import TYPE_CHECKING, Any
 
 from laddu_dask import config
+
+if TYPE_CHECKING:  # distributed is imported when a client first evaluates, not with laddu_dask
+    from distributed.core import ConnectionPool
 
 
 def loop_running() -> bool:
@@ -66,6 +67,8 @@ class DirectCalls:
     def _mine(self) -> tuple[asyncio.AbstractEventLoop, ConnectionPool]:
         opened = getattr(self._local, "opened", None)
         if opened is None or opened[0].is_closed():
+            from distributed.core import ConnectionPool
+
             client = self._client()
             loop = asyncio.new_event_loop()
             pool = ConnectionPool(limit=64, deserialize=True, connection_args=client.connection_args,
