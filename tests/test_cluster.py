@@ -208,3 +208,35 @@ def test_evaluations_call_workers_from_their_own_thread(client, sample):
         assert len(synced) == 2
     finally:
         client.sync = real_sync
+
+
+def test_a_partition_moved_under_a_new_key_is_read_under_it(client, sample):
+    """A rebalance gives a moved partition a new key (the old one is released). A worker asked
+    for the same partitions again must be sent the new keys, not the layout cached for the
+    old ones: the sums stay the local ones, bit for bit."""
+    from distributed import wait
+
+    from laddu_dask.runtime.cluster import _same
+
+    local = _likelihood(sample, ld.Execution(), "resident")
+    remote = _likelihood(sample, ld.Execution(client=client), "resident")
+    expected = local.value_and_gradient(POINT)
+    remote.value_and_gradient(POINT)  # prepared, placed, its layouts cached on the workers
+    runner = remote.execution._runner
+    prepared = remote.terms[0].prepare(remote.execution).data
+    old = prepared.partitions[1]
+    holder = runner.holder[old.key]
+    new = client.submit(_same, old, key=(f"{old.key[0]}-moved", old.key[1]), workers=[holder], pure=False)
+    wait([new])
+    prepared.partitions[1] = new  # as a rebalance does: same worker, same index, a new key
+    runner.holder[new.key] = holder
+    del old
+    wait_gone = 0
+    while client.who_has([(prepared.partitions[1].key[0].removesuffix("-moved"), 1)]).get(
+            (prepared.partitions[1].key[0].removesuffix("-moved"), 1)) and wait_gone < 200:
+        import time
+
+        time.sleep(0.05)
+        wait_gone += 1
+    got = remote.value_and_gradient(POINT)
+    assert got[0] == expected[0] and np.array_equal(got[1], expected[1])

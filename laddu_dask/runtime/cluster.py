@@ -369,8 +369,8 @@ class ClusterRunner(Runner):
         for j, ids in share:
             job, pd = jobs[j], jobs[j].prepared
             used[self._token(job.reducer)] = job.reducer
-            if pd.storage == "resident":  # its keys' layer names the prepared dataset
-                where = pd.partitions[0].key[0]
+            if pd.storage == "resident":  # the keys themselves: a moved partition has a new one
+                where = tuple(pd.partitions[i].key for i in ids)
             else:
                 where = self._token(pd.dataset)
                 used[where] = pd.dataset
@@ -491,6 +491,13 @@ class ClusterRunner(Runner):
                             partials[j].append(partial)
                     again = [(j, [i for i in ids if jobs[j].prepared.storage == "resident"
                                   and jobs[j].prepared.partitions[i].key in gone]) for j, ids in again]
+                    # every partition asked for is either in the sums or asked for again: a
+                    # partition in neither would be a silently wrong number
+                    for (j, ids), (_, retry), n in zip(shares[addr], again, reply["counts"]):
+                        if n + len(retry) != len(ids):
+                            raise ClusterError(f"worker {addr} reduced {n} and lacked {len(retry)} of the "
+                                               f"{len(ids)} partitions of {jobs[j].prepared.name!r} "
+                                               "it was asked for")
                     events += reply["events"]
                 for j, ids in again:
                     if ids:

@@ -15,7 +15,7 @@ A request is ``{"label": str, "layout": token, "objects": pickled {token: object
 "points": [bytes per job], "dtype": str}``: the layout (a list of :class:`WorkerJob`, this
 worker's share of every job) is one of the objects, sent once and then named by its
 token, so that an evaluation carries only its points.  The reply is ``{"shapes": ...,
-"data": bytes, "events": n}`` with the partial sums of every job
+"data": bytes, "events": n, "counts": [partitions reduced per job]}`` with the partial sums of every job
 (:func:`~laddu_dask.runtime.wire.encode_partials`) and, when some partitions were not
 held, ``"missing"``: their keys, pickled; ``{"need": [tokens]}`` when the worker lacks
 an object (it restarted, or dropped it), or ``{"error": exception}`` when a reduction
@@ -120,6 +120,7 @@ class LadduWorker(WorkerPlugin):
         missing: list[Hashable] = []
         units: list[tuple[int, Any, tuple, int]] = []  # (job, task function, its arguments, events)
         resident: list[tuple[int, Any, list, tuple]] = []  # (job, reducer, its parts held here, tail)
+        counts = [len(job.indices) for job in jobs]  # partitions reduced per job (resident: held)
         for j, job in enumerate(jobs):
             reducer = self.objects[job.reducer]
             tail = (points[j], job.plan, job.with_gradient, job.exact)
@@ -141,6 +142,7 @@ class LadduWorker(WorkerPlugin):
                 else:
                     parts.append(held[key])
             resident.append((j, reducer, parts, tail))
+            counts[j] = len(parts)
         events = sum(unit[3] for unit in units) + sum(p.n for *_, parts, _ in resident for p in parts)
         if events <= INLINE_EVENTS and not units:
             # a small share: handing it to threads would cost more than the work, and one
@@ -171,7 +173,7 @@ class LadduWorker(WorkerPlugin):
         _on_worker_evaluation(self.worker, request.get("label", ""), time.perf_counter() - start, events)
         # one buffer of doubles: far cheaper to send than the arrays of every partial sum
         shapes, data = encode_partials(results)
-        reply: dict[str, Any] = {"shapes": shapes, "data": data, "events": events}
+        reply: dict[str, Any] = {"shapes": shapes, "data": data, "events": events, "counts": counts}
         if missing:
             reply["missing"] = pickle.dumps(missing, protocol=pickle.HIGHEST_PROTOCOL)
         return reply
