@@ -76,21 +76,11 @@ def three_body_channel():
 
 
 def photoproduction(lib, uniform_fraction=0.2):
-    """laddu's gamma p -> X p, X -> K_S K_S tutorial channel (beam energy uniform in [8, 9])."""
-    return lib.Channel("gamma p -> K_S K_S p", edges=[
-        lib.Edge("beam", particle=lib.particles.PHOTON, initial_momentum=lib.InitialMomentum.uniform_energy(
-            low=8.0, high=9.0, direction=[0.0, 0.0, 1.0])),
-        lib.Edge("target", particle=lib.particles.PROTON,
-                 initial_momentum=lib.InitialMomentum.momentum([0.0, 0.0, 0.0])),
-        lib.Edge("X", mass_proposal=lib.MassProposal(1.0, high=2.0), output=False),
-        lib.Edge("recoil", particle=lib.particles.PROTON),
-        lib.Edge("ks1", particle=lib.particles.K_SHORT), lib.Edge("ks2", particle=lib.particles.K_SHORT)],
-        vertices=[lib.Vertex("production", incoming=["beam", "target"], outgoing=["X", "recoil"],
-                             generation=lib.VertexProposal.t_exchange(
-                                 incoming="beam", outgoing="X", slope=4.0,
-                                 uniform_fraction=uniform_fraction)),
-                  lib.Vertex("decay", incoming=["X"], outgoing=["ks1", "ks2"],
-                             generation=lib.VertexProposal.isotropic())])
+    """laddu's gamma p -> X p, X -> K_S K_S tutorial channel (beam energy uniform in [8, 9]),
+    the benchmark's own."""
+    from laddu_dask.bench.generation_bench import channel
+
+    return channel(lib, uniform_fraction)
 
 
 # -- phase-space distributions ------------------------------------------------------------

@@ -37,8 +37,9 @@ from laddu_dask.bench.results import RESULTS_DIR, command_line, provenance, writ
 COEFFICIENTS = {"d0_re": 0.8, "d0_im": 0.3, "d1_re": -0.4, "d1_im": 0.5}
 
 
-def channel(lib: Any) -> Any:
-    """laddu's tutorial photoproduction channel, in ``lib`` (``laddu`` or ``laddu_dask``)."""
+def channel(lib: Any, uniform_fraction: float = 0.2) -> Any:
+    """laddu's tutorial photoproduction channel, in ``lib`` (``laddu`` or ``laddu_dask``); a
+    ``uniform_fraction`` of the t-exchange proposal flat in t."""
     return lib.Channel("gamma p -> K_S K_S p", edges=[
         lib.Edge("beam", particle=lib.particles.PHOTON, initial_momentum=lib.InitialMomentum.uniform_energy(
             low=8.0, high=9.0, direction=[0.0, 0.0, 1.0])),
@@ -49,7 +50,8 @@ def channel(lib: Any) -> Any:
         lib.Edge("ks1", particle=lib.particles.K_SHORT), lib.Edge("ks2", particle=lib.particles.K_SHORT)],
         vertices=[lib.Vertex("production", incoming=["beam", "target"], outgoing=["X", "recoil"],
                              generation=lib.VertexProposal.t_exchange(
-                                 incoming="beam", outgoing="X", slope=4.0, uniform_fraction=0.2)),
+                                 incoming="beam", outgoing="X", slope=4.0,
+                                 uniform_fraction=uniform_fraction)),
                   lib.Vertex("decay", incoming=["X"], outgoing=["ks1", "ks2"],
                              generation=lib.VertexProposal.isotropic())])
 
