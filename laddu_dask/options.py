@@ -132,6 +132,14 @@ class FitMethod(Option):
     LBFGSB = "lbfgsb"
 
 
+class HessianSource(Option):
+    """Where MIGRAD's and HESSE's second derivatives come from: central differences of the
+    exact gradient in one evaluation round, or Minuit's numerical ones from function values."""
+
+    GRADIENT = "gradient"
+    MINUIT = "minuit"
+
+
 class Transform(Option):
     """What a reduction sums of each event: its real part, that part when positive, or its log."""
 

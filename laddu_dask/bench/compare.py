@@ -142,7 +142,10 @@ def migrad(likelihood: Any, start: Any, *, strategy: int = 1, tolerance: float =
 
     counted = Counted(likelihood)
     t0 = time.perf_counter()
-    result = fit(counted, initial=start, method="migrad", strategy=strategy, tolerance=tolerance)
+    # Minuit's own HESSE for both libraries, so that the driver is the same one (laddu's
+    # likelihood has no K-point evaluation for laddu-dask's HESSE from exact gradients)
+    result = fit(counted, initial=start, method="migrad", strategy=strategy, tolerance=tolerance,
+                 hessian="minuit")
     wall = time.perf_counter() - t0
     m = result.minuit
     return {

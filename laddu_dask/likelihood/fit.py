@@ -23,6 +23,7 @@ import html
 import math
 import sys
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +32,7 @@ import numpy as np
 from laddu_dask.compile.layout import ParameterValues
 from laddu_dask.files import read_json, write_json
 from laddu_dask.likelihood.cost import MinuitCost
-from laddu_dask.options import FitMethod
+from laddu_dask.options import FitMethod, HessianSource
 from laddu_dask.views import format_bounds, table
 
 METHODS = FitMethod.values()
@@ -192,10 +193,19 @@ class FitResult:
 class _Watched(MinuitCost):
     """The likelihood as iminuit's cost, counting evaluations for a progress display."""
 
-    def __init__(self, likelihood: Any, callback: Any = None) -> None:
+    def __init__(self, likelihood: Any, callback: Any = None, hessian: str = "gradient") -> None:
         self.likelihood = likelihood
         self.callback = callback
         self.calls = 0
+        self.last_value = math.nan
+        self.gradient_hessian = hessian == "gradient"
+
+    def for_hesse(self, on: bool) -> _Watched:
+        """Offer iminuit the Hessian from exact gradients (for HESSE, when the fit asks for
+        it) or not (MIGRAD: its path stays Minuit's own; a Newton step from the Hessian at a
+        start far from the minimum can leave for another basin)."""
+        self.has_hessian = self.has_g2 = on and self.gradient_hessian
+        return self
 
     def _cost_likelihood(self) -> Any:
         return self.likelihood
@@ -203,15 +213,37 @@ class _Watched(MinuitCost):
     def _compute(self, x: np.ndarray, with_gradient: bool) -> tuple[float, Any]:
         value, grad = super()._compute(x, with_gradient)
         self.calls += 1
+        self.last_value = value
         if self.callback is not None:
             self.callback(self.calls, value)
         return value, grad
 
+    def _points(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        values, grads = super()._points(points)
+        for _ in points:  # a Hessian's points: each is an evaluation
+            self.calls += 1
+            if self.callback is not None:
+                self.callback(self.calls, self.last_value)
+        return values, grads
 
-def _hesse(objective: _Watched, names: list[str], x: np.ndarray, tolerance: float) -> Any:
+
+def _minuit(objective: _Watched, x: np.ndarray, names: list[str]) -> Any:
+    """``Minuit`` on the cost: errordef, gradient, limits and second derivatives from it."""
     from iminuit import Minuit
+    from iminuit.util import IMinuitWarning
 
-    m = Minuit(objective, x, name=names)  # errordef, gradient and limits from the cost
+    with warnings.catch_warnings():
+        # iminuit 2.33 calls g2 even with a Hessian, so the cost gives both, and is told
+        # that g2 has no effect
+        warnings.filterwarnings("ignore", "hessian overrides g2", IMinuitWarning)
+        return Minuit(objective, x, name=names)
+
+
+def _hesse(objective: _Watched, names: list[str], x: np.ndarray, tolerance: float,
+           strategy: int = 1) -> Any:
+    """A Minuit at ``x`` after HESSE (with the cost's Hessian when the fit asks for it)."""
+    m = _minuit(objective.for_hesse(True), x, names)
+    m.strategy = strategy
     m.tol = tolerance  # the EDM goal it reports
     m.hesse()
     return m
@@ -270,6 +302,7 @@ def fit(
     tolerance: float = 0.1,
     max_calls: int | None = None,
     progress: bool | Any = False,
+    hessian: str = "gradient",
 ) -> FitResult:
     """Minimise ``likelihood`` from ``initial``.
 
@@ -290,6 +323,13 @@ def fit(
     progress : bool or callable
         ``True`` shows an evaluation counter (one updating line in a terminal, one
         updating display in a notebook); a callable gets ``(calls, value)``.
+    hessian : {"gradient", "minuit"}
+        Where MIGRAD's seed and HESSE take second derivatives from: central differences
+        of the exact gradient, the ``2 n`` points in one evaluation round
+        (:mod:`laddu_dask.likelihood.hessian`; each point counts as an evaluation), or
+        Minuit's own from function values, one evaluation a round (about ``2 n`` per
+        parameter and cycle). ``"gradient"`` falls back to ``"minuit"`` for a likelihood
+        without ``values_and_gradients``.
 
     Returns
     -------
@@ -297,6 +337,9 @@ def fit(
         ``valid`` only when the minimum converged and HESSE gave an accurate covariance.
     """
     method = FitMethod.check(method, "method")
+    hessian = HessianSource.check(hessian, "hessian")
+    if not hasattr(likelihood, "values_and_gradients"):
+        hessian = "minuit"
     names = list(likelihood.parameter_names)
     x0 = likelihood.resolve({} if initial is None else initial)
     bounds = likelihood.bounds()
@@ -307,7 +350,7 @@ def fit(
             raise ParameterError(
                 f"start value {v} of {name!r} lies outside its bounds {format_bounds(lo, hi)}")
     printer = ProgressLine() if progress is True else None
-    objective = _Watched(likelihood, printer or progress or None)
+    objective = _Watched(likelihood, printer or progress or None, hessian)
     start = time.perf_counter()
     try:
         if method == "migrad":
@@ -350,9 +393,7 @@ _Run = tuple[Any, np.ndarray, float, list[str], str]  # minuit, values, fval, pr
 
 def _run_migrad(objective: _Watched, names: list[str], x0: np.ndarray, tolerance: float,
                 max_calls: int | None, strategy: int) -> _Run:
-    from iminuit import Minuit
-
-    m = Minuit(objective, x0, name=names)  # errordef, gradient and limits from the cost
+    m = _minuit(objective.for_hesse(False), x0, names)
     m.strategy = strategy
     m.tol = tolerance
     m.migrad(ncall=max_calls)
@@ -360,7 +401,12 @@ def _run_migrad(objective: _Watched, names: list[str], x0: np.ndarray, tolerance
     if problems:
         problems.append("HESSE not run")
     else:
-        m.hesse()
+        if objective.gradient_hessian and not m.fmin.has_parameters_at_limit:
+            # HESSE on a Minuit that has the cost's Hessian; at a limit the minimum is not
+            # stationary, and Minuit's bounded coordinates need its own second derivatives
+            m = _hesse(objective, names, np.array(m.values, dtype=np.float64), tolerance, strategy)
+        else:
+            m.hesse()
         problems = _covariance_problems(m.fmin)
         if not problems and not m.fmin.is_valid:
             problems = ["minimum not valid after HESSE"]

@@ -18,6 +18,8 @@ Examples
 >>> values = lik.values([[1.0], [2.0]])  # K points in one evaluation round
 >>> bool(values[1] == value)
 True
+>>> lik.hessian([1.0]).shape  # from exact gradients at 2 points, in one round
+(1, 1)
 """
 
 from __future__ import annotations
