@@ -3,7 +3,8 @@
 :func:`fit_batched` runs each fit in a thread of its own.  When a fit asks for an
 evaluation it waits; when every fit still running has asked, the last to ask evaluates all
 their points in one :meth:`~laddu_dask.Likelihood.values_and_gradients` call (and one
-:meth:`~laddu_dask.Likelihood.values` call for those that want no gradient): one pass of
+:meth:`~laddu_dask.Likelihood.values` call for those that want no gradient; a fit's HESSE
+brings the ``2 n`` points of its Hessian to the round): one pass of
 the thread pool, or one call per worker on a cluster, reading each partition once for all
 of them.  Each evaluation is bitwise what the fit would get alone, so every fit follows
 exactly the path it follows when run by itself; only the rounds are shared.
@@ -48,8 +49,14 @@ class _Rounds:
         self.results: dict[int, tuple[float, Any] | BaseException] = {}
 
     def evaluate(self, fit: int, x: np.ndarray, with_gradient: bool) -> tuple[float, Any]:
+        """The value (and gradient) at ``x``, from the next round."""
+        values, grads = self.evaluate_points(fit, np.array(x, dtype=np.float64)[None, :], with_gradient)
+        return float(values[0]), None if grads is None else grads[0]
+
+    def evaluate_points(self, fit: int, points: np.ndarray, with_gradient: bool) -> tuple[np.ndarray, Any]:
+        """Values (and gradients) at K points (a Hessian's), from the next round."""
         with self.cond:
-            self.pending[fit] = (np.array(x, dtype=np.float64), with_gradient)
+            self.pending[fit] = (np.array(points, dtype=np.float64), with_gradient)
             self._maybe_run()
             while fit not in self.results:
                 self.cond.wait()
@@ -78,17 +85,20 @@ class _Rounds:
 
     def _round(self, ids: list[int], points: list[np.ndarray], want_gradient: bool) -> None:
         lik = self.likelihood
+        sizes = [len(p) for p in points]
+        ends = np.cumsum(sizes)
         try:
             if want_gradient:
-                values, grads = lik.values_and_gradients(points)
-                out: Any = zip(values.tolist(), grads, strict=True)
+                values, grads = lik.values_and_gradients(np.concatenate(points))
             else:
-                out = ((v, None) for v in lik.values(points).tolist())
-            self.results.update(zip(ids, out, strict=True))
-        except Exception:  # noqa: BLE001 - one bad point: each point alone, as its fit would see it
+                values, grads = lik.values(np.concatenate(points)), None
+            for i, end, size in zip(ids, ends, sizes, strict=True):
+                self.results[i] = (values[end - size:end], None if grads is None else grads[end - size:end])
+        except Exception:  # noqa: BLE001 - one bad point: each fit's points alone, as it would see them
             for i, x in zip(ids, points, strict=True):
                 try:
-                    self.results[i] = lik.value_and_gradient(x) if want_gradient else (lik.value(x), None)
+                    self.results[i] = (lik.values_and_gradients(x) if want_gradient
+                                       else (lik.values(x), None))
                 except Exception as exc:  # noqa: BLE001 - that fit hears of it
                     self.results[i] = exc
         except BaseException as exc:  # an interrupt: every waiting fit ends with it
@@ -114,6 +124,10 @@ class _View:
 
     def gradient(self, params: Any) -> np.ndarray:
         return self.value_and_gradient(params)[1]
+
+    def values_and_gradients(self, points: Any) -> tuple[np.ndarray, np.ndarray]:
+        resolved = np.array([self._likelihood.resolve(p) for p in points], dtype=np.float64)
+        return self._rounds.evaluate_points(self._fit, resolved, True)
 
 
 def fit_batched(likelihood: Any, starts: Sequence[Sequence[float]], *, method: str,
