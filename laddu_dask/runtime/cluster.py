@@ -301,6 +301,7 @@ class ClusterRunner(Runner):
         for (k, i), (_, fut) in pending.items():
             self.holder.pop(datasets[k].partitions[i].key, None)
             datasets[k].partitions[i] = fut  # the old key is released: Dask drops it
+            datasets[k].groups.clear()
         self.moves.append({"partitions": len(pending), "bytes": nbytes,
                            "seconds": time.perf_counter() - start})
 

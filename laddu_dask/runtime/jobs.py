@@ -123,8 +123,14 @@ def stream_partitions(reducer: PartitionReducer, dataset: Dataset, indices: list
 
 def resident_groups(job: ReductionJob, threads: int) -> list[list[PreparedPartition]]:
     """The resident partitions of ``job`` in the groups one task each reduces
-    (:func:`thread_groups`), the same wherever the tasks run."""
-    return thread_groups(job.prepared.partitions, threads)
+    (:func:`thread_groups`), the same wherever the tasks run; kept on the prepared dataset
+    for its partitions as they are (an evaluation's fixed cost)."""
+    parts = job.prepared.partitions
+    cache = job.prepared.groups
+    hit = cache.get(threads)
+    if hit is None or hit[0] is not parts or hit[1] != len(parts):
+        hit = cache[threads] = (parts, len(parts), thread_groups(parts, threads))
+    return hit[2]
 
 
 def task_groups(n: int, workers: int) -> list[range]:

@@ -160,6 +160,9 @@ class PreparedDataset:
         data on a cluster's workers.
     stream_workers : int
         Partitions streamed at once (per worker on a cluster) within the budget.
+    groups : dict
+        The resident partitions' thread groups by thread count
+        (:func:`~laddu_dask.runtime.jobs.resident_groups`).
     """
 
     def __init__(self, dataset: Dataset, name: str, stats: PreparedStats, decision: MemoryDecision,
@@ -170,6 +173,7 @@ class PreparedDataset:
         self.decision = decision
         self.partitions = partitions
         self.stream_workers = stream_workers
+        self.groups: dict[int, tuple] = {}
 
     @property
     def storage(self) -> str:

@@ -109,11 +109,19 @@ def _sizeof_prepared(part: PreparedPartition) -> int:
 class Params:
     """A parameter point travelling in a task graph (opaque to Dask's graph parsing)."""
 
-    __slots__ = ("values", "array")
+    __slots__ = ("_values", "array")
 
     def __init__(self, values: tuple) -> None:
-        self.values = values
+        self._values = values
         self.array = np.array(values, dtype=type(values[0]) if values else np.float64)
+
+    @property
+    def values(self) -> tuple:
+        """The values as a tuple of scalars (what the array kernels take), built on first use:
+        the fused kernels read :attr:`array` only."""
+        if self._values is None:
+            self._values = tuple(self.array)
+        return self._values
 
     def __reduce__(self) -> tuple:
         # the array alone travels (its values are rebuilt from it): a point is pickled on
@@ -125,7 +133,7 @@ class Params:
         """A point from a 1-D array of its precision's dtype (copied)."""
         out = cls.__new__(cls)
         out.array = array.copy()
-        out.values = tuple(out.array)
+        out._values = None
         return out
 
 
