@@ -7,6 +7,7 @@ closed forms (exact sums of the per-event weights, finite differences of the bin
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from test_results_projection import ACC, DATA, GEN, POINT, likelihoods, ours_ds,
 
 import laddu_dask as ld
 from laddu_dask.errors import ModelError, ParameterError, SchemaError
+from laddu_dask.runtime.grouped import GroupedPartials
 
 REL = 1e-10
 COMPONENTS = {"S": ["S"], "P+D": ["D", "P"]}
@@ -158,6 +160,27 @@ def test_bins_are_exact_sums_of_the_event_weights(pair, gens):
     for what in ("selected", "accepted", "generated"):
         assert getattr(q, what) == getattr(p, what), what
     assert q.components["D"].accepted == p.components["D"].accepted
+
+
+def test_grouped_sums_are_exact_in_any_grouping():
+    """GroupedPartials (the bins' exact sums) against exact rational sums, with cancelling,
+    tiny, huge (above 2**1003) and non-finite terms, however the terms are split and merged."""
+    rng = np.random.default_rng(3)
+    n, groups, rows = 3000, 7, 3
+    terms = rng.standard_normal((rows, n)) * np.exp(rng.uniform(-700, 700, (rows, n)))
+    terms[0, :4] = [1e16, 1.0, -1e16, 1e-300]
+    terms[1, :3] = [1.7e308, 1.7e308, -1.7e308]  # bin sums overflow: the exact slow path
+    g = rng.integers(-1, groups, n)
+    g[:4] = 0
+    want = np.array([[float(sum(map(Fraction, terms[r][g == b].tolist()), Fraction(0))) for r in range(rows)]
+                     for b in range(groups)])  # exact rational sums, correctly rounded
+    whole = GroupedPartials.from_terms(g, terms, (groups, rows)).to_floats()
+    parts = [GroupedPartials.from_terms(g[i:j], terms[r:r + 1, i:j], (groups, rows), first_row=r)
+             for r in range(rows) for i, j in ((0, 1000), (1000, 1001), (1001, n))]
+    merged = GroupedPartials.merge(parts[::-1]).to_floats()
+    assert np.array_equal(whole, want) and np.array_equal(merged, want)
+    special = GroupedPartials.from_terms(np.array([0, 0, 1]), np.array([[math.inf, 1.0, 2.0]]), (2, 1))
+    assert special.to_floats().tolist() == [[math.inf], [2.0]]
 
 
 @needs_laddu

@@ -5,7 +5,7 @@ A partition's task evaluates the axis expressions, assigns every event a row-maj
 bin of each requested grid (``[low, high)``, the last edge outside; a non-finite
 coordinate is counted, not binned), evaluates each model selection at every point (the
 fitted point and an ensemble's draws, from one preparation), and returns, per grid and
-occupied bin, the exact partial sums (:class:`~laddu_dask.runtime.ExactPartials`) of the
+bin, the exact partial sums (:class:`~laddu_dask.runtime.grouped.GroupedPartials`) of the
 rows
 
 ``w, 1, w^2``, then for every selection ``w I(p_0) ... w I(p_K), (w I(p_0))^2`` and, when asked,
@@ -42,7 +42,7 @@ from laddu_dask.data.batch import EventBatch
 from laddu_dask.data.dataset import Dataset
 from laddu_dask.results.binned import Axis
 from laddu_dask.results.events import host, intensity, prepare
-from laddu_dask.runtime.accumulate import ExactPartials
+from laddu_dask.runtime.grouped import GroupedPartials
 from laddu_dask.runtime.reducer import Params, PartitionReducer
 
 #: The rows every fill sums first: ``w``, ``1`` (the events) and ``w^2``.
@@ -130,44 +130,28 @@ def _blocks(rows: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
         yield np.stack(block)
 
 
-def _concat(parts: list[ExactPartials]) -> ExactPartials:
-    return ExactPartials(sum((p.fixed for p in parts), ()), sum((p.special for p in parts), ()))
-
-
-def _fill(batch: EventBatch, axes: list[Any], grids: list, evaluations: tuple[Evaluation, ...]) -> tuple:
-    """One partition's task: per grid, ``{bin: ExactPartials}``, and the diagnostic counts."""
+def _fill(batch: EventBatch, axes: list[Any], grids: list, shapes: list[tuple[int, int]],
+          evaluations: tuple[Evaluation, ...]) -> tuple:
+    """One partition's task: per grid, the :class:`GroupedPartials` of its bins, and the
+    diagnostic counts."""
     n = batch.n_events
     coordinates = [np.broadcast_to(host(expression_values(a, batch.columns, n=n)), (n,)) for a in axes]
     flats, nonfinite, outside = _flat_bins(coordinates, grids, n)
-    groups = []
-    for flat in flats:
-        order = np.argsort(flat, kind="stable")
-        order = order[flat[order] >= 0]
-        bins, starts = np.unique(flat[order], return_index=True)
-        groups.append((order, bins.tolist(), starts.tolist() + [len(order)]))
-    pieces: list[dict[int, list[ExactPartials]]] = [{b: [] for b in g[1]} for g in groups]
+    pieces: list[list[GroupedPartials]] = [[] for _ in grids]
+    first = 0
     for block in _blocks(_rows(batch, evaluations)):
-        for (order, bins, bounds), out in zip(groups, pieces, strict=True):
-            sorted_block = block[:, order]
-            for b, lo, hi in zip(bins, bounds[:-1], bounds[1:], strict=True):
-                out[b].append(ExactPartials.from_terms(sorted_block[:, lo:hi]))
-    return [{b: _concat(parts) for b, parts in out.items()} for out in pieces], nonfinite, outside
+        for flat, shape, out in zip(flats, shapes, pieces, strict=True):
+            out.append(GroupedPartials.from_terms(flat, block, shape, first_row=first))
+        first += block.shape[0]
+    merged = [GroupedPartials.merge(p, shape) for p, shape in zip(pieces, shapes, strict=True)]
+    return merged, nonfinite, outside
 
 
 def _merge(shapes: list[tuple[int, int]], *parts: tuple) -> GridFill:
-    sums, nonfinite, outside = [], [0] * len(shapes), [0] * len(shapes)
-    for g, (bins, rows) in enumerate(shapes):
-        merged: dict[int, ExactPartials] = {}
-        for per_grid, bad, out in parts:
-            for b, p in per_grid[g].items():
-                merged[b] = merged[b] + p if b in merged else p
-            nonfinite[g] += bad[g]
-            outside[g] += out[g]
-        table = np.zeros((bins, rows))
-        for b, p in merged.items():
-            table[b] = p.to_floats()
-        sums.append(table)
-    return GridFill(sums, nonfinite, outside)
+    sums = [GroupedPartials.merge([p[0][g] for p in parts], shape).to_floats()
+            for g, shape in enumerate(shapes)]
+    return GridFill(sums, [sum(p[1][g] for p in parts) for g in range(len(shapes))],
+                    [sum(p[2][g] for p in parts) for g in range(len(shapes))])
 
 
 def fill_layer(dataset: Dataset, grids: Sequence[Sequence[Axis]], evaluations: Sequence[Evaluation],
@@ -196,7 +180,7 @@ def fill_layer(dataset: Dataset, grids: Sequence[Sequence[Axis]], evaluations: S
                       for ev in evaluations])
     name = f"laddu-binned-{tag}-{token}"
     evs = tuple(evaluations)
-    layer: dict[Any, Any] = {(name, i): (_fill, key, exprs, spec, evs) for i, key in enumerate(keys)}
+    layer: dict[Any, Any] = {(name, i): (_fill, key, exprs, spec, shapes, evs) for i, key in enumerate(keys)}
     out = (f"{name}-merged", 0)
     layer[out] = (_merge, shapes, *[(name, i) for i in range(len(keys))])
     return HighLevelGraph.merge(loads, HighLevelGraph({name: layer}, {name: set(loads.layers)})), out
