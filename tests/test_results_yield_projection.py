@@ -267,6 +267,20 @@ def test_cross_section_projection_matches_laddu(pair, gens):
     close(many["x"].total.central, many_l["x"].total.central)
     rc, rcl = xs.rate_closure, xl.rate_closure
     assert rc.status == rcl.status and rc.accepted_residual == pytest.approx(rcl.accepted_residual, rel=REL)
+    # projections= evaluates them with the cross section; a matching project() returns those
+    ours, theirs = pair
+    lum, lum_l = ld.Luminosity(2.5, ld.AreaUnit.NANOBARN), laddu.Luminosity(2.5, laddu.AreaUnit.NANOBARN)
+    point_l = [POINT[n] for n in theirs.parameter_names]
+    early = ours.cross_section("t", gens[0], lum, POINT, projections={"xc": axes(ld, two=True)},
+                               components={"S": ["S"]})
+    early_l = theirs.cross_section("t", gens[1], lum_l, point_l, projections={"xc": axes(laddu, two=True)},
+                                   components={"S": ["S"]})
+    again = early.project({"xc": axes(ld, two=True)}, components={"S": ["S"]})["xc"]
+    assert again is early.project({"xc": axes(ld, two=True)}, components={"S": ["S"]})["xc"]
+    want = early_l.project({"xc": axes(laddu, two=True)}, components={"S": ["S"]})["xc"]
+    close(again.total.central, want.total.central)
+    close(again.components["S"].histogram().errors, want.components["S"].histogram().errors)
+    assert early.total.central == pytest.approx(early_l.total.central, rel=REL)
 
 
 def _same_total(mine, want):

@@ -221,7 +221,8 @@ class CrossSection:
 
     def __init__(self, likelihood: Any, term_name: str, generated_mc: Dataset, luminosity: Luminosity,
                  parameters: ParameterValues, *, ensemble: Any = None, covariance: Any = None,
-                 tags: Sequence[str] | None = None) -> None:
+                 tags: Sequence[str] | None = None, projections: Mapping[str, Any] | None = None,
+                 components: Mapping[str, Sequence[str]] | None = None) -> None:
         if not isinstance(luminosity, Luminosity):
             raise ParameterError(f"luminosity must be a Luminosity, got {type(luminosity).__name__}")
         self._yield: Yield | None = Yield(likelihood, term_name, generated_mc=generated_mc,
@@ -232,6 +233,12 @@ class CrossSection:
         self._members: list[tuple[CrossSection, Estimate]] | None = None
         self._factor_covariance: np.ndarray | None = None
         self._pooled: Estimate | None = None
+        self._prepared: tuple[Any, dict[str, CrossSectionProjection]] | None = None
+        if projections is not None:
+            if not isinstance(projections, Mapping):
+                raise ModelError("projections= maps names to an Axis or a list of Axis objects")
+            done = self.project(projections, components=components)
+            self._prepared = (_request_key(projections, components), done)
 
     def _per_luminosity(self, e: Estimate) -> Estimate:
         lum = self._luminosity
@@ -300,6 +307,8 @@ class CrossSection:
         """
         named = isinstance(axes, Mapping)
         requests = dict(axes) if named else {"cross_section": axis_group(axes)}
+        if named and self._prepared is not None and self._prepared[0] == _request_key(requests, components):
+            return dict(self._prepared[1])
         if self._members is None:
             out = {name: CrossSectionProjection.from_yield(p, self._luminosity)
                    for name, p in project_yields(self._yield, requests, components).items()}
@@ -341,7 +350,7 @@ class CrossSection:
         if any(s.unit != pairs[0][0].unit for s, _ in pairs):
             raise ParameterError("combined periods must share one area unit (convert the luminosities)")
         out = object.__new__(CrossSection)
-        out._yield, out._luminosity, out._members = None, pairs[0][0]._luminosity, pairs
+        out._yield, out._luminosity, out._members, out._prepared = None, pairs[0][0]._luminosity, pairs, None
         out._factor_covariance = check_factor_covariance([f for _, f in pairs], factor_covariance)
         out._pooled = pool_scalar([(s.generated_integral, s._luminosity, f) for s, f in pairs],
                                   out._factor_covariance, [s._yield._generated_linear() for s, _ in pairs])
@@ -367,11 +376,23 @@ def yield_context(likelihood: Any, term_name: str, *, generated_mc: Dataset, par
                  ensemble=ensemble, covariance=covariance, tags=tags)
 
 
+def _request_key(requests: Mapping[str, Any], components: Mapping[str, Sequence[str]] | None) -> tuple:
+    """What identifies a set of projections (expressions are hash-consed: one per structure)."""
+    def group(axes: Any) -> tuple:
+        return tuple((id(a.expr), tuple(a.edges)) for a in axis_group(axes))
+    comps = tuple(sorted((k, tuple(sorted(set(v)))) for k, v in (components or {}).items()))
+    return tuple((name, group(axes)) for name, axes in requests.items()), comps
+
+
 def cross_section(likelihood: Any, term_name: str, generated_mc: Dataset, luminosity: Luminosity,
                   parameters: ParameterValues, *, ensemble: Any = None,
-                  covariance: Any = None, tags: Sequence[str] | None = None) -> CrossSection:
+                  covariance: Any = None, tags: Sequence[str] | None = None,
+                  projections: Mapping[str, Any] | None = None,
+                  components: Mapping[str, Sequence[str]] | None = None) -> CrossSection:
     """laddu's ``Likelihood.cross_section``, plus ``covariance=`` and ``tags=`` (the cross
-    section of those waves alone).
+    section of those waves alone).  ``projections=`` (``{name: axes}``, with
+    ``components=``) evaluates those differential cross sections with it, and a matching
+    :meth:`CrossSection.project` returns them.
 
     Raises
     ------
@@ -381,4 +402,4 @@ def cross_section(likelihood: Any, term_name: str, generated_mc: Dataset, lumino
         For a luminosity that is not a :class:`Luminosity`, a bad covariance or ensemble.
     """
     return CrossSection(likelihood, term_name, generated_mc, luminosity, parameters, ensemble=ensemble,
-                        covariance=covariance, tags=tags)
+                        covariance=covariance, tags=tags, projections=projections, components=components)
