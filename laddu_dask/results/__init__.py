@@ -1,5 +1,6 @@
 """Physics results from models and fitted likelihoods: projections, intensity integrals,
-fit fractions, yields and cross sections with propagated uncertainties, projection plots
+fit fractions, yields and cross sections with propagated uncertainties (binned on
+:class:`Axis` grids too, with their rate closure and combinations of periods), projection plots
 (:func:`projection_histograms`, :func:`plot_projection`), Monte Carlo generation
 (:class:`Generator`) and closure studies (:func:`closure_study`).
 

@@ -162,8 +162,10 @@ def fill_layer(dataset: Dataset, grids: Sequence[Sequence[Axis]], evaluations: S
     for grid in grids:
         cells = []
         for axis in grid:
-            at = next((i for i, e in enumerate(exprs) if e is axis.expr), len(exprs))
-            exprs[at:at + 1] = [axis.expr]  # hash-consed: one expression, one object
+            at = next((i for i, e in enumerate(exprs) if e is axis.expr), None)  # hash-consed
+            if at is None:
+                exprs.append(axis.expr)
+                at = len(exprs) - 1
             cells.append((at, np.asarray(axis.edges)))
         spec.append(cells)
     columns = [c for e in exprs for c in CompiledModel.from_expr(e).columns]

@@ -65,7 +65,8 @@ def check_components(model: Any, term_name: str, components: Mapping[str, Sequen
         raise ModelError(f"components must map names to tag lists, got {type(components).__name__}")
     out = {}
     for name, tags in components.items():
-        if isinstance(tags, str) or not isinstance(name, str) or not name.strip():
+        if isinstance(tags, str) or not isinstance(tags, Sequence) or not (isinstance(name, str)
+                                                                          and name.strip()):
             raise ModelError(f"invalid component {name!r}: it needs a non-empty name and a list of tags")
         canonical = tuple(sorted(set(tags)))
         if not canonical or any(not isinstance(t, str) or not t.strip() for t in canonical):
