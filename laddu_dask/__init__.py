@@ -143,8 +143,12 @@ from laddu_dask.options import Device, FitMethod, Kernel, MemoryPolicy, Normaliz
 # Monte Carlo generation
 from laddu_dask.results import (
     AreaUnit,
+    Axis,
+    BinnedEstimate,
     ClosureResult,
+    ComponentYieldProjection,
     CrossSection,
+    CrossSectionProjection,
     Estimate,
     FitFractions,
     GenerationReport,
@@ -153,8 +157,11 @@ from laddu_dask.results import (
     LikelihoodProjection,
     Luminosity,
     ProjectionHistograms,
+    RateClosure,
     ScalarErrorView,
     Yield,
+    YieldHistogramView,
+    YieldProjection,
     closure_study,
     fit_fractions,
     plot_projection,
@@ -292,5 +299,8 @@ __all__ += ["BinFit", "FitEnsemble", "MCMCSummary", "binned_likelihoods", "boots
 __all__ += ["AreaUnit", "CrossSection", "Estimate", "FitFractions", "GenerationError", "GenerationReport",
             "Generator", "IntensityIntegrals", "LikelihoodProjection", "Luminosity", "ProjectionHistograms",
             "ScalarErrorView", "Yield", "fit_fractions", "plot_projection", "projection_histograms"]
+# binned yields and cross sections, rate closure, combinations of periods
+__all__ += ["Axis", "BinnedEstimate", "ComponentYieldProjection", "CrossSectionProjection", "RateClosure",
+            "YieldHistogramView", "YieldProjection"]
 # closure (input-output) studies (issue 13)
 __all__ += ["ClosureError", "ClosureResult", "closure_study"]

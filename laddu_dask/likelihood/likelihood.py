@@ -296,12 +296,13 @@ class Likelihood(MinuitCost):
                                         ensemble=ensemble, covariance=covariance, tags=tags)
 
     def cross_section(self, term_name: str, generated_mc: Any, luminosity: Any, parameters: ParameterValues,
-                      *, ensemble: Any = None, covariance: Any = None,
-                      tags: Sequence[str] | None = None) -> Any:
+                      *, ensemble: Any = None, covariance: Any = None, tags: Sequence[str] | None = None,
+                      projections: Any = None, components: Any = None) -> Any:
         """The fitted cross section of an extended term (laddu's ``cross_section``). See
         :func:`laddu_dask.results.cross_section`."""
         return _method("cross_section")(self, term_name, generated_mc, luminosity, parameters,
-                                        ensemble=ensemble, covariance=covariance, tags=tags)
+                                        ensemble=ensemble, covariance=covariance, tags=tags,
+                                        projections=projections, components=components)
 
     def fit_fractions(self, term_name: str, parameters: ParameterValues, *,
                       waves: Sequence[str] | None = None, generated_mc: Any = None,

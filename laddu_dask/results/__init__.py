@@ -1,5 +1,6 @@
 """Physics results from models and fitted likelihoods: projections, intensity integrals,
-fit fractions, yields and cross sections with propagated uncertainties, projection plots
+fit fractions, yields and cross sections with propagated uncertainties (binned on
+:class:`Axis` grids too, with their rate closure and combinations of periods), projection plots
 (:func:`projection_histograms`, :func:`plot_projection`), Monte Carlo generation
 (:class:`Generator`) and closure studies (:func:`closure_study`).
 
@@ -17,7 +18,9 @@ Examples
 """
 
 from laddu_dask.likelihood.likelihood import register_method
+from laddu_dask.results.binned import Axis, BinnedEstimate, YieldHistogramView
 from laddu_dask.results.closure import ClosureResult, closure_study
+from laddu_dask.results.combination import CrossSectionProjection
 from laddu_dask.results.estimate import Estimate, ScalarErrorView
 from laddu_dask.results.fractions import FitFractions, fit_fractions
 from laddu_dask.results.generation import Generator
@@ -32,7 +35,9 @@ from laddu_dask.results.integrals import (
 from laddu_dask.results.luminosity import AreaUnit, Luminosity
 from laddu_dask.results.phase_space import PhaseSpacePlan
 from laddu_dask.results.plot import plot_projection
+from laddu_dask.results.rate_closure import RateClosure
 from laddu_dask.results.report import GenerationReport
+from laddu_dask.results.yield_projection import ComponentYieldProjection, YieldProjection
 from laddu_dask.results.yields import CrossSection, Yield, cross_section, yield_context
 
 register_method("project", project)
@@ -42,8 +47,9 @@ register_method("yield_context", yield_context)
 register_method("cross_section", cross_section)
 register_method("fit_fractions", fit_fractions)
 
-__all__ = ["AreaUnit", "ClosureResult", "CrossSection", "Estimate", "FitFractions", "GenerationReport",
-           "Generator", "IntensityIntegrals", "LikelihoodProjection", "Luminosity", "PhaseSpacePlan",
-           "ProjectionHistograms", "ScalarErrorView", "Yield", "closure_study", "cross_section",
-           "fit_fractions", "intensity_integrals", "plot_projection", "project", "projection",
-           "projection_histograms", "yield_context"]
+__all__ = ["AreaUnit", "Axis", "BinnedEstimate", "ClosureResult", "ComponentYieldProjection", "CrossSection",
+           "CrossSectionProjection", "Estimate", "FitFractions", "GenerationReport", "Generator",
+           "IntensityIntegrals", "LikelihoodProjection", "Luminosity", "PhaseSpacePlan",
+           "ProjectionHistograms", "RateClosure", "ScalarErrorView", "Yield", "YieldHistogramView",
+           "YieldProjection", "closure_study", "cross_section", "fit_fractions", "intensity_integrals",
+           "plot_projection", "project", "projection", "projection_histograms", "yield_context"]

@@ -4,9 +4,12 @@ An estimate keeps its standard deviation from each source separately, as laddu's
 ``"data_fill"`` (the data sample's finite size, ``sqrt(sum w^2)``), ``"accepted_mc_fill"``
 and ``"generated_mc_fill"`` (the Monte Carlo samples', ``sqrt(sum (w I)^2)``),
 ``"covariance"`` (the fit covariance propagated through the exact gradient of the
-quantity, laddu-dask's own source), ``"luminosity"``, and ``"ensemble"``: the spread of
-the quantity over the draws of a bootstrap or MCMC ensemble (``draws``).
-:meth:`Estimate.error` adds the selected ones in quadrature.
+quantity, laddu-dask's own source), ``"luminosity"``, ``"branching_exposure"`` (the
+uncertainty of external exposure or branching-fraction factors, see
+:meth:`CrossSection.combine`; for an estimate given a ``standard_error`` of its own, that
+error, as laddu's), and ``"ensemble"``: the spread of the quantity over the draws of a
+bootstrap or MCMC ensemble (``draws``).  :meth:`Estimate.error` adds the selected ones in
+quadrature.
 
 Examples
 --------
@@ -14,8 +17,8 @@ Examples
 >>> round(e.std(), 6), e.median(), e.error(ensemble=True).included_error_components
 (1.527525, 2.0, ['ensemble'])
 >>> f = Estimate(3.0, standard_error=0.2) + Estimate(1.0, standard_error=0.1)
->>> f.central, round(f.standard_error, 6)
-(4.0, 0.223607)
+>>> f.central, round(f.standard_error, 6), round(f.error(branching_exposure=True).error, 6)
+(4.0, 0.223607, 0.223607)
 """
 
 from __future__ import annotations
@@ -30,7 +33,26 @@ import numpy as np
 from laddu_dask.errors import ParameterError
 
 #: The uncertainty sources, in the order :meth:`Estimate.error` lists them.
-SOURCES = ("data_fill", "accepted_mc_fill", "generated_mc_fill", "covariance", "ensemble", "luminosity")
+SOURCES = ("data_fill", "accepted_mc_fill", "generated_mc_fill", "covariance", "ensemble", "luminosity",
+           "branching_exposure")
+
+
+def apply_budget(variances: Mapping[str, Any], **wanted: bool
+                 ) -> tuple[Any, list[str], list[tuple[str, str]]]:
+    """The sum of the ``variances`` (by source; numbers or per-bin arrays) an error budget
+    selects (``wanted``: a flag per source of :data:`SOURCES`), the sources it included
+    and those it asked for but are missing, with the reason (laddu's)."""
+    total: Any = 0.0
+    included, omitted = [], []
+    for name in SOURCES:
+        if not wanted[name]:
+            continue
+        if name in variances:
+            included.append(name)
+            total = total + variances[name]
+        else:
+            omitted.append((name, "fewer_than_two_draws" if name == "ensemble" else "unavailable"))
+    return total, included, omitted
 
 
 @dataclass(frozen=True)
@@ -146,23 +168,21 @@ class Estimate:
 
     def error(self, *, data_fill: bool = True, accepted_mc_fill: bool = True,
               generated_mc_fill: bool = True, covariance: bool = True, ensemble: bool = False,
-              luminosity: bool = False) -> ScalarErrorView:
-        """The quadrature sum of the selected sources (laddu's ``Estimate.error``)."""
-        wanted = dict(data_fill=data_fill, accepted_mc_fill=accepted_mc_fill,
-                      generated_mc_fill=generated_mc_fill, covariance=covariance,
-                      ensemble=ensemble, luminosity=luminosity)
-        available = dict(self._components)
+              luminosity: bool = False, branching_exposure: bool = False) -> ScalarErrorView:
+        """The quadrature sum of the selected sources (laddu's ``Estimate.error``).
+
+        ``branching_exposure`` is the estimate's ``"branching_exposure"`` source, or, for an
+        estimate given a ``standard_error`` of its own (an external factor), that error.
+        """
+        available = {name: sigma**2 for name, sigma in self._components.items()}
         if self._draws is not None and len(self._draws) > 1:
-            available["ensemble"] = self.std()
-        included, omitted, total = [], [], 0.0
-        for name in SOURCES:
-            if not wanted[name]:
-                continue
-            if name in available:
-                included.append(name)
-                total += available[name] ** 2
-            else:
-                omitted.append((name, "unavailable"))
+            available["ensemble"] = self.std() ** 2
+        if self._standard_error is not None and "branching_exposure" not in available:
+            available["branching_exposure"] = self._standard_error**2
+        total, included, omitted = apply_budget(
+            available, data_fill=data_fill, accepted_mc_fill=accepted_mc_fill,
+            generated_mc_fill=generated_mc_fill, covariance=covariance, ensemble=ensemble,
+            luminosity=luminosity, branching_exposure=branching_exposure)
         return ScalarErrorView(math.sqrt(total), included, omitted)
 
     # -- arithmetic of independent estimates (first order) -----------------------------------

@@ -40,23 +40,39 @@ from laddu_dask.runtime.accumulate import ExactPartials
 from laddu_dask.runtime.execution import Execution
 from laddu_dask.runtime.preparation import prepare_batch
 from laddu_dask.runtime.prepared import PreparedModel
-from laddu_dask.runtime.reducer import Params, PartitionReducer
+from laddu_dask.runtime.reducer import Params, PartitionReducer, PreparedPartition
+
+
+def host(array: Any) -> np.ndarray:
+    """A (CuPy or NumPy) array as a host float64 NumPy array (the real part)."""
+    return np.asarray(np.real(array.get() if hasattr(array, "get") else array), dtype=np.float64)
+
+
+def prepare(batch: EventBatch, reducer: PartitionReducer) -> PreparedPartition:
+    """One partition prepared for ``reducer`` (its event-only part, on its device)."""
+    return prepare_batch(reducer.compiled, batch, reducer.precision, reducer.device, reducer.gpu)
+
+
+def intensity(part: PreparedPartition, reducer: PartitionReducer, params: Params) -> np.ndarray:
+    """``I`` of every event of a prepared partition at one point (host, float64).
+
+    Raises
+    ------
+    NonFiniteError
+        For a non-finite intensity, naming the event.
+    """
+    values = host(reducer.values(part, params))
+    if not np.isfinite(values).all():
+        i = int(np.argmin(np.isfinite(values)))
+        raise NonFiniteError(f"the intensity of event {part.offset + i} of {part.source} is {values[i]!r}")
+    return values
 
 
 def _block(batch: EventBatch, reducer: PartitionReducer, params: Params,
            rows: tuple[int, ...] = (0, 1)) -> np.ndarray:
     """The ``rows`` of ``[w I, I]`` of one partition (host NumPy arrays, float64)."""
-    part = prepare_batch(reducer.compiled, batch, reducer.precision, reducer.device, reducer.gpu)
-    values = reducer.values(part, params)
-    intensity = np.asarray(values.real.get() if hasattr(values, "get") else np.real(values),
-                           dtype=np.float64)
-    weights = np.asarray(batch.weights.get() if hasattr(batch.weights, "get") else batch.weights,
-                         dtype=np.float64)
-    if not np.isfinite(intensity).all():
-        i = int(np.argmin(np.isfinite(intensity)))
-        raise NonFiniteError(f"the intensity of event {batch.offset + i} of {batch.source} is "
-                             f"{intensity[i]!r}")
-    both = (weights * intensity, intensity)
+    values = intensity(prepare(batch, reducer), reducer, params)
+    both = (host(batch.weights) * values, values)
     return np.stack([both[r] for r in rows])
 
 

@@ -40,7 +40,7 @@ Examples
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -49,11 +49,20 @@ from laddu_dask.compile.layout import ParameterValues
 from laddu_dask.data.dataset import Dataset
 from laddu_dask.errors import ModelError, ParameterError
 from laddu_dask.likelihood.terms import ExtendedNLL
+from laddu_dask.results.binned import Axis, Linear, axis_group
+from laddu_dask.results.combination import (
+    CrossSectionProjection,
+    as_factor,
+    check_factor_covariance,
+    pool_scalar,
+)
 from laddu_dask.results.estimate import Estimate
 from laddu_dask.results.events import weight_square_sum
 from laddu_dask.results.integrals import Selection, integrate
 from laddu_dask.results.luminosity import Luminosity
 from laddu_dask.results.propagation import covariance_matrix, ensemble_points, linear_sigma
+from laddu_dask.results.rate_closure import RateClosure
+from laddu_dask.results.yield_projection import YieldProjection, project_yields
 
 
 class Integrals:
@@ -136,9 +145,12 @@ class Yield:
         return self._fills[role]
 
     def selected_yield(self) -> Estimate:
-        """``sum_data w``, with the data's statistical error ``sqrt(sum w^2)``."""
-        data = self._selection.term.data
-        return Estimate(data.sum_weights(), components={"data_fill": self._fill("data")})
+        """``sum_data w``, with the data's statistical error ``sqrt(sum w^2)`` (the same at
+        every draw of an ensemble: the draws are parameter points)."""
+        n = self._selection.term.data.sum_weights()
+        draws = None if self._ints.draws is None else np.full(len(self._ints.draws), n)
+        return Estimate(n, draws=draws, source_id=self._ints.source_id,
+                        components={"data_fill": self._fill("data")})
 
     def accepted_fitted_yield(self) -> Estimate:
         """``sum_accmc w I`` at the fitted point."""
@@ -166,6 +178,38 @@ class Yield:
                                     / self._ints.values[0]},
                                    "corrected yield")
 
+    def rate_closure(self) -> RateClosure:
+        """Whether the accepted fitted yield reproduces the observed one (laddu's
+        ``Yield.rate_closure``; ``"not_applicable"`` for a shape-only term)."""
+        if not self.has_absolute_rate:
+            return RateClosure(self.selected_yield(), None, None)
+        return RateClosure(self.selected_yield(), self.accepted_fitted_yield(), self.generated_fitted_yield())
+
+    def projection(self, axes: Axis | Sequence[Axis], *,
+                   components: Mapping[str, Sequence[str]] | None = None) -> YieldProjection:
+        """Binned selected, accepted and generated yields on the joint grid of ``axes``, and
+        those of named coherent tag selections (laddu's ``Yield.projection``; see
+        :mod:`laddu_dask.results.yield_projection`).
+
+        Raises
+        ------
+        ModelError
+            For a bad axis group or component (an unknown tag).
+        """
+        return project_yields(self, {"yield": axis_group(axes)}, components)["yield"]
+
+    def projection_set(self, projections: Mapping[str, Axis | Sequence[Axis]], *,
+                       components: Mapping[str, Sequence[str]] | None = None) -> dict[str, YieldProjection]:
+        """Several named projections from one pass over the samples (laddu's
+        ``Yield.projection_set``)."""
+        return project_yields(self, projections, components)
+
+    def _generated_linear(self) -> Linear | None:
+        ints = self._ints
+        if ints.covariance is None:
+            return None
+        return Linear(ints.gradients[1:2], ints.covariance, tuple(ints.likelihood.parameter_names))
+
     def __repr__(self) -> str:
         return f"Yield({self.term_name!r}, observed {self.selected_yield().central:.6g})"
 
@@ -177,13 +221,24 @@ class CrossSection:
 
     def __init__(self, likelihood: Any, term_name: str, generated_mc: Dataset, luminosity: Luminosity,
                  parameters: ParameterValues, *, ensemble: Any = None, covariance: Any = None,
-                 tags: Sequence[str] | None = None) -> None:
+                 tags: Sequence[str] | None = None, projections: Mapping[str, Any] | None = None,
+                 components: Mapping[str, Sequence[str]] | None = None) -> None:
         if not isinstance(luminosity, Luminosity):
             raise ParameterError(f"luminosity must be a Luminosity, got {type(luminosity).__name__}")
-        self._yield = Yield(likelihood, term_name, generated_mc=generated_mc, parameters=parameters,
-                            ensemble=ensemble, covariance=covariance, tags=tags)
+        self._yield: Yield | None = Yield(likelihood, term_name, generated_mc=generated_mc,
+                                          parameters=parameters, ensemble=ensemble, covariance=covariance,
+                                          tags=tags)
         _extended(self._yield._selection)
         self._luminosity = luminosity
+        self._members: list[tuple[CrossSection, Estimate]] | None = None
+        self._factor_covariance: np.ndarray | None = None
+        self._pooled: Estimate | None = None
+        self._prepared: tuple[Any, dict[str, CrossSectionProjection]] | None = None
+        if projections is not None:
+            if not isinstance(projections, Mapping):
+                raise ModelError("projections= maps names to an Axis or a list of Axis objects")
+            done = self.project(projections, components=components)
+            self._prepared = (_request_key(projections, components), done)
 
     def _per_luminosity(self, e: Estimate) -> Estimate:
         lum = self._luminosity
@@ -196,28 +251,36 @@ class CrossSection:
 
     @property
     def total(self) -> Estimate:
-        """The fitted cross section ``sum_genmc w I / L``."""
+        """The fitted cross section ``sum_genmc w I / L`` (pooled for a combination)."""
+        if self._pooled is not None:
+            return self._pooled
         return self._per_luminosity(self._yield.generated_fitted_yield())
 
     @property
-    def observed(self) -> Estimate:
-        """The observed cross section ``N sum_genmc w I / (sum_accmc w I L)``."""
-        return self._per_luminosity(self._yield.corrected_yield())
+    def observed(self) -> Estimate | None:
+        """The observed cross section ``N sum_genmc w I / (sum_accmc w I L)`` (``None`` for a
+        combination)."""
+        return None if self._yield is None else self._per_luminosity(self._yield.corrected_yield())
 
     @property
-    def accepted_integral(self) -> Estimate:
-        """``sum_accmc w I`` at the fitted point."""
-        return self._yield.accepted_fitted_yield()
+    def accepted_integral(self) -> Estimate | None:
+        """``sum_accmc w I`` at the fitted point (``None`` for a combination)."""
+        return None if self._yield is None else self._yield.accepted_fitted_yield()
 
     @property
-    def generated_integral(self) -> Estimate:
-        """``sum_genmc w I`` at the fitted point."""
-        return self._yield.generated_fitted_yield()
+    def generated_integral(self) -> Estimate | None:
+        """``sum_genmc w I`` at the fitted point (``None`` for a combination)."""
+        return None if self._yield is None else self._yield.generated_fitted_yield()
 
     @property
-    def data_yield(self) -> Estimate:
-        """``sum_data w``."""
-        return self._yield.selected_yield()
+    def data_yield(self) -> Estimate | None:
+        """``sum_data w`` (``None`` for a combination)."""
+        return None if self._yield is None else self._yield.selected_yield()
+
+    @property
+    def rate_closure(self) -> RateClosure | None:
+        """The period's :class:`RateClosure` (``None`` for a combination)."""
+        return None if self._yield is None else self._yield.rate_closure()
 
     @property
     def unit(self) -> Any:
@@ -226,8 +289,72 @@ class CrossSection:
 
     @property
     def total_effective_exposure(self) -> float:
-        """The luminosity, in inverse :attr:`unit`."""
+        """The luminosity, in inverse :attr:`unit` (``sum L_i B_i`` for a combination)."""
+        if self._members is not None:
+            return math.fsum(m._luminosity.value * f.central for m, f in self._members)
         return self._luminosity.value
+
+    def project(self, axes: Any, *, components: Mapping[str, Sequence[str]] | None = None) -> Any:
+        """The differential cross section on the joint grid of ``axes`` (an :class:`Axis` or
+        a sequence of them), or a ``{name: axes}`` mapping of several from one pass: each
+        bin's generated fitted yield over the luminosity and its volume, and that of each
+        named component (laddu's ``CrossSection.project``).
+
+        Raises
+        ------
+        ModelError
+            For a bad axis group or component.
+        """
+        named = isinstance(axes, Mapping)
+        requests = dict(axes) if named else {"cross_section": axis_group(axes)}
+        if named and self._prepared is not None and self._prepared[0] == _request_key(requests, components):
+            return dict(self._prepared[1])
+        if self._members is None:
+            out = {name: CrossSectionProjection.from_yield(p, self._luminosity)
+                   for name, p in project_yields(self._yield, requests, components).items()}
+        else:
+            per_member = [(m.project(requests, components=components), m._luminosity, f)
+                          for m, f in self._members]
+            out = {name: CrossSectionProjection.pooled([(p[name], lum, f) for p, lum, f in per_member],
+                                                       self._factor_covariance)
+                   for name in requests}
+        return out if named else out["cross_section"]
+
+    @staticmethod
+    def combine(members: Sequence[Any], *, factor_covariance: Any = None) -> CrossSection:
+        """Pool periods (laddu's ``CrossSection.combine``): ``sum G_i / sum L_i B_i``, with
+        ``members`` single-period cross sections or ``(cross section, factor)`` pairs, a
+        factor (a number or an :class:`Estimate`) being a branching fraction or exposure
+        factor; ``factor_covariance`` is the covariance between the factors, in member
+        order.  Their uncertainty is the ``"branching_exposure"`` source.
+
+        Raises
+        ------
+        ParameterError
+            For no member, a combination as a member, members of different units, a
+            factor that is not positive, a bad ``factor_covariance``, or members whose
+            draws or fit covariances do not pair.
+        """
+        pairs = []
+        for item in members:
+            section, factor = (item, 1.0) if isinstance(item, CrossSection) else (
+                tuple(item) if isinstance(item, (tuple, list)) and len(item) == 2 else (item, None))
+            if not isinstance(section, CrossSection):
+                raise ParameterError(f"CrossSection.combine takes cross sections or (cross section, factor) "
+                                     f"pairs, got {type(section).__name__}")
+            if section._members is not None:
+                raise ParameterError("nested period combinations are not supported: combine single periods")
+            pairs.append((section, as_factor(factor)))
+        if not pairs:
+            raise ParameterError("CrossSection.combine needs at least one period")
+        if any(s.unit != pairs[0][0].unit for s, _ in pairs):
+            raise ParameterError("combined periods must share one area unit (convert the luminosities)")
+        out = object.__new__(CrossSection)
+        out._yield, out._luminosity, out._members, out._prepared = None, pairs[0][0]._luminosity, pairs, None
+        out._factor_covariance = check_factor_covariance([f for _, f in pairs], factor_covariance)
+        out._pooled = pool_scalar([(s.generated_integral, s._luminosity, f) for s, f in pairs],
+                                  out._factor_covariance, [s._yield._generated_linear() for s, _ in pairs])
+        return out
 
     def __repr__(self) -> str:
         return f"CrossSection({self.total!r} {self.unit.name.lower()})"
@@ -249,11 +376,23 @@ def yield_context(likelihood: Any, term_name: str, *, generated_mc: Dataset, par
                  ensemble=ensemble, covariance=covariance, tags=tags)
 
 
+def _request_key(requests: Mapping[str, Any], components: Mapping[str, Sequence[str]] | None) -> tuple:
+    """What identifies a set of projections (expressions are hash-consed: one per structure)."""
+    def group(axes: Any) -> tuple:
+        return tuple((id(a.expr), tuple(a.edges)) for a in axis_group(axes))
+    comps = tuple(sorted((k, tuple(sorted(set(v)))) for k, v in (components or {}).items()))
+    return tuple((name, group(axes)) for name, axes in requests.items()), comps
+
+
 def cross_section(likelihood: Any, term_name: str, generated_mc: Dataset, luminosity: Luminosity,
                   parameters: ParameterValues, *, ensemble: Any = None,
-                  covariance: Any = None, tags: Sequence[str] | None = None) -> CrossSection:
+                  covariance: Any = None, tags: Sequence[str] | None = None,
+                  projections: Mapping[str, Any] | None = None,
+                  components: Mapping[str, Sequence[str]] | None = None) -> CrossSection:
     """laddu's ``Likelihood.cross_section``, plus ``covariance=`` and ``tags=`` (the cross
-    section of those waves alone).
+    section of those waves alone).  ``projections=`` (``{name: axes}``, with
+    ``components=``) evaluates those differential cross sections with it, and a matching
+    :meth:`CrossSection.project` returns them.
 
     Raises
     ------
@@ -263,4 +402,4 @@ def cross_section(likelihood: Any, term_name: str, generated_mc: Dataset, lumino
         For a luminosity that is not a :class:`Luminosity`, a bad covariance or ensemble.
     """
     return CrossSection(likelihood, term_name, generated_mc, luminosity, parameters, ensemble=ensemble,
-                        covariance=covariance, tags=tags)
+                        covariance=covariance, tags=tags, projections=projections, components=components)
