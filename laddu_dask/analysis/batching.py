@@ -38,6 +38,40 @@ from laddu_dask.likelihood.fit import FitResult, fit
 __all__ = ["fit_batched"]
 
 
+class _OneBlasThread:
+    """A context in which the BLAS libraries (NumPy's and SciPy's OpenBLAS) use one thread.
+
+    The fits' own linear algebra (L-BFGS-B's, a few parameters) runs in many threads at
+    once; a multi-threaded OpenBLAS called from each of them spins and contends for its
+    threads (a 20-restart L-BFGS-B batch took 3.2 s instead of 0.6 s on 2 cores). The
+    likelihood's kernels do not use BLAS.  Batches that overlap (fits as tasks on a worker's
+    threads) share one limit: the first to enter sets it, the last to leave restores it.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.users = 0
+        self.limit: Any = None
+
+    def __enter__(self) -> None:
+        with self.lock:
+            if self.users == 0:
+                from threadpoolctl import threadpool_limits
+
+                self.limit = threadpool_limits(limits=1, user_api="blas")
+            self.users += 1
+
+    def __exit__(self, *exc: Any) -> None:
+        with self.lock:
+            self.users -= 1
+            if self.users == 0:
+                self.limit.restore_original_limits()
+                self.limit = None
+
+
+_one_blas_thread = _OneBlasThread()
+
+
 class _Rounds:
     """The meeting point of the fits: their pending points and the evaluations of each round."""
 
@@ -156,10 +190,11 @@ def fit_batched(likelihood: Any, starts: Sequence[Sequence[float]], *, method: s
 
     threads = [threading.Thread(target=run, args=(i,), name=f"laddu-dask-fit-{i}", daemon=True)
                for i in range(len(starts))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    with _one_blas_thread:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
     for result in out:
         if isinstance(result, BaseException):
             raise result
