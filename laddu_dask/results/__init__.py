@@ -1,7 +1,7 @@
 """Physics results from models and fitted likelihoods: projections, intensity integrals,
 fit fractions, yields and cross sections with propagated uncertainties, projection plots
 (:func:`projection_histograms`, :func:`plot_projection`), Monte Carlo generation
-(:class:`Generator`) and closure studies (:func:`closure_study`).
+(:class:`Generator`, :class:`ProvenEnvelopeReport`) and closure studies (:func:`closure_study`).
 
 This package sits above the likelihood and analysis layers (DESIGN.md) and may import
 them; nothing below imports it. It gives :class:`~laddu_dask.Likelihood` laddu's
@@ -18,6 +18,7 @@ Examples
 
 from laddu_dask.likelihood.likelihood import register_method
 from laddu_dask.results.closure import ClosureResult, closure_study
+from laddu_dask.results.envelope import ProvenEnvelopeReport
 from laddu_dask.results.estimate import Estimate, ScalarErrorView
 from laddu_dask.results.fractions import FitFractions, fit_fractions
 from laddu_dask.results.generation import Generator
@@ -44,6 +45,6 @@ register_method("fit_fractions", fit_fractions)
 
 __all__ = ["AreaUnit", "ClosureResult", "CrossSection", "Estimate", "FitFractions", "GenerationReport",
            "Generator", "IntensityIntegrals", "LikelihoodProjection", "Luminosity", "PhaseSpacePlan",
-           "ProjectionHistograms", "ScalarErrorView", "Yield", "closure_study", "cross_section",
-           "fit_fractions", "intensity_integrals", "plot_projection", "project", "projection",
-           "projection_histograms", "yield_context"]
+           "ProjectionHistograms", "ProvenEnvelopeReport", "ScalarErrorView", "Yield", "closure_study",
+           "cross_section", "fit_fractions", "intensity_integrals", "plot_projection", "project",
+           "projection", "projection_histograms", "yield_context"]
