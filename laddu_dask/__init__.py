@@ -79,6 +79,7 @@ from laddu_dask.expr import (
     RuleReport,
     RuleSet,
     S,
+    ScalarSource,
     SelectionRules,
     Sheet,
     Statistics,
@@ -157,6 +158,7 @@ from laddu_dask.results import (
     LikelihoodProjection,
     Luminosity,
     ProjectionHistograms,
+    ProvenEnvelopeReport,
     RateClosure,
     ScalarErrorView,
     Yield,
@@ -278,7 +280,7 @@ __all__ += ["f_vector", "k_matrix", "p_vector"]
 # reaction topology and frames (issue 11, item 4)
 __all__ += ["Channel", "Edge", "MandelstamChannel", "Particle", "Vertex", "VertexFrame", "particles"]
 # generation settings of a channel
-__all__ += ["InitialMomentum", "MassProposal", "VertexProposal"]
+__all__ += ["InitialMomentum", "MassProposal", "ScalarSource", "VertexProposal"]
 # particle metadata types
 __all__ += ["Isospin", "Statistics"]
 # quantum-number selection rules and partial waves
@@ -298,7 +300,8 @@ __all__ += ["BinFit", "FitEnsemble", "MCMCSummary", "binned_likelihoods", "boots
 # physics results: projections, fractions, yields, cross sections, generation (issue 13)
 __all__ += ["AreaUnit", "CrossSection", "Estimate", "FitFractions", "GenerationError", "GenerationReport",
             "Generator", "IntensityIntegrals", "LikelihoodProjection", "Luminosity", "ProjectionHistograms",
-            "ScalarErrorView", "Yield", "fit_fractions", "plot_projection", "projection_histograms"]
+            "ProvenEnvelopeReport", "ScalarErrorView", "Yield", "fit_fractions", "plot_projection",
+            "projection_histograms"]
 # binned yields and cross sections, rate closure, combinations of periods
 __all__ += ["Axis", "BinnedEstimate", "ComponentYieldProjection", "CrossSectionProjection", "RateClosure",
             "YieldHistogramView", "YieldProjection"]

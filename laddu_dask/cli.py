@@ -1,8 +1,8 @@
 """The ``laddu-dask`` command.
 
-``laddu-dask demo``
-    generate a small KsKs sample, fit it from a displaced start on the local
-    scheduler and print fitted values against the truth.
+``laddu-dask demo [--generator]``
+    generate a small KsKs sample (with ``--generator`` by laddu-dask's ``Generator``), fit it
+    from a displaced start on the local scheduler and print fitted values against the truth.
 ``laddu-dask fit CONFIG.toml [--scheduler ADDRESS] [--output result.json]``
     a fit described by a TOML file, for batch jobs (see :mod:`laddu_dask.jobs`).
 ``laddu-dask bench [--models zlm kmatrix] [--no-ksks] [--binned]``
@@ -48,6 +48,7 @@ def run_demo(
     method: str = "migrad",
     outdir: str | None = None,
     quiet: bool = False,
+    generator: bool = False,
 ) -> dict:
     """Generate, fit and report the KsKs demo; returns a JSON-ready summary.
 
@@ -65,6 +66,10 @@ def run_demo(
         Where to write the sample (by default a temporary folder, removed when the demo ends).
     quiet : bool
         Print nothing.
+    generator : bool
+        Draw the sample with laddu-dask's ``Generator`` (:func:`laddu_dask.ksks.generate_datasets`,
+        folders ``data/`` and ``accmc/``) instead of the reference sampler
+        (:func:`laddu_dask.ksks.write_sample`, ``data.parquet`` and ``accmc.parquet``).
     """
     import laddu_dask as ld
     from laddu_dask import ksks
@@ -73,15 +78,18 @@ def run_demo(
     with tempfile.TemporaryDirectory(prefix="laddu-dask-demo-") as tmp:
         where = outdir or tmp
         t0 = time.perf_counter()
-        paths = ksks.write_sample(where, n_data=n_data, n_mc=n_mc, seed=seed)
+        execution = ld.Execution()
+        if generator:
+            data, mc = ksks.generate_datasets(n_data, n_mc, seed=seed, path=where, execution=execution)
+        else:
+            paths = ksks.write_sample(where, n_data=n_data, n_mc=n_mc, seed=seed)
+            data, mc = ld.read_parquet(paths["data"]), ld.read_parquet(paths["accmc"])
         t_gen = time.perf_counter() - t0
         kept = f"in {where}" if outdir else "a temporary sample, removed at the end; --outdir DIR keeps it"
-        say(f"generated {n_data} data and {n_mc} accepted-MC KsKs events in {t_gen:.1f} s ({kept})")
+        how = " with laddu-dask's Generator" if generator else ""
+        say(f"generated {n_data} data and {n_mc} accepted-MC KsKs events{how} in {t_gen:.1f} s ({kept})")
         start = ksks.displaced_start()
         model = ksks.model(lineshape)
-        data = ld.read_parquet(paths["data"])
-        mc = ld.read_parquet(paths["accmc"])
-        execution = ld.Execution()
         lik = ld.Likelihood([ld.NLL(model, data=data, accepted_mc=mc, name="ksks")], execution=execution)
         say(f"fitting {len(lik.parameter_names)} parameters with {method} on the local scheduler ...")
         result = lik.fit(initial=start, method=method, progress=not quiet)
@@ -127,6 +135,11 @@ def build_parser() -> argparse.ArgumentParser:
                            "HESSE for the errors (default migrad)")
     demo.add_argument("--outdir", help="write the sample (data.parquet, accmc.parquet) here and "
                                        "keep it (default: a temporary folder, removed at the end)")
+    demo.add_argument("--generator", action="store_true",
+                      help="draw the sample with laddu-dask's Generator on the toy's channel "
+                           "(ksks.generate_datasets; --outdir then holds folders data/ and accmc/) "
+                           "instead of the benchmark's reference sampler (same distributions, other "
+                           "events)")
     demo.add_argument("--json", help="also write the summary to this JSON file")
     demo.add_argument("--debug", action="store_true",
                       help="print the traceback of a failure before its one-line message")
@@ -151,7 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "demo":
         def demo() -> int:
             summary = run_demo(args.data, args.mc, args.seed, args.lineshape, args.method,
-                               args.outdir)
+                               args.outdir, generator=args.generator)
             if args.json:
                 with atomic_write(args.json) as f:
                     json.dump(summary, f, indent=2)

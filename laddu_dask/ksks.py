@@ -20,6 +20,11 @@ alone (phase space flat in m and in the decay angles). Samples are written in la
 Parquet convention: ``NAME_e, NAME_px, NAME_py, NAME_pz`` for the four-vectors beam,
 proton, kshort1, kshort2 (GeV, lab frame, target proton at rest) and ``weight``.
 
+:func:`generate` (NumPy, the benchmark's reference sample bit for bit) and
+:func:`write_sample` draw the toy by hand; :func:`generate_datasets` draws the same
+distributions with laddu-dask's :class:`~laddu_dask.Generator` on :func:`channel`, as Dask
+work (see :mod:`laddu_dask.ksks_generation`).
+
 Examples
 --------
 >>> from laddu_dask import ksks
@@ -45,6 +50,13 @@ import pyarrow.parquet as pq
 
 from laddu_dask.errors import ParameterError, SchemaError
 from laddu_dask.files import atomic_folder, atomic_path, atomic_write
+from laddu_dask.ksks_generation import (
+    acceptance_expression,
+    angle_expressions,
+    channel,
+    generate_datasets,
+    inverse_proposal_weight,
+)
 
 __all__ = [
     "E_BEAM",
@@ -54,8 +66,12 @@ __all__ = [
     "PARAMETER_NAMES",
     "TRUTH",
     "acceptance",
+    "acceptance_expression",
     "angles",
+    "channel",
     "generate",
+    "generate_datasets",
+    "inverse_proposal_weight",
     "phase_space",
     "spherical_harmonic",
     "truth_intensity",
@@ -208,7 +224,7 @@ def truth_intensity(
 
 
 def acceptance(costheta: np.ndarray, phi: np.ndarray, m: np.ndarray) -> np.ndarray:
-    """Detector acceptance probability (at most 0.936) of an event.
+    """Detector acceptance probability (at most 0.78) of an event.
 
     Examples
     --------
@@ -528,15 +544,7 @@ def model(
             return ld.parameter(name, fixed=TRUTH[name])
         return ld.parameter(name, initial=start[name], bounds=BOUNDS.get(name))
 
-    beam = ld.Vec4.event("beam")
-    k1, k2 = ld.Vec4.event("kshort1"), ld.Vec4.event("kshort2")
-    x = k1 + k2
-    k = k1.boost(-x.beta()).vec3()
-    z = x.vec3().unit()
-    y = beam.vec3().cross(z).unit()
-    xaxis = y.cross(z)
-    costheta = k.dot(z) / k.mag()
-    phi = ld.atan2(k.dot(y), k.dot(xaxis))
+    _, x, costheta, phi = angle_expressions()
     s = x.m2()
 
     def line(mass: str, width: str, l: int):  # noqa: E741

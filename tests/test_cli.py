@@ -53,7 +53,7 @@ def test_demo_options_have_help_text():
     demo = next(a for a in build_parser()._subparsers._group_actions[0].choices.values()
                 if a.prog.endswith("demo"))
     helps = {a.dest: a.help for a in demo._actions}
-    for option in ("seed", "lineshape", "method", "data", "mc", "outdir", "json", "debug"):
+    for option in ("seed", "lineshape", "method", "data", "mc", "outdir", "json", "debug", "generator"):
         assert helps[option] and len(helps[option]) > 15, option
     assert "relativistic" in helps["lineshape"] and "L-BFGS-B" in helps["method"]
 

@@ -14,6 +14,8 @@ import os
 import tracemalloc
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import scipy.integrate
 import scipy.special
@@ -63,16 +65,17 @@ def decay_channel(momentum=(0.0, 0.0, 0.0)):
                             generation=ld.VertexProposal.isotropic())])
 
 
-def three_body_channel():
-    """A parent at rest (mass 2.5) -> X pi0, X (uniform mass in [1, 2]) -> K_S K_S."""
-    return ld.Channel("P -> X pi0, X -> K_S K_S", edges=[
-        ld.Edge("P", initial_momentum=ld.InitialMomentum.p4([2.5, 0.0, 0.0, 0.0]), output=False,
-                particle=ld.Particle(mass=2.5)),
-        ld.Edge("X", mass_proposal=ld.MassProposal(1.0, high=2.0)),
-        ld.Edge("pion", particle=ld.particles.PI_ZERO),
-        ld.Edge("ks1", particle=ld.particles.K_SHORT), ld.Edge("ks2", particle=ld.particles.K_SHORT)],
-        vertices=[ld.Vertex("first", incoming=["P"], outgoing=["X", "pion"]),
-                  ld.Vertex("second", incoming=["X"], outgoing=["ks1", "ks2"])])
+def three_body_channel(lib=ld):
+    """A parent at rest (mass 2.5) -> X pi0, X (uniform mass in [1, 2]) -> K_S K_S, in ``lib``
+    (``laddu_dask`` or ``laddu``)."""
+    return lib.Channel("P -> X pi0, X -> K_S K_S", edges=[
+        lib.Edge("P", initial_momentum=lib.InitialMomentum.p4([2.5, 0.0, 0.0, 0.0]), output=False,
+                 particle=lib.Particle(mass=2.5)),
+        lib.Edge("X", mass_proposal=lib.MassProposal(1.0, high=2.0)),
+        lib.Edge("pion", particle=lib.particles.PI_ZERO),
+        lib.Edge("ks1", particle=lib.particles.K_SHORT), lib.Edge("ks2", particle=lib.particles.K_SHORT)],
+        vertices=[lib.Vertex("first", incoming=["P"], outgoing=["X", "pion"]),
+                  lib.Vertex("second", incoming=["X"], outgoing=["ks1", "ks2"])])
 
 
 def photoproduction(lib, uniform_fraction=0.2):
@@ -305,10 +308,10 @@ def test_bad_input_is_a_typed_error_naming_it(tmp_path):
         generator.weighted(10, parameters=[1.0])
     with pytest.raises(ParameterError, match="model must be a laddu_dask Model"):
         generator.weighted(10, model="I")
-    with pytest.raises(ParameterError, match="proven_envelope=True is not supported"):
-        generator.unweighted(10, proven_envelope=True)
-    with pytest.raises(ParameterError, match="index_column='i' is not supported"):
-        generator.weighted(10, index_column="i")
+    with pytest.raises(ParameterError, match="proven_envelope=True cannot be combined with a model"):
+        generator.unweighted(10, _zlm_model(), parameters=ZLM, proven_envelope=True)
+    with pytest.raises(ParameterError, match="index_column='ks1_e' is empty or the name of another"):
+        generator.weighted(10, index_column="ks1_e")
     with pytest.raises(ParameterError, match="safety_factor"):
         generator.unweighted(10, safety_factor=0.5)
     with pytest.raises(ParameterError, match="d0_re"):
@@ -372,3 +375,132 @@ def test_phase_space_agrees_with_laddus_generator(tmp_path):
         assert scipy.stats.ks_2samp(mine[key], laddus[key]).pvalue > P_VALUE, key
     # the weights' distribution too
     assert scipy.stats.ks_2samp(w_ours, w_theirs).pvalue > P_VALUE
+
+
+# -- laddu's extra columns: the event index and generated scalars ---------------------------
+
+
+@pytest.mark.parametrize("kind", ["weighted", "unweighted"])
+def test_the_index_column_counts_the_rows_from_index_start_over_every_partition(tmp_path, kind):
+    generator = ld.Generator(three_body_channel())
+    call = getattr(generator, kind)
+    plain, _ = call(2500, seed=3, partition_events=600)
+    indexed, _ = call(2500, seed=3, partition_events=600, index_column="event", index_start=1000)
+    top = 2**32 - 2500  # the last index is the largest uint32
+    written, _ = call(2500, seed=3, partition_events=600, index_column="event", index_dtype="u32",
+                      index_start=top, path=tmp_path / "mc")
+    assert indexed.n_partitions == written.n_partitions == 5
+    np.testing.assert_array_equal(indexed.column("event"), np.arange(1000, 3500))
+    np.testing.assert_array_equal(written.column("event"), np.arange(top, 2**32))
+    # each file holds its partition's run of indices, stored as uint32 (laddu's dtype)
+    first = []
+    for name in sorted(os.listdir(tmp_path / "mc")):
+        table = pq.read_table(tmp_path / "mc" / name)
+        assert table.schema.field("event").type == pa.uint32()
+        assert table.column_names[-2:] == ["event", "weight"]
+        values = table.column("event").to_numpy()
+        np.testing.assert_array_equal(np.diff(values.astype(np.int64)), 1)
+        first.append(int(values[0]))
+    assert first == [top + 600 * i for i in range(5)]
+    # the index changes no event
+    assert np.array_equal(_sample(plain), np.delete(_sample(indexed), -2, axis=1))
+
+
+@needs_laddu
+def test_the_index_keywords_follow_laddus(tmp_path):
+    laddu = lr.laddu
+    theirs, _ = laddu.Generator(three_body_channel(laddu)).unweighted(
+        300, seed=1, index_column="event", index_dtype="uint16", index_start=65_000)
+    theirs.write_to(laddu.ParquetSink(str(tmp_path / "laddu.parquet")))
+    ours, _ = ld.Generator(three_body_channel()).unweighted(
+        300, seed=1, index_column="event", index_dtype=np.uint16, index_start=65_000, partition_events=70,
+        path=tmp_path / "ours")
+    expected = pq.read_table(tmp_path / "laddu.parquet").column("event")
+    assert expected.type == pa.uint16()
+    np.testing.assert_array_equal(ours.column("event"), expected.to_numpy())
+    assert pq.read_table(tmp_path / "ours").schema.field("event").type == pa.uint16()
+    # the inputs laddu refuses are refused here, with a ParameterError naming the keyword
+    bad = [({"index_dtype": "int64"}, "must be an unsigned"), ({"index_dtype": "uint"}, "laddu's unsigned"),
+           ({"index_dtype": "u8", "index_start": 250}, "exceeds index_dtype uint8"),
+           ({"index_start": -1}, "index_start"), ({"index_column": "ks1_px"}, "another output column"),
+           ({"index_column": "weight"}, "another output column"), ({"index_column": ""}, "empty")]
+    for extra, message in bad:
+        keywords = {"index_column": "event", **extra}
+        with pytest.raises(Exception):  # noqa: B017 - laddu raises LadduError, ValueError or OverflowError
+            laddu.Generator(three_body_channel(laddu)).weighted(10, **keywords)
+        with pytest.raises(ParameterError, match=message):
+            ld.Generator(three_body_channel()).weighted(10, **keywords)
+
+
+def _histogram_cdf(x: np.ndarray) -> np.ndarray:
+    """The CDF of counts [1, 0, 3] over edges [0, 1, 1.5, 2], piecewise constant."""
+    return np.clip(np.where(x < 1.0, 0.25 * x, 0.25 + 0.75 * np.clip(x - 1.5, 0.0, None) / 0.5), 0.0, 1.0)
+
+
+def test_generated_scalars_weigh_by_their_inverse_density_and_leave_the_events_as_they_were():
+    histogram = ld.Histogram([1.0, 0.0, 3.0], bin_edges=[0.0, 1.0, 1.5, 2.0])
+    scalars = {"pol": ld.ScalarSource.uniform(0.0, 2.0), "run": ld.ScalarSource.fixed(7.0),
+               "h": ld.ScalarSource.histogram(histogram)}
+    plain, _ = ld.Generator(three_body_channel()).weighted(40_000, seed=4, partition_events=10_000)
+    extra, _ = ld.Generator(three_body_channel(), scalars=scalars).weighted(40_000, seed=4,
+                                                                            partition_events=10_000)
+    for name in ("X", "pion", "ks1", "ks2"):
+        assert np.array_equal(_columns(plain, name), _columns(extra, name))
+    assert extra.schema.scalars == ("pol", "run", "h") and (extra.column("run") == 7.0).all()
+    h = extra.column("h")
+    # the inverse densities: 2 for pol, total * width / count for h's bin
+    inverse = np.where(h < 1.0, 4.0 * 1.0 / 1.0, 4.0 * 0.5 / 3.0)
+    np.testing.assert_allclose(extra.weights(), plain.weights() * 2.0 * inverse, rtol=1e-15)
+    assert not ((h >= 1.0) & (h < 1.5)).any()
+    assert scipy.stats.kstest(extra.column("pol"), scipy.stats.uniform(0.0, 2.0).cdf).pvalue > P_VALUE
+    assert scipy.stats.kstest(h, _histogram_cdf).pvalue > P_VALUE
+    # a model reading a scalar: accept-reject against I = pol gives a density 2 pol / 4 on [0, 2]
+    unit, _ = ld.Generator(three_body_channel(), scalars=scalars).unweighted(
+        4000, ld.Model(ld.scalar("pol")), seed=5, partition_events=1000)
+    assert scipy.stats.kstest(unit.column("pol"), lambda x: np.clip(x, 0, 2) ** 2 / 4).pvalue > P_VALUE
+    # the same seed gives the same scalars on one or two threads
+    again, _ = ld.Generator(three_body_channel(), scalars=scalars).unweighted(
+        4000, ld.Model(ld.scalar("pol")), seed=5, partition_events=1000,
+        execution=ld.Execution(num_workers=1))
+    assert np.array_equal(_sample(unit), _sample(again))
+
+
+@needs_laddu
+def test_generated_scalars_follow_laddus():
+    laddu = lr.laddu
+
+    def sources(lib):
+        histogram = lib.Histogram([1.0, 0.0, 3.0], bin_edges=[0.0, 1.0, 1.5, 2.0])
+        return {"pol": lib.ScalarSource.uniform(0.0, 2.0), "h": lib.ScalarSource.histogram(histogram)}
+
+    n = 20_000
+    theirs, _ = laddu.Generator(three_body_channel(laddu), scalars=sources(laddu)).weighted(n, seed=6)
+    theirs_plain, _ = laddu.Generator(three_body_channel(laddu)).weighted(n, seed=6)
+    ours, _ = ld.Generator(three_body_channel(), scalars=sources(ld)).weighted(n, seed=6)
+    ours_plain, _ = ld.Generator(three_body_channel()).weighted(n, seed=6)
+    for name in ("pol", "h"):
+        assert scipy.stats.ks_2samp(np.asarray(theirs.column(name)), ours.column(name)).pvalue > P_VALUE
+    # the same weight factor per value: laddu's scalars leave its events too
+    runs = ((theirs.weights(), theirs_plain.weights(), theirs.column("h")),
+            (ours.weights(), ours_plain.weights(), ours.column("h")))
+    for extra, plain, h in (tuple(np.asarray(a) for a in run) for run in runs):
+        np.testing.assert_allclose(extra / plain, 2.0 * np.where(h < 1.0, 4.0, 2.0 / 3.0), rtol=1e-14)
+    # the JSON forms are laddu's
+    for name, source in sources(ld).items():
+        assert laddu.ScalarSource.from_json(source.to_json()).to_json() == sources(laddu)[name].to_json()
+        assert ld.ScalarSource.from_json(sources(laddu)[name].to_json()) == source
+
+
+def test_bad_scalar_sources_are_typed_errors_naming_them():
+    with pytest.raises(ParameterError, match="scalar column name 'X' is empty, an edge's name"):
+        ld.Generator(three_body_channel(), scalars={"X": ld.ScalarSource.fixed(1.0)})
+    with pytest.raises(ParameterError, match="scalar column name 'ks1_e'"):
+        ld.Generator(three_body_channel(), scalars={"ks1_e": ld.ScalarSource.fixed(1.0)})
+    with pytest.raises(ParameterError, match=r"scalars\['pol'\] must be a ScalarSource, got float"):
+        ld.Generator(three_body_channel(), scalars={"pol": 0.3})
+    with pytest.raises(ModelError, match="requires finite low < high"):
+        ld.ScalarSource.uniform(2.0, 1.0)
+    with pytest.raises(ModelError, match="non-negative counts with a positive total"):
+        ld.ScalarSource.histogram(ld.Histogram([1.0, -1.0], bin_edges=[0.0, 1.0, 2.0]))
+    with pytest.raises(ModelError, match="not the JSON of a ScalarSource"):
+        ld.ScalarSource.from_json('{"kind": "uniform", "low": 0, "high": 1}')

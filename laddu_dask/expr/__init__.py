@@ -57,7 +57,7 @@ from laddu_dask.expr.angular import WignerD, clebsch_gordan
 from laddu_dask.expr.frames import MandelstamChannel, VertexFrame
 from laddu_dask.expr.particles import Particle
 from laddu_dask.expr.polarization import Angles, Polarization, PolPhase, Zlm
-from laddu_dask.expr.proposals import InitialMomentum, MassProposal, VertexProposal
+from laddu_dask.expr.proposals import InitialMomentum, MassProposal, ScalarSource, VertexProposal
 from laddu_dask.expr.quantum import Isospin, J, L, M, Parity, S, Statistics
 from laddu_dask.expr.rules import (
     AllowedPartialWave,
@@ -135,7 +135,7 @@ __all__ += ["f_vector", "k_matrix", "p_vector"]
 # reaction topology and frames (issue 11, item 4)
 __all__ += ["Channel", "Edge", "MandelstamChannel", "Particle", "Vertex", "VertexFrame", "particles"]
 # generation settings of a channel
-__all__ += ["InitialMomentum", "MassProposal", "VertexProposal"]
+__all__ += ["InitialMomentum", "MassProposal", "ScalarSource", "VertexProposal"]
 # particle metadata types
 __all__ += ["Isospin", "Statistics"]
 # quantum-number selection rules and partial waves

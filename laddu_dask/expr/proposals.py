@@ -7,7 +7,8 @@ laddu attaches phase-space proposals to a channel's edges and vertices:
 and check those settings with laddu's rules (finite limits, ``low < high``, a mixing fraction
 in ``[0, 1]``, three-vector directions that are not zero), so a channel written for laddu's
 generator builds unchanged.  :class:`laddu_dask.Generator` (in ``laddu_dask.results``) reads
-them to draw events.
+them to draw events.  :class:`ScalarSource` is laddu's generated scalar column
+(``Generator(channel, scalars=...)``).
 
 Examples
 --------
@@ -22,6 +23,7 @@ VertexProposal.t_exchange(incoming='gamma', outgoing='X', slope=4.0, uniform_fra
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -192,3 +194,107 @@ class VertexProposal:
         fields += [f"{k}={getattr(self, k)!r}" for k in ("slope", "uniform_fraction", "t_min", "t_max")
                    if getattr(self, k) not in (None, 0.0)]
         return f"VertexProposal.t_exchange({', '.join(fields)})"
+
+
+def _histogram_bins(histogram: object) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """The edges and counts of a histogram (laddu-dask's or laddu's: ``bin_edges``, ``counts``)."""
+    try:
+        edges, counts = list(histogram.bin_edges), list(histogram.counts)  # type: ignore[attr-defined]
+    except (AttributeError, TypeError):
+        raise ModelError(f"ScalarSource.histogram needs a Histogram, got {type(histogram).__name__}"
+                         ) from None
+    edges_t = tuple(_finite(e, "a histogram scalar source's bin edge") for e in edges)
+    counts_t = tuple(_finite(c, "a histogram scalar source's count") for c in counts)
+    if len(edges_t) != len(counts_t) + 1 or not counts_t:
+        raise ModelError(f"a histogram scalar source needs one more edge than counts, got {len(edges_t)} "
+                         f"edges and {len(counts_t)} counts")
+    if any(b <= a for a, b in zip(edges_t, edges_t[1:])):
+        raise ModelError(f"a histogram scalar source needs increasing bin edges, got {list(edges_t)}")
+    if any(c < 0.0 for c in counts_t) or not math.fsum(counts_t) > 0.0:
+        raise ModelError("a histogram scalar source needs non-negative counts with a positive total, got "
+                         f"{list(counts_t)}")
+    return edges_t, counts_t
+
+
+@dataclass(frozen=True, repr=False)
+class ScalarSource:
+    """A generated scalar column: a fixed value, a uniform draw or a histogram's distribution
+    (laddu's ``ScalarSource``, given to ``Generator(channel, scalars={name: source})``).
+
+    Each event's value is drawn independently of its kinematics; the event's proposal weight
+    is multiplied by the inverse of the value's density (1 for a fixed value, ``high - low``
+    for a uniform one, ``total * width / count`` of the drawn bin of a histogram, which is
+    piecewise constant over its regular bins; its under- and overflow are not drawn).
+
+    Examples
+    --------
+    >>> import laddu_dask as ld
+    >>> ld.ScalarSource.uniform(0.0, 2.0)
+    ScalarSource.uniform(0.0, 2.0)
+    >>> ld.ScalarSource.from_json('{"kind": "fixed", "value": 0.35}').values
+    (0.35,)
+    """
+
+    kind: str
+    values: tuple[float, ...] = ()
+    counts: tuple[float, ...] = ()
+
+    @staticmethod
+    def fixed(value: float) -> ScalarSource:
+        """One fixed value for every event."""
+        return ScalarSource("fixed", (_finite(value, "a fixed scalar source's value"),))
+
+    @staticmethod
+    def uniform(low: float, high: float) -> ScalarSource:
+        """A value drawn uniformly from ``[low, high)``."""
+        a, b = _finite(low, "a uniform scalar source's low"), _finite(high, "a uniform scalar source's high")
+        if not a < b:
+            raise ModelError(f"a uniform scalar source requires finite low < high, got {low!r} and {high!r}")
+        return ScalarSource("uniform", (a, b))
+
+    @staticmethod
+    def histogram(histogram: object) -> ScalarSource:
+        """A value drawn from a :class:`~laddu_dask.Histogram`'s piecewise-constant density
+        (its regular bins: a bin with probability ``count / total``, uniformly within it)."""
+        edges, counts = _histogram_bins(histogram)
+        return ScalarSource("histogram", edges, counts)
+
+    def to_json(self) -> str:
+        """laddu's JSON form: ``{"kind": "fixed", "value"}``, ``{"kind": "uniform", "min", "max"}``
+        or ``{"kind": "histogram", "edges", "weights"}``."""
+        if self.kind == "fixed":
+            body: dict[str, object] = {"kind": "fixed", "value": self.values[0]}
+        elif self.kind == "uniform":
+            body = {"kind": "uniform", "min": self.values[0], "max": self.values[1]}
+        else:
+            body = {"kind": "histogram", "edges": list(self.values), "weights": list(self.counts)}
+        return json.dumps(body, separators=(",", ":"))
+
+    @staticmethod
+    def from_json(text: str) -> ScalarSource:
+        """A source from :meth:`to_json`'s (or laddu's) JSON text."""
+        try:
+            body = json.loads(text)
+            kind = body["kind"]
+            if kind == "fixed" and set(body) == {"kind", "value"}:
+                return ScalarSource.fixed(body["value"])
+            if kind == "uniform" and set(body) == {"kind", "min", "max"}:
+                return ScalarSource.uniform(body["min"], body["max"])
+            if kind == "histogram" and set(body) == {"kind", "edges", "weights"}:
+                return ScalarSource.histogram(_Bins(body["edges"], body["weights"]))
+        except (TypeError, ValueError, KeyError):
+            pass
+        raise ModelError(f"not the JSON of a ScalarSource: {text!r}")
+
+    def __repr__(self) -> str:
+        if self.kind == "histogram":
+            return f"ScalarSource.histogram(edges={list(self.values)!r}, counts={list(self.counts)!r})"
+        return f"ScalarSource.{self.kind}({', '.join(repr(v) for v in self.values)})"
+
+
+@dataclass(frozen=True)
+class _Bins:
+    """Edges and counts read from JSON (what :meth:`ScalarSource.histogram` reads of a histogram)."""
+
+    bin_edges: Sequence[float]
+    counts: Sequence[float]

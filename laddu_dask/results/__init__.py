@@ -2,7 +2,7 @@
 fit fractions, yields and cross sections with propagated uncertainties (binned on
 :class:`Axis` grids too, with their rate closure and combinations of periods), projection plots
 (:func:`projection_histograms`, :func:`plot_projection`), Monte Carlo generation
-(:class:`Generator`) and closure studies (:func:`closure_study`).
+(:class:`Generator`, :class:`ProvenEnvelopeReport`) and closure studies (:func:`closure_study`).
 
 This package sits above the likelihood and analysis layers (DESIGN.md) and may import
 them; nothing below imports it. It gives :class:`~laddu_dask.Likelihood` laddu's
@@ -21,6 +21,7 @@ from laddu_dask.likelihood.likelihood import register_method
 from laddu_dask.results.binned import Axis, BinnedEstimate, YieldHistogramView
 from laddu_dask.results.closure import ClosureResult, closure_study
 from laddu_dask.results.combination import CrossSectionProjection
+from laddu_dask.results.envelope import ProvenEnvelopeReport
 from laddu_dask.results.estimate import Estimate, ScalarErrorView
 from laddu_dask.results.fractions import FitFractions, fit_fractions
 from laddu_dask.results.generation import Generator
@@ -50,6 +51,7 @@ register_method("fit_fractions", fit_fractions)
 __all__ = ["AreaUnit", "Axis", "BinnedEstimate", "ClosureResult", "ComponentYieldProjection", "CrossSection",
            "CrossSectionProjection", "Estimate", "FitFractions", "GenerationReport", "Generator",
            "IntensityIntegrals", "LikelihoodProjection", "Luminosity", "PhaseSpacePlan",
-           "ProjectionHistograms", "RateClosure", "ScalarErrorView", "Yield", "YieldHistogramView",
-           "YieldProjection", "closure_study", "cross_section", "fit_fractions", "intensity_integrals",
-           "plot_projection", "project", "projection", "projection_histograms", "yield_context"]
+           "ProjectionHistograms", "ProvenEnvelopeReport", "RateClosure", "ScalarErrorView", "Yield",
+           "YieldHistogramView", "YieldProjection", "closure_study", "cross_section", "fit_fractions",
+           "intensity_integrals", "plot_projection", "project", "projection", "projection_histograms",
+           "yield_context"]

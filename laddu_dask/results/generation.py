@@ -11,14 +11,18 @@ once on the local threads rather than the partitions' sizes.
 
 ``weighted`` gives every event its proposal weight (times the model's intensity when a
 model is given); ``unweighted`` accepts a proposal with probability
-``weight x intensity / envelope``, the envelope being ``max_weight`` or
+``weight x intensity / envelope``, the envelope being ``max_weight``, the proven bound of
+the phase-space weight (``proven_envelope=True``, without a model:
+:meth:`Generator.phase_space_envelope`, :mod:`~laddu_dask.results.envelope`), or
 ``safety_factor`` times the largest weight of ``pilot_proposals`` pilot proposals (their
 own stream), and gives unit weights.  A weight above the envelope is a
 :class:`~laddu_dask.errors.GenerationError`, or with ``grow_envelope=True`` restarts every
 partition with the larger envelope (so all partitions share one).
 
 With ``path=`` each task writes its partition as one Parquet file in laddu's convention
-(``EDGE_e, EDGE_px, EDGE_py, EDGE_pz`` for every output edge, ``weight``) into a new
+(``EDGE_e, EDGE_px, EDGE_py, EDGE_pz`` for every output edge, the generated scalars of
+``Generator(channel, scalars=...)``, the ``index_column``, ``weight``; see
+:mod:`~laddu_dask.results.generated_columns`) into a new
 folder that replaces ``path`` when every partition is written; nothing else is kept in
 memory, so a sample larger than memory is generated within the memory budget.  The
 returned dataset reads that folder.  Without ``path`` the partitions are gathered into an
@@ -57,17 +61,17 @@ from typing import Any
 import dask
 import numpy as np
 
-from laddu_dask.compile.layout import resolve_parameters
 from laddu_dask.data.dataset import Dataset
 from laddu_dask.data.parquet import read_parquet
-from laddu_dask.data.parquet_writer import write_parquet
-from laddu_dask.errors import GenerationError, NonFiniteError, NonPositiveIntensityError, ParameterError
+from laddu_dask.errors import GenerationError, ParameterError
 from laddu_dask.expr.model import Model
 from laddu_dask.expr.topology import Channel
 from laddu_dask.files import atomic_folder
-from laddu_dask.likelihood.events import evaluate_model
+from laddu_dask.results.envelope import ProvenEnvelopeReport, prove_envelope
+from laddu_dask.results.generated_columns import IndexColumn, check_scalars
+from laddu_dask.results.generation_tasks import PILOT_KEY, Proposer, Target, unweighted_task, weighted_task
 from laddu_dask.results.phase_space import PhaseSpacePlan
-from laddu_dask.results.report import GenerationReport, PartitionStats, merge_stats
+from laddu_dask.results.report import GenerationReport, merge_stats
 from laddu_dask.runtime.execution import Execution
 from laddu_dask.runtime.memory import MemoryPlan
 
@@ -76,10 +80,11 @@ __all__ = ["Generator"]
 #: Events per partition when neither ``partition_events`` nor a memory budget says otherwise.
 DEFAULT_PARTITION_EVENTS = 100_000
 #: Float64 arrays per edge and event while an event is built (its four-vector and the
-#: temporaries of boosts and rotations), and per event for weights and intensities.
-_WORK_ARRAYS_PER_EDGE, _WORK_ARRAYS_PER_EVENT = 16, 8
-#: The stream of the unweighting pilot: a spawn key no partition uses; proposals drawn at once.
-_PILOT_KEY, _PILOT_CHUNK = (2**32 - 1,), 1024
+#: temporaries of boosts and rotations), per event for weights and intensities, and per
+#: generated scalar (and the index) for its values and weight factor.
+_WORK_ARRAYS_PER_EDGE, _WORK_ARRAYS_PER_EVENT, _WORK_ARRAYS_PER_SCALAR = 16, 8, 4
+#: Pilot proposals drawn at once.
+_PILOT_CHUNK = 1024
 
 
 def _count(value: Any, what: str, minimum: int) -> int:
@@ -98,102 +103,6 @@ def _positive(value: Any, what: str) -> float:
     return number
 
 
-def _stream(seed: int, key: tuple[int, ...]) -> np.random.Generator:
-    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=key)))
-
-
-class _Target:
-    """What a task needs to weight its proposals: the model, its parameters, the precision."""
-
-    def __init__(self, model: Model | None, parameters: Any, precision: str) -> None:
-        if model is not None and not isinstance(model, Model):
-            raise ParameterError(f"model must be a laddu_dask Model, got {type(model).__name__}")
-        if model is None and parameters is not None:
-            raise ParameterError("parameters were given without a model")
-        self.model, self.parameters, self.precision = model, parameters, precision
-        if model is not None:  # the parameters are checked now, on the client
-            _check_parameters(model, parameters)
-
-    def weights(self, p4s: dict[str, np.ndarray], proposal: np.ndarray, offset: int) -> np.ndarray:
-        if self.model is None:
-            return proposal
-        events = Dataset.from_arrays(p4s=p4s)
-        intensity = np.asarray(evaluate_model(self.model, events, self.parameters,
-                                              Execution(num_workers=1, precision=self.precision),
-                                              True, False), dtype=np.float64)
-        bad = ~np.isfinite(intensity)
-        if bad.any():
-            i = int(np.argmax(bad))
-            raise NonFiniteError(f"the model's intensity is {intensity[i]} for generated event "
-                                 f"{offset + i}")
-        if (intensity < 0.0).any():
-            i = int(np.argmax(intensity < 0.0))
-            raise NonPositiveIntensityError(f"the model's intensity is negative ({intensity[i]}) for "
-                                            f"generated event {offset + i}; generation needs a "
-                                            "non-negative intensity")
-        return proposal * intensity
-
-
-def _check_parameters(model: Model, parameters: Any) -> None:
-    names = model.parameter_names
-    resolve_parameters(names, model.default_parameters if parameters is None else parameters,
-                       defaults=dict(zip(names, model.default_parameters)))
-
-
-def _output(plan: PhaseSpacePlan, p4s: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    return {name: p4s[name] for name in plan.output_names}
-
-
-def _finish(plan: PhaseSpacePlan, p4s: dict[str, np.ndarray], weights: np.ndarray, folder: str | None,
-            index: int) -> dict[str, np.ndarray] | None:
-    events = _output(plan, p4s)
-    if folder is None:
-        return {**events, "weight": weights}
-    dataset = Dataset.from_arrays(p4s=events, weights=weights)
-    write_parquet(dataset, os.path.join(folder, f"part-{index:05d}.parquet"))
-    return None
-
-
-def _weighted_task(plan: PhaseSpacePlan, target: _Target, seed: int, index: int, n: int, offset: int,
-                   folder: str | None) -> tuple[PartitionStats, Any]:
-    rng = _stream(seed, (index,))
-    p4s, proposal = plan.propose(rng, n)
-    weights = target.weights(p4s, proposal, offset)
-    stats = PartitionStats.of(weights, proposals=n, produced=n)
-    return stats, _finish(plan, p4s, weights, folder, index)
-
-
-def _unweighted_task(plan: PhaseSpacePlan, target: _Target, seed: int, index: int, n: int, offset: int,
-                     folder: str | None, envelope: float, chunk: int, max_proposals: int | None,
-                     ) -> tuple[PartitionStats, Any]:
-    rng = _stream(seed, (index,))
-    kept: list[tuple[dict[str, np.ndarray], np.ndarray]] = []
-    accepted = proposals = 0
-    largest = 0.0
-    sums = PartitionStats.empty()
-    while accepted < n:
-        if max_proposals is not None and proposals >= max_proposals:
-            raise GenerationError(f"partition {index} reached its share of max_proposals "
-                                  f"({max_proposals}) with {accepted} of {n} events accepted")
-        size = chunk if max_proposals is None else min(chunk, max_proposals - proposals)
-        p4s, proposal = plan.propose(rng, size)
-        weights = target.weights(p4s, proposal, offset + proposals)
-        u = rng.random(size)
-        largest = max(largest, float(weights.max()))
-        if largest > envelope:
-            return PartitionStats.exceeded(largest), None
-        rows = np.flatnonzero(u * envelope < weights)[: n - accepted]
-        done = accepted + len(rows) == n
-        proposals += int(rows[-1]) + 1 if done and len(rows) else size
-        sums = sums.add(PartitionStats.of(weights[rows], proposals=0, produced=len(rows)))
-        kept.append(({k: v[rows] for k, v in _output(plan, p4s).items()}, weights[rows]))
-        accepted += len(rows)
-    events = {k: np.concatenate([p[k] for p, _ in kept]) if kept else np.zeros((0, 4))
-              for k in plan.output_names}
-    stats = sums.add(PartitionStats(proposals=proposals, produced=0, maximum=largest))
-    return stats, _finish(plan, events, np.ones(n), folder, index)
-
-
 class Generator:
     """A phase-space event generator compiled from a reaction channel (laddu's ``Generator``).
 
@@ -203,25 +112,39 @@ class Generator:
         The reaction topology with its proposals: every initial edge an
         ``initial_momentum``, every other edge a ``mass_proposal`` or a particle with a
         mass, every vertex an isotropic decay (the default for one-to-two) or a t-exchange.
-    scalars : None
-        laddu's generated scalar columns (``ScalarSource``) are not available yet; only
-        ``None`` is accepted.
+    scalars : dict of str to ScalarSource, optional
+        Generated scalar columns, drawn with every event (after the four-vectors in the
+        output); each multiplies the proposal weight by its value's inverse density, and a
+        model may read them.
 
     Raises
     ------
     ModelError
         When the channel's generation settings are incomplete, naming the edge or vertex.
+    ParameterError
+        For a scalar column name that is empty, an edge's, or an output column's.
     """
 
     def __init__(self, channel: Channel, *, scalars: Mapping[str, Any] | None = None) -> None:
-        if scalars:
-            raise ParameterError("generated scalar columns (scalars=) are not supported by "
-                                 "laddu-dask's Generator yet")
         self.channel = channel
         self.plan = PhaseSpacePlan(channel)
+        self.scalars = check_scalars(scalars, self.plan.edge_names, self.plan.output_names)
 
     def __repr__(self) -> str:
         return f"Generator({self.channel!r})"
+
+    def phase_space_envelope(self) -> ProvenEnvelopeReport:
+        """A proven upper bound of every phase-space proposal weight (laddu's
+        ``phase_space_envelope``; see :mod:`laddu_dask.results.envelope`).
+
+        Raises
+        ------
+        ModelError
+            For a t-exchange that does not scatter two initial edges.
+        GenerationError
+            When the weights have no finite bound (a steep purely exponential ``t`` proposal).
+        """
+        return prove_envelope(self.plan, list(self.scalars.values()))
 
     # -- layout ----------------------------------------------------------------------------
 
@@ -235,7 +158,8 @@ class Generator:
         alone, never on the number of threads (so neither do the events): the threads in use
         are limited instead, to as many tasks as the budget holds.
         """
-        per_event = 8 * (_WORK_ARRAYS_PER_EDGE * self.plan.n_edges + _WORK_ARRAYS_PER_EVENT)
+        per_event = 8 * (_WORK_ARRAYS_PER_EDGE * self.plan.n_edges + _WORK_ARRAYS_PER_EVENT
+                         + _WORK_ARRAYS_PER_SCALAR * (len(self.scalars) + 1))
         budget = MemoryPlan(host=memory).host_bytes() if memory is not None else execution.memory.host_bytes()
         factor = 2 if kind == "unweighted" else 1
         cap = DEFAULT_PARTITION_EVENTS
@@ -253,36 +177,43 @@ class Generator:
             return execution.client.gather(execution.client.compute(tasks))
         return list(dask.compute(*tasks, scheduler="threads", num_workers=concurrency))
 
-    def _collect(self, results: list[Any], path: Any) -> Dataset:
+    def _collect(self, results: list[Any], path: Any, proposer: Proposer) -> Dataset:
         if path is not None:
             return read_parquet(os.fspath(path))
-        parts = [r for _, r in results]
+        parts = [r for _, r in results if r is not None]
+        names = self.plan.output_names
+        extra = [*self.scalars, *([proposer.index.name] if proposer.index is not None else [])]
         if not parts:
-            return Dataset.from_arrays(p4s={n: np.zeros((0, 4)) for n in self.plan.output_names},
-                                       weights=np.zeros(0))
-        p4s = {n: np.concatenate([p[n] for p in parts]) for n in self.plan.output_names}
-        return Dataset.from_arrays(p4s=p4s, weights=np.concatenate([p["weight"] for p in parts]),
+            return Dataset.from_arrays(p4s={n: np.zeros((0, 4)) for n in names},
+                                       scalars={n: np.zeros(0) for n in extra} or None, weights=np.zeros(0))
+        p4s = {n: np.concatenate([p[n] for p in parts]) for n in names}
+        scalars = {n: np.concatenate([p[n] for p in parts]) for n in extra}
+        return Dataset.from_arrays(p4s=p4s, scalars=scalars or None,
+                                   weights=np.concatenate([p["weight"] for p in parts]),
                                    chunk_size=max(len(p["weight"]) for p in parts))
 
     def _generate(self, kind: str, events: int, model: Model | None, parameters: Any,
                   execution: Execution | None, memory: Any, seed: int, path: Any,
-                  partition_events: int | None, **unweighting: Any) -> tuple[Dataset, GenerationReport]:
+                  partition_events: int | None, index: tuple[Any, Any, Any],
+                  **unweighting: Any) -> tuple[Dataset, GenerationReport]:
         events = _count(events, "events", 0)
         seed = _count(seed, "seed", 0)
         if execution is not None and not isinstance(execution, Execution):
             raise ParameterError(f"execution must be a laddu_dask Execution, got {type(execution).__name__}")
         execution = execution if execution is not None else Execution()
-        target = _Target(model, parameters, execution.precision)
+        target = Target(model, parameters, execution.precision)
+        proposer = Proposer(self.plan, self.scalars, None)
+        proposer.index = IndexColumn.build(*index, events=events, taken=proposer.columns())
         sizes, per_event, cap, concurrency = self._layout(kind, events, partition_events, memory, execution)
         offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int).tolist()
-        envelope, pilot = None, 0
+        envelope, pilot, proven = None, 0, None
         if kind == "unweighted":
-            envelope, acceptance, pilot = self._envelope(target, seed, **unweighting)
+            envelope, acceptance, pilot, proven = self._envelope(proposer, target, seed, **unweighting)
             unweighting = {**unweighting, "acceptance": acceptance, "chunk_cap": cap}
         while True:
             try:
-                results = self._attempt(kind, target, seed, sizes, offsets, path, envelope, unweighting,
-                                        events, execution, concurrency)
+                results = self._attempt(kind, proposer, target, seed, sizes, offsets, path, envelope,
+                                        unweighting, events, execution, concurrency)
                 break
             except _Regrow as grown:
                 envelope = grown.envelope
@@ -291,39 +222,40 @@ class Generator:
                                         chunk_events=max(sizes, default=0),
                                         estimated_peak_bytes=per_event * max(sizes, default=0)
                                         * (2 if kind == "unweighted" else 1),
-                                        pilot_proposals=pilot, partitions=len(sizes))
-        return self._collect(results, path), report
+                                        pilot_proposals=pilot, partitions=len(sizes), proven=proven)
+        return self._collect(results, path, proposer), report
 
-    def _attempt(self, kind: str, target: _Target, seed: int, sizes: list[int], offsets: list[int],
-                 path: Any, envelope: float | None, unweighting: dict[str, Any], events: int,
-                 execution: Execution, concurrency: int) -> list[Any]:
-        if path is None:
-            results = self._run(self._tasks(kind, target, seed, sizes, offsets, None, envelope,
+    def _attempt(self, kind: str, proposer: Proposer, target: Target, seed: int, sizes: list[int],
+                 offsets: list[int], path: Any, envelope: float | None, unweighting: dict[str, Any],
+                 events: int, execution: Execution, concurrency: int) -> list[Any]:
+        def run(folder: str | None) -> list[Any]:
+            results = self._run(self._tasks(kind, proposer, target, seed, sizes, offsets, folder, envelope,
                                             unweighting, events), execution, concurrency)
             self._check_envelope(results, envelope, unweighting)
             return results
-        with atomic_folder(os.fspath(path)) as folder:
-            results = self._run(self._tasks(kind, target, seed, sizes, offsets, folder, envelope,
-                                            unweighting, events), execution, concurrency)
-            self._check_envelope(results, envelope, unweighting)
-        return results
 
-    def _tasks(self, kind: str, target: _Target, seed: int, sizes: list[int], offsets: list[int],
-               folder: str | None, envelope: float | None, unweighting: dict[str, Any],
+        if path is None:
+            return run(None)
+        with atomic_folder(os.fspath(path)) as folder:
+            return run(folder)
+
+    @staticmethod
+    def _tasks(kind: str, proposer: Proposer, target: Target, seed: int, sizes: list[int],
+               offsets: list[int], folder: str | None, envelope: float | None, unweighting: dict[str, Any],
                events: int) -> list[Any]:
         tasks = []
         limit = unweighting.get("max_proposals")
         for i, n in enumerate(sizes):
             name = f"laddu-dask-generate-{kind}-{i}"
             if kind == "weighted":
-                task = dask.delayed(_weighted_task, pure=True, name=name)(
-                    self.plan, target, seed, i, n, offsets[i], folder)
+                task = dask.delayed(weighted_task, pure=True, name=name)(
+                    proposer, target, seed, i, n, offsets[i], folder)
             else:
                 share = None if limit is None else max(1, math.ceil(limit * n / events))
                 chunk = max(1, min(math.ceil(1.1 * n / unweighting["acceptance"]) + 16,
                                    unweighting["chunk_cap"]))
-                task = dask.delayed(_unweighted_task, pure=True, name=name)(
-                    self.plan, target, seed, i, n, offsets[i], folder, envelope, chunk, share)
+                task = dask.delayed(unweighted_task, pure=True, name=name)(
+                    proposer, target, seed, i, n, offsets[i], folder, envelope, chunk, share)
             tasks.append(task)
         return tasks
 
@@ -340,27 +272,35 @@ class Generator:
                                   "give a larger max_weight or safety_factor, or grow_envelope=True")
         raise _Regrow(largest * unweighting["safety_factor"])
 
-    def _envelope(self, target: _Target, seed: int, *, max_weight: float | None, pilot_proposals: int,
-                  safety_factor: float, **_: Any) -> tuple[float, float, int]:
-        """The envelope, the expected acceptance and the number of pilot proposals drawn."""
-        pilot = _count(pilot_proposals, "pilot_proposals", 1)
-        rng = _stream(seed, _PILOT_KEY)
+    def _envelope(self, proposer: Proposer, target: Target, seed: int, *, max_weight: float | None,
+                  pilot_proposals: int, safety_factor: float, proven_envelope: bool, **_: Any
+                  ) -> tuple[float, float, int, ProvenEnvelopeReport | None]:
+        """The envelope, the expected acceptance, the pilot proposals drawn and the proof.
+
+        A proven envelope needs no pilot; a probe of one pilot chunk then estimates the
+        acceptance, which only sizes the chunks of proposals.
+        """
+        proven = self.phase_space_envelope() if proven_envelope else None
+        pilot = _PILOT_CHUNK if proven is not None else _count(pilot_proposals, "pilot_proposals", 1)
+        rngs = proposer.streams(seed, PILOT_KEY)
         largest, total = 0.0, []
         for start in range(0, pilot, _PILOT_CHUNK):  # fixed chunks: the same envelope for any budget
             n = min(_PILOT_CHUNK, pilot - start)
-            p4s, proposal = self.plan.propose(rng, n)
-            weights = target.weights(p4s, proposal, start)
+            p4s, values, proposal = proposer.propose(rngs, n)
+            weights = target.weights(p4s, values, proposal, start)
             largest = max(largest, float(weights.max()))
             total.append(math.fsum(weights.tolist()))
         mean = math.fsum(total) / pilot
-        if max_weight is not None:
+        if proven is not None:
+            envelope = proven.maximum_weight
+        elif max_weight is not None:
             envelope = _positive(max_weight, "max_weight")
         elif largest > 0:
             envelope = largest * safety_factor
         else:
             raise GenerationError(f"every one of the {pilot} pilot proposals has zero weight; "
                                   "the model vanishes on the proposed phase space")
-        return envelope, max(mean / envelope, 1e-6), pilot
+        return envelope, max(mean / envelope, 1e-6), 0 if proven is not None else pilot, proven
 
     # -- laddu's calls ---------------------------------------------------------------------
 
@@ -386,13 +326,20 @@ class Generator:
             Host memory budget for the partitions in flight (overrides the execution's).
         seed : int, default 0
             Random seed.
+        diagnostics : bool, default False
+            laddu's keyword, accepted (the report is the same).
+        index_column : str, optional
+            A column of output row ordinals plus ``index_start``, contiguous over the
+            partitions in order (see :mod:`laddu_dask.results.generated_columns`).
+        index_dtype : str or NumPy dtype, default "uint64"
+            Its unsigned dtype in Parquet files (``"uint8"`` ... ``"uint64"``, ``"u8"`` ...
+            ``"u64"`` or a NumPy unsigned dtype).
+        index_start : int, default 0
+            The first index; the whole range must fit ``index_dtype`` and stay below ``2**53``.
         path : path-like, optional
             A folder to write one Parquet file per partition into (replaced when done).
         partition_events : int, optional
             Events per partition (else from the memory budget, at most 100 000).
-        diagnostics, index_column, index_dtype, index_start
-            laddu's keywords; ``diagnostics`` is accepted (the report is the same), an
-            ``index_column`` is not supported yet (a ``ParameterError``).
 
         Returns
         -------
@@ -402,13 +349,12 @@ class Generator:
         Raises
         ------
         ParameterError
-            For a bad count, seed, model or parameters.
+            For a bad count, seed, model, parameters or index column.
         ModelError
             For an event outside phase space (a closed threshold), naming the vertex.
         """
-        _laddu_only(index_column=index_column)
         return self._generate("weighted", events, model, parameters, execution, memory, seed, path,
-                              partition_events)
+                              partition_events, (index_column, index_dtype, index_start))
 
     def unweighted(self, events: int, model: Model | None = None, *, parameters: Any = None,
                    execution: Execution | None = None, memory: Any = None, seed: int = 0,
@@ -423,32 +369,35 @@ class Generator:
         Parameters are those of :meth:`weighted` and laddu's: ``max_proposals`` (an error
         past this many proposals, shared among partitions by their sizes), ``max_weight``
         (a known envelope), ``pilot_proposals`` and ``safety_factor`` (the estimated
-        envelope), ``grow_envelope`` (restart with a larger envelope instead of an error).
+        envelope), ``proven_envelope`` (the envelope of :meth:`phase_space_envelope`; only
+        without a model, ``max_weight`` and ``grow_envelope``), ``grow_envelope`` (restart
+        with a larger envelope instead of an error).
 
         Raises
         ------
         GenerationError
             When a weight exceeds the envelope (without ``grow_envelope``) or the proposal
             limit is reached.
+        ParameterError
+            For bad keywords, or ``proven_envelope`` with a model, ``max_weight`` or
+            ``grow_envelope``.
         """
-        _laddu_only(proven_envelope=proven_envelope, index_column=index_column)
+        if proven_envelope:
+            for given, what in ((max_weight is not None, "max_weight"), (model is not None, "a model"),
+                                (grow_envelope, "grow_envelope")):
+                if given:
+                    raise ParameterError(f"proven_envelope=True cannot be combined with {what}: the proven "
+                                         "envelope bounds the phase-space weight alone, fixed in advance")
         if max_proposals is not None:
             max_proposals = _count(max_proposals, "max_proposals", 1)
         factor = _positive(safety_factor, "safety_factor")
         if factor < 1.0:
             raise ParameterError(f"safety_factor must be at least 1, got {safety_factor!r}")
-        dataset, report = self._generate(
+        return self._generate(
             "unweighted", events, model, parameters, execution, memory, seed, path, partition_events,
-            max_weight=max_weight, pilot_proposals=pilot_proposals, safety_factor=factor,
-            grow_envelope=bool(grow_envelope), max_proposals=max_proposals)
-        return dataset, report
-
-
-def _laddu_only(**given: Any) -> None:
-    """Refuse laddu keywords whose feature laddu-dask's generator does not have yet."""
-    for name, value in given.items():
-        if value not in (None, False):
-            raise ParameterError(f"{name}={value!r} is not supported by laddu-dask's Generator yet")
+            (index_column, index_dtype, index_start), max_weight=max_weight, pilot_proposals=pilot_proposals,
+            safety_factor=factor, grow_envelope=bool(grow_envelope), max_proposals=max_proposals,
+            proven_envelope=bool(proven_envelope))
 
 
 class _Regrow(Exception):
@@ -457,4 +406,3 @@ class _Regrow(Exception):
     def __init__(self, envelope: float) -> None:
         super().__init__(envelope)
         self.envelope = envelope
-

@@ -22,6 +22,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -101,6 +102,9 @@ class GenerationReport:
         Planned working memory of one partition.
     actual_high_water_bytes : None
         Not measured (laddu's observed allocator high-water mark).
+    proven_weight_interval, proven_continuous_dimensions, proven_piecewise_regions, proven_subdivisions
+        With ``proven_envelope=True``, the proof's
+        :class:`~laddu_dask.results.envelope.ProvenEnvelopeReport` fields (else ``None``).
     """
 
     requested: int
@@ -118,16 +122,24 @@ class GenerationReport:
     pilot_proposals: int = 0
     estimated_peak_bytes: int = 0
     actual_high_water_bytes: int | None = field(default=None)
+    proven_weight_interval: tuple[float, float] | None = None
+    proven_continuous_dimensions: int | None = None
+    proven_piecewise_regions: int | None = None
+    proven_subdivisions: int | None = None
 
     @classmethod
     def build(cls, stats: PartitionStats, *, requested: int, seed: int, envelope: float | None = None,
               chunk_events: int = 0, partitions: int = 0, pilot_proposals: int = 0,
-              estimated_peak_bytes: int = 0) -> GenerationReport:
-        """The report of a run whose merged task statistics are ``stats``."""
+              estimated_peak_bytes: int = 0, proven: Any = None) -> GenerationReport:
+        """The report of a run whose merged task statistics are ``stats`` (and envelope proof
+        ``proven``, a :class:`~laddu_dask.results.envelope.ProvenEnvelopeReport`)."""
         minimum = stats.minimum if stats.produced else 0.0
+        proof = (None,) * 4 if proven is None else (
+            tuple(proven.weight_interval), proven.continuous_dimensions, proven.piecewise_regions,
+            proven.subdivisions)
         return cls(requested, stats.produced, stats.proposals, stats.proposals - stats.produced, envelope,
                    stats.maximum, minimum, stats.sum_weights, stats.sum_squared_weights, seed,
-                   chunk_events, partitions, pilot_proposals, estimated_peak_bytes)
+                   chunk_events, partitions, pilot_proposals, estimated_peak_bytes, None, *proof)
 
     @property
     def acceptance_rate(self) -> float:
@@ -141,7 +153,10 @@ class GenerationReport:
     @staticmethod
     def from_json(text: str) -> GenerationReport:
         """A report from :meth:`to_json`'s text."""
-        return GenerationReport(**json.loads(text))
+        fields = json.loads(text)
+        if fields.get("proven_weight_interval") is not None:
+            fields["proven_weight_interval"] = tuple(fields["proven_weight_interval"])
+        return GenerationReport(**fields)
 
     def __repr__(self) -> str:
         return (f"GenerationReport(produced={self.produced}, proposals={self.proposals}, "
