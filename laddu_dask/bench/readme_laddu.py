@@ -97,7 +97,9 @@ def _fit(f: dict[str, Any], prov: dict[str, Any], fval_tol: float, sigma_tol: fl
         f"| -2 ln L at the minimum | {a['fval']:.6f} | {b['fval']:.6f} | |",
         "",
         f"Both fits run `{st['driver']}`: iminuit {iminuit} MIGRAD (strategy {st['strategy']}, tolerance "
-        f"{st['tolerance']}, errordef {st['errordef']} for -2 ln L, the same limits), then HESSE, each "
+        f"{st['tolerance']}, errordef {st['errordef']} for -2 ln L, the same limits), then "
+        "Minuit's own HESSE (`hessian=\"minuit\"`: laddu's likelihood has no K-point evaluation "
+        "for the one from exact gradients), each "
         "likelihood behind the same cache: one `value_and_gradient` per new point, reused when a value "
         "is asked at that point; a value at a new point is the library's own `value`.",
     ]

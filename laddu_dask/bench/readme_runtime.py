@@ -67,8 +67,9 @@ def binned_lines(r: dict[str, Any]) -> list[str]:
     out += ["",
             f"Own procedures: laddu's tutorial procedure (`read_parquet`, `bin_by` of data and accepted MC, "
             f"one `NLL` per bin, `fit_restarts({p['restarts']}, seed=)`: {LADDU_FIT}) against "
-            f"`ld.fit_bins(..., restarts={p['restarts']})` (MIGRAD + HESSE, starts from "
-            "`sample_parameters`), from reading the files to the last fit. Each bin's best -2 ln L "
+            f"`ld.fit_bins(..., restarts={p['restarts']})` (MIGRAD, then HESSE on the Hessian from exact "
+            "gradients, one round of 12 points a fit; starts from `sample_parameters`), from "
+            "reading the files to the last fit. Each bin's best -2 ln L "
             f"differs by at most {bp['max_fval_difference']:.1e} between the libraries over "
             f"{bp['bins_compared']} bins"
             + (f" (a ratio is given within {bp['fval_tolerance']:g})." if same else
@@ -76,7 +77,8 @@ def binned_lines(r: dict[str, Any]) -> list[str]:
             "",
             f"Same driver: both libraries' likelihoods of each bin, prepared, fitted by "
             f"`{sd['settings']['driver']}` (iminuit MIGRAD, strategy {sd['settings']['strategy']}, tolerance "
-            f"{sd['settings']['tolerance']}, then HESSE, as in the KsKs table) from the same "
+            f"{sd['settings']['tolerance']}, then Minuit's own HESSE for both, as in the KsKs table) "
+            "from the same "
             f"{p['driver_restarts']} starts per bin, alternating fit by fit: the ratio measures the engines. "
             f"{so['valid']} and {st['valid']} of the {so['fits']} fits are valid; of {sd['pairs_compared']} "
             f"pairs from one start, {sd['pairs_at_different_minima']} end at different minima (-2 ln L up to "
