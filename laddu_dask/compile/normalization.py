@@ -304,7 +304,7 @@ def _coefficient_function(coeff_exprs: list[Expr], groups: list[list[_Pair]],
     sizes = [len(g) for g in groups]
 
     def coefficients(params: Any) -> tuple[list[np.ndarray], np.ndarray]:
-        flat = np.array([complex(v) for v in raw(np.asarray(params, dtype=np.float64))])
+        flat = np.array(raw(np.asarray(params, dtype=np.float64)), dtype=np.complex128)
         out, pos = [], 0
         for size in sizes:
             out.append(flat[pos:pos + size])
