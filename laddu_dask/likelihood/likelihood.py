@@ -190,7 +190,8 @@ class Likelihood(MinuitCost):
                     for term, idx in zip(self.terms, self._index)]
         results = iter(reduce_points(self.execution, [r for reqs in requests for r in reqs]))
         totals = [0.0] * len(points)
-        grads = [np.zeros(len(self.parameter_names)) for _ in points]
+        n = len(self.parameter_names)
+        grads = [np.zeros(n) if with_gradient else None for _ in points]
         for term, idx, reqs in zip(self.terms, self._index, requests):
             per_request = [next(results) for _ in reqs]
             for k, p in enumerate(points):
@@ -198,7 +199,7 @@ class Likelihood(MinuitCost):
                                         with_gradient)
                 totals[k] += value
                 if with_gradient:
-                    np.add.at(grads[k], idx, g)
+                    grads[k][idx] += g  # a term names each of its parameters once
         for pen, idx in zip(self.penalties, self._penalty_index, strict=True):
             for k, p in enumerate(points):
                 value, g = pen.value_and_gradient(p[idx])
@@ -206,7 +207,7 @@ class Likelihood(MinuitCost):
                 if with_gradient:
                     np.add.at(grads[k], idx, g)
         self.n_evaluations += len(points)
-        return [(total, grad if with_gradient else None) for total, grad in zip(totals, grads)]
+        return list(zip(totals, grads))
 
     def _resolve_points(self, points: Any) -> list[np.ndarray]:
         if isinstance(points, np.ndarray) and points.ndim != 2:
