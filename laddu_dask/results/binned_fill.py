@@ -28,7 +28,7 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -45,7 +45,7 @@ from laddu_dask.results.events import host, intensity, prepare
 from laddu_dask.runtime.cluster_waits import wait_for_workers
 from laddu_dask.runtime.grouped import WORK_BYTES as GROUPED_WORK_BYTES
 from laddu_dask.runtime.grouped import GroupedPartials
-from laddu_dask.runtime.memory import decide_storage
+from laddu_dask.runtime.memory import decide_storage, format_bytes
 from laddu_dask.runtime.prepared import auto_chunk_size, budget_chunk
 from laddu_dask.runtime.reducer import Params, PartitionReducer
 
@@ -253,49 +253,60 @@ def task_bytes(dataset: Dataset, grids: Sequence[Sequence[Axis]], evaluations: S
 
 
 def plan_fill(execution: Any, dataset: Dataset, grids: Sequence[Sequence[Axis]],
-              evaluations: Sequence[Evaluation], name: str) -> Dataset:
-    """``dataset`` partitioned for a fill of ``evaluations``, the choice recorded on
-    ``execution`` as a ``"streaming"`` memory decision named ``name``.
+              evaluations: Sequence[Evaluation], name: str) -> tuple[Dataset, int]:
+    """``dataset`` partitioned for a fill of ``evaluations``, and how many of its tasks may
+    run at once; the choice is recorded on ``execution`` as a ``"streaming"`` memory
+    decision named ``name``.
 
     A fill keeps no prepared copy: each partition is prepared in its own task for every
     evaluation and dropped.  Unless the user chose a chunk size, a partition is cut for
     the execution's workers (:func:`~laddu_dask.runtime.prepared.auto_chunk_size`, at most
     :data:`MAX_FILL_CHUNK` events) and, under a host budget, to the budget by :func:`task_bytes`
-    (:func:`~laddu_dask.runtime.prepared.budget_chunk`).  The decision's
+    (:func:`~laddu_dask.runtime.prepared.budget_chunk`); as many tasks run at once as the
+    budget holds (at least one), as when a prepared dataset streams.  The decision's
     ``estimated_bytes`` is what resident copies of every evaluation would hold.
 
     Raises
     ------
     BudgetError
-        When the partitions that run at once do not fit the host budget.
+        When one partition does not fit the host budget.
     """
+    workers = execution.workers
     if not evaluations:
-        return dataset
+        return dataset, workers
     per_event, fixed = task_bytes(dataset, grids, evaluations)
     budget = execution.host_budget_bytes()
     if not dataset.chunk_size_given:
-        chunk = min(auto_chunk_size(dataset.n_events, execution.workers), MAX_FILL_CHUNK)
+        chunk = min(auto_chunk_size(dataset.n_events, workers), MAX_FILL_CHUNK)
         if budget is not None:
             group = max((p.decoded_rows for p in dataset.partitions), default=0)
             chunk = budget_chunk(chunk, group, per_event, fixed, budget)
         dataset = dataset.with_chunk_size(chunk)
     chunk = max((p.n_events for p in dataset.partitions), default=0)
-    workers = execution.workers
+    partition_bytes = per_event * max(chunk, 1) + fixed
     if execution.client is not None:  # the budget is per worker, which runs its threads' tasks
         workers = max(1, workers // len(wait_for_workers(execution.client, f"the fill of {name!r}")))
+    if budget is not None:
+        workers = max(1, min(workers, budget // partition_bytes))
     resident = dataset.n_events * sum(ev.reducer.compiled.cache_bytes_per_event(ev.reducer.precision)
                                       + np.dtype(real_dtype(ev.reducer.precision)).itemsize
                                       for ev in evaluations)
-    execution.record(decide_storage(dataset=name, policy="streaming", resident_bytes=resident,
-                                    partition_bytes=per_event * max(chunk, 1) + fixed, chunk_size=chunk,
-                                    partitions=dataset.n_partitions, budget_bytes=budget, workers=workers))
-    return dataset
+    decision = decide_storage(dataset=name, policy="streaming", resident_bytes=resident,
+                              partition_bytes=partition_bytes, chunk_size=chunk,
+                              partitions=dataset.n_partitions, budget_bytes=budget, workers=workers)
+    at_once = min(workers, max(dataset.n_partitions, 1))
+    within = "" if budget is None else f", within the host budget of {format_bytes(budget)}"
+    execution.record(replace(decision, reason=(
+        f"streaming: one pass, each partition prepared in its task for the {len(evaluations)} "
+        f"selection(s) and dropped (resident copies would hold {format_bytes(resident)}); {at_once} "
+        f"chunk(s) of {chunk} events at once need {format_bytes(decision.peak_bytes)}{within}")))
+    return dataset, workers
 
 
 def fill_grids(execution: Any, dataset: Dataset, grids: Sequence[Sequence[Axis]],
                evaluations: Sequence[Evaluation], tag: str = "fill") -> GridFill:
     """Fill one dataset (one round of the execution; partitioned by :func:`plan_fill`);
     see :func:`fill_layer`."""
-    dataset = plan_fill(execution, dataset, grids, evaluations, tag)
+    dataset, workers = plan_fill(execution, dataset, grids, evaluations, tag)
     graph, key = fill_layer(dataset, grids, evaluations, tag)
-    return execution.get(graph, [key], progress="binned sums")[0]
+    return execution.get(graph, [key], num_workers=workers, progress="binned sums")[0]

@@ -116,15 +116,17 @@ def _one_pass(pairs: list[tuple[Selection, str]], points: list[np.ndarray],
     for i, (sel, role) in enumerate(pairs):
         dataset = sel.dataset(role)
         samples.setdefault(id(dataset), (dataset, f"{sel.name}/{role}_mc", []))[2].append(i)
-    layers, evaluations = [], []
+    execution = pairs[0][0].execution
+    layers, evaluations, workers = [], [], execution.workers
     for dataset, label, members in samples.values():
         evs = [Evaluation.of(pairs[i][0], points, with_gradient) for i in members]
         name = f"{label}/integrals of {len(evs)} selection{'s' if len(evs) > 1 else ''}"
-        execution = pairs[members[0]][0].execution
-        layers.append(fill_layer(plan_fill(execution, dataset, [[]], evs, name), [[]], evs, "integrals"))
+        planned, can_run = plan_fill(execution, dataset, [[]], evs, name)
+        layers.append(fill_layer(planned, [[]], evs, "integrals"))
         evaluations.append(evs)
+        workers = min(workers, can_run)
     graph = HighLevelGraph.merge(*[g for g, _ in layers])
-    fills = pairs[0][0].execution.get(graph, [k for _, k in layers], progress="integrals")
+    fills = execution.get(graph, [k for _, k in layers], num_workers=workers, progress="integrals")
     out: list[Any] = [None] * len(pairs)
     for (_, _, members), evs, fill in zip(samples.values(), evaluations, fills, strict=True):
         for i, sums in zip(members, EvaluationSums.split(fill.sums[0], evs), strict=True):

@@ -295,12 +295,15 @@ def project_yields(yld: Any, requests: Mapping[str, Any],
     evaluations = [Evaluation.of(s, points, ints.covariance is not None) for s in selections]
     grids = list(groups.values())
     layers = [fill_layer(full.dataset("data"), grids, [], "data")]
+    workers = full.execution.workers
     for role in ("accepted", "generated"):
-        dataset = plan_fill(full.execution, full.dataset(role), grids, evaluations,
-                            f"{full.name}/{role}_mc/projections")
+        dataset, can_run = plan_fill(full.execution, full.dataset(role), grids, evaluations,
+                                     f"{full.name}/{role}_mc/projections")
         layers.append(fill_layer(dataset, grids, evaluations, role))
+        workers = min(workers, can_run)
     graph = HighLevelGraph.merge(*[g for g, _ in layers])
-    data, acc, gen = full.execution.get(graph, [k for _, k in layers], progress="yield projections")
+    data, acc, gen = full.execution.get(graph, [k for _, k in layers], num_workers=workers,
+                                        progress="yield projections")
     names = tuple(full.likelihood.parameter_names)
     return {name: _assemble(yld, g, groups[name], data, acc, gen, selections, evaluations, tag_sets, comps,
                             names)

@@ -35,7 +35,7 @@ __all__ = ["WORK_BYTES", "GroupedPartials"]
 
 #: Bins (keys x sign and exponent) up to which :meth:`GroupedPartials.from_terms` sums
 #: into every bin densely, a slice of columns at a time (else over the sorted distinct bins).
-_DENSE_BINS = 1 << 17
+_DENSE_BINS = 1 << 16
 #: Bytes :meth:`GroupedPartials.from_terms` holds besides its input and output on the dense
 #: path: about eight arrays of a slice of terms and four of the dense bins.
 WORK_BYTES = 8 * 8 * _SUB + 4 * 8 * _DENSE_BINS
