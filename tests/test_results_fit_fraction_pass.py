@@ -140,3 +140,21 @@ def test_dense_grouped_sums_are_exact():
     special[0, 4:6] = [1.7e308, 1.7e308]  # a bin sum overflows: the exact slow path
     got = GroupedPartials.from_terms(np.zeros(10, dtype=np.int64), special, (1, 2)).to_floats()
     assert got[0, 0] == math.inf and math.isnan(got[0, 1])
+
+
+@pytest.mark.slow
+def test_the_pass_on_a_cluster_equals_the_local_one():
+    pytest.importorskip("distributed")
+    from cluster_helpers import local_cluster
+
+    mc = ld.Dataset.from_arrays(scalars={"x": X[:20000]}, weights=W[:20000], chunk_size=4096)
+    cov = np.diag([0.01, 0.02, 0.03, 0.04])
+    draws = np.array([[POINT[n] * (1 + k / 8) for n in POINT] for k in (-1, 1)])
+    local = likelihood().fit_fractions("t", POINT, generated_mc=mc, covariance=cov, ensemble=draws)
+    for client in local_cluster():
+        remote = likelihood(ld.Execution(client=client)).fit_fractions("t", POINT, generated_mc=mc,
+                                                                       covariance=cov, ensemble=draws)
+        for w in WAVES:
+            assert remote[w].central == local[w].central
+            assert remote[w].standard_error == local[w].standard_error
+            assert remote[w].draws.tolist() == local[w].draws.tolist()

@@ -1,5 +1,7 @@
 """Exact per-bin sums of many weighted quantities over joint axis grids, one Dask task per
-partition (the engine of :class:`~laddu_dask.results.yield_projection.YieldProjection`).
+partition (the engine of :class:`~laddu_dask.results.yield_projection.YieldProjection`, and,
+with one grid of no axes, a single bin, of the integrals of
+:mod:`~laddu_dask.results.fitted_integrals`).
 
 A partition's task evaluates the axis expressions, assigns every event a row-major flat
 bin of each requested grid (``[low, high)``, the last edge outside; a non-finite
@@ -13,7 +15,9 @@ rows
 
 The partitions' sums merge exactly, so every bin is the correctly rounded sum whatever the
 partitioning.  Rows are built and summed a block at a time, so a large ensemble does not
-hold all its per-event rows at once.
+hold all its per-event rows at once, and no prepared partition outlives its task:
+:func:`plan_fill` sizes the partitions for the workers and the host budget by what a task
+holds (:func:`task_bytes`) and records the pass as a memory decision.
 
 Examples
 --------
@@ -53,6 +57,8 @@ from laddu_dask.runtime.reducer import Params, PartitionReducer
 BASE_ROWS = 3
 #: Rows summed together (bounds the per-event memory of a partition's task).
 _ROW_BLOCK = 8
+#: Events of a partition whose gradients are computed together.
+_EVENT_SLICE = 8192
 #: The largest automatic partition of a fill: its task holds hundreds of bytes per event
 #: (:func:`task_bytes`), and a few milliseconds of fixed cost are a few percent of it.
 MAX_FILL_CHUNK = 1 << 16
@@ -148,10 +154,22 @@ def _rows(batch: EventBatch, evaluations: Sequence[Evaluation]) -> Iterator[np.n
             yield row
         yield first * first
         if ev.with_gradient:
-            with ev.reducer.device_context():
-                _, grads = ev.reducer.compiled.values_and_vjp(part.cache, ev.points[0].values, part.weights,
-                                                             part.n, ev.reducer.precision)
-            yield from (host(g) for g in grads)
+            yield from _gradient_rows(part, ev)
+
+
+def _gradient_rows(part: Any, ev: Evaluation) -> np.ndarray:
+    """``w dI/dp_j`` of every event at the first point, ``(n_params, n)``: the reverse sweep
+    runs :data:`_EVENT_SLICE` events at a time, which bounds its temporaries."""
+    out = np.empty((ev.reducer.n_params, part.n))
+    compiled, params = ev.reducer.compiled, ev.points[0].values
+    with ev.reducer.device_context():
+        for a in range(0, part.n, _EVENT_SLICE):
+            b = min(part.n, a + _EVENT_SLICE)
+            _, grads = compiled.values_and_vjp([c[a:b] for c in part.cache], params, part.weights[a:b], b - a,
+                                               ev.reducer.precision)
+            for j, g in enumerate(grads):
+                out[j, a:b] = host(g)
+    return out
 
 
 def _blocks(rows: Iterator[np.ndarray], n: int) -> Iterator[np.ndarray]:
@@ -238,18 +256,22 @@ def task_bytes(dataset: Dataset, grids: Sequence[Sequence[Axis]], evaluations: S
                ) -> tuple[int, int]:
     """The bytes one partition's task of a fill holds at its peak, ``(per event, fixed)``:
     the loaded columns, the coordinates and bins, a block of rows, the largest
-    evaluation's prepared cache and kernel temporaries (those of the array kernels, as
-    :class:`~laddu_dask.runtime.prepared.PreparedModel` counts them), and, fixed, what
-    reading a partition holds besides its arrays and the exact sums' work."""
+    evaluation's prepared cache, values and gradient rows, and, fixed, what reading a
+    partition holds besides its arrays, the reverse sweep's temporaries over a slice of
+    events (those of the array kernels, as :class:`~laddu_dask.runtime.prepared.PreparedModel`
+    counts them) and the exact sums' work."""
     exprs, _, columns = _axes_and_columns(dataset, grids, evaluations)
     per_event = 8 * (len(columns) + 1) + 8 * len(exprs) + 26 * len(grids) + 8 * (_ROW_BLOCK + 2)
-    model = 0
+    model, sweep = 0, 0
     for ev in evaluations:
         compiled = ev.reducer.compiled
-        temps = 16 * (len(compiled.split.mixed_nodes) + ev.reducer.n_params + 4) if ev.with_gradient else 16
-        model = max(model, compiled.cache_bytes_per_event(ev.reducer.precision) + temps)
+        model = max(model, compiled.cache_bytes_per_event(ev.reducer.precision) + 16
+                    + (8 * ev.reducer.n_params if ev.with_gradient else 0))
+        if ev.with_gradient:  # the reverse sweep over a slice of events
+            nodes = len(compiled.split.mixed_nodes) + ev.reducer.n_params + 4
+            sweep = max(sweep, 16 * nodes * _EVENT_SLICE)
     read = max((p.read_bytes for p in dataset.partitions), default=0)
-    return per_event + model, read + GROUPED_WORK_BYTES
+    return per_event + model, read + sweep + GROUPED_WORK_BYTES
 
 
 def plan_fill(execution: Any, dataset: Dataset, grids: Sequence[Sequence[Axis]],
