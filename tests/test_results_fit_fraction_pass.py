@@ -122,7 +122,7 @@ def test_the_pass_fits_a_host_budget():
         tiny.fit_fractions("t", POINT, generated_mc=mc)
 
 
-def test_dense_grouped_sums_are_exact():
+def test_dense_grouped_sums_are_exact(monkeypatch):
     """The dense path of GroupedPartials (few keys: a one-bin fill) against exact rational
     sums, with cancelling, tiny, non-finite and overflowing terms, split and merged."""
     rng = np.random.default_rng(8)
@@ -133,6 +133,9 @@ def test_dense_grouped_sums_are_exact():
     want = np.array([[float(sum(map(Fraction, terms[r][groups == g].tolist()), Fraction(0)))
                       for r in range(rows)] for g in range(2)])
     assert np.array_equal(GroupedPartials.from_terms(groups, terms, (2, rows)).to_floats(), want)
+    with monkeypatch.context() as m:  # bins emptied every few slices (as every 2**20 columns)
+        m.setattr("laddu_dask.runtime.grouped._BLOCK", 20_000)
+        assert np.array_equal(GroupedPartials.from_terms(groups, terms, (2, rows)).to_floats(), want)
     parts = [GroupedPartials.from_terms(groups[i:j], terms[:, i:j], (2, rows)) for i, j in ((0, 5), (5, n))]
     assert np.array_equal(GroupedPartials.merge(parts).to_floats(), want)
     special = terms[:2, :10].copy()

@@ -76,8 +76,8 @@ class GroupedPartials:
         k, n = terms.shape
         g0 = int(groups.min())
         base = g0 * shape[1] + first_row  # the key of bin 0
-        local = ((groups - g0) * shape[1])[None, :] + np.arange(k, dtype=np.int64)[:, None]
-        size = (int(local.max()) + 1) * _NBINS
+        offsets, rows = (groups - g0) * shape[1], np.arange(k, dtype=np.int64)[:, None]
+        size = (int(offsets.max()) + k) * _NBINS
         out_keys: list[np.ndarray] = []
         out_values: list[np.ndarray] = []
         bins = [np.zeros(size), np.zeros(size)]
@@ -85,7 +85,7 @@ class GroupedPartials:
         pending = 0  # columns in the bins: at most 2**20 terms per bin keep their sums exact
         for start in range(0, n, step):
             part = terms[:, start:start + step]
-            index = local[:, start:start + step]
+            index = offsets[None, start:start + step] + rows
             finite = np.isfinite(part)
             if not finite.all():  # non-finite terms apart, summed plainly at the end
                 out_keys.append(base + index[~finite])
@@ -100,8 +100,8 @@ class GroupedPartials:
             pending += part.shape[1]
             if pending + step > _BLOCK or start + step >= n:
                 if not all(np.isfinite(b).all() for b in bins):  # terms above 2**1003: the slow exact path
-                    rows = np.arange(first_row, first_row + k, dtype=np.int64)[:, None]
-                    return cls._binned((groups[None, :] * shape[1] + rows).ravel(), terms.ravel(), shape)
+                    keys = groups[None, :] * shape[1] + (first_row + rows)
+                    return cls._binned(keys.ravel(), terms.ravel(), shape)
                 for b in bins:
                     nonzero = np.flatnonzero(b)
                     out_keys.append(base + nonzero // _NBINS)
