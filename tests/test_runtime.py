@@ -489,9 +489,9 @@ def test_execution_takes_laddus_signature():
 RUNTIME = Path(__file__).resolve().parents[1] / "laddu_dask" / "runtime"
 
 #: The runtime's modules, lowest first: each may import only those before it.
-LAYERS = ("accumulate", "memory", "reduction", "cluster_waits", "direct_calls", "cuda_backend", "reducer",
-          "preparation", "jobs", "wire", "placement", "dashboard", "worker", "threaded", "local", "cluster",
-          "execution",
+LAYERS = ("accumulate", "grouped", "memory", "reduction", "cluster_waits", "direct_calls", "cuda_backend",
+          "reducer", "preparation", "jobs", "wire", "placement", "dashboard", "worker", "threaded", "local",
+          "cluster", "execution",
           "normalization", "prepared", "__init__")
 
 #: Packages above the runtime, which it never imports (DESIGN.md: likelihood sits above it).

@@ -6,8 +6,8 @@ loaded): it prepares the partition, evaluates the model at one parameter point a
 returns a ``(2, n)`` block, the weights ``w I`` and the intensities ``I``.  The graph runs
 on the execution's scheduler (the cluster's workers with a client; locally Dask's
 threaded scheduler) and comes back as NumPy arrays, or stays lazy as Dask arrays with one
-chunk per partition.  A second graph turns the same blocks into exact partial sums of
-``(w I)^2``, the Monte Carlo statistical variance of an integral, merged exactly.
+chunk per partition.  :func:`weight_square_sum` is a sample's ``sum w^2`` (the variance
+of its yield), summed exactly.
 
 Examples
 --------
@@ -20,8 +20,8 @@ Examples
 >>> w, i = event_arrays(ld.Execution(), pm, events, [2.0])
 >>> w.tolist(), i.tolist()
 ([2.0, 3.0], [2.0, 6.0])
->>> square_sum(ld.Execution(), pm, events, [2.0])
-13.0
+>>> weight_square_sum(ld.Execution(), events)
+1.25
 """
 
 from __future__ import annotations
@@ -78,10 +78,6 @@ def _block(batch: EventBatch, reducer: PartitionReducer, params: Params,
 
 def _row(block: np.ndarray, row: int) -> np.ndarray:
     return block[row]
-
-
-def _squares(block: np.ndarray) -> ExactPartials:
-    return ExactPartials.from_terms(block[0] * block[0])
 
 
 def _merge(*parts: ExactPartials) -> float:
@@ -146,19 +142,6 @@ def event_arrays(execution: Execution, pm: PreparedModel, dataset: Dataset, para
         return tuple(out)
     blocks = execution.get(graph, keys, progress="projection")
     return tuple(np.concatenate([b[at] for b in blocks]) for at in range(len(rows)))
-
-
-def square_sum(execution: Execution, pm: PreparedModel, dataset: Dataset, params: Any) -> float:
-    """``sum (w I)^2`` over ``dataset`` at ``params``, summed exactly on the partitions'
-    workers (the variance of ``sum w I`` from the sample's finite size)."""
-    if dataset.n_partitions == 0:
-        return 0.0
-    graph, keys = _blocks(pm, dataset, params)
-    name = f"{keys[0][0]}-squares"
-    layer: dict[Any, Any] = {(name, i): (_squares, key) for i, key in enumerate(keys)}
-    layer[(f"{name}-total", 0)] = (_merge, *[(name, i) for i in range(len(keys))])
-    g = HighLevelGraph.merge(graph, HighLevelGraph({name: layer}, {name: {keys[0][0]}}))
-    return execution.get(g, [(f"{name}-total", 0)])[0]
 
 
 def _weight_squares(batch: EventBatch) -> ExactPartials:

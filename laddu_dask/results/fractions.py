@@ -9,7 +9,10 @@ acceptance-corrected fractions; on the accepted Monte Carlo without ``generated_
 
 so the fractions and the interference terms add up to one when the waves make the whole
 model.  Each is an :class:`~laddu_dask.results.Estimate` with the fit covariance propagated
-through the exact gradients of the integrals and, with an ensemble, its draws.
+through the exact gradients of the integrals and, with an ensemble, its draws.  The
+``1 + W + W(W-1)/2`` integrals of W waves, their gradients and their values at every draw
+come from one pass over the Monte Carlo (:mod:`laddu_dask.results.fitted_integrals`), which
+keeps no prepared copy of it.
 
 Examples
 --------
@@ -25,6 +28,8 @@ Examples
 >>> ff = lik.fit_fractions("nll", [1.0, 1.0])
 >>> ff["S"].central, ff["D"].central, ff["S", "D"].central
 (0.5, 0.5, 0.0)
+>>> ff.integral(), ff.integral("S"), ff.integral("D", "S")
+(4.0, 2.0, 4.0)
 """
 
 from __future__ import annotations
@@ -39,8 +44,8 @@ from laddu_dask.compile.layout import ParameterValues
 from laddu_dask.data.dataset import Dataset
 from laddu_dask.errors import ModelError
 from laddu_dask.results.estimate import Estimate
+from laddu_dask.results.fitted_integrals import Integrals
 from laddu_dask.results.integrals import Selection, check_tags, find_term
-from laddu_dask.results.yields import Integrals
 
 
 class FitFractions:
@@ -54,6 +59,8 @@ class FitFractions:
         The Monte Carlo the integrals run over.
     fractions : dict of str to Estimate
     interference : dict of (str, str) to Estimate
+    total : float
+        The whole model's integral (see :meth:`integral`).
     """
 
     def __init__(self, likelihood: Any, term_name: str, parameters: ParameterValues, *,
@@ -82,6 +89,23 @@ class FitFractions:
             self.interference[(a, b)] = ints.estimate(*_ratio(m, [(k, 1.0), (ia, -1.0), (ib, -1.0)]),
                                                       what=f"interference of {a!r} and {b!r}")
         self.total = float(ints.values[0])
+        subsets = [(), *((w,) for w in self.waves), *pairs]
+        self._integrals = {frozenset(t): float(v) for t, v in zip(subsets, ints.values, strict=True)}
+
+    def integral(self, *waves: str) -> float:
+        """``sum w I`` over the sample at the fitted point of the waves' coherent part (of
+        one wave or two; the whole model with none): a fraction's numerator or denominator.
+
+        Raises
+        ------
+        KeyError
+            For waves whose integral the fractions do not use.
+        """
+        key = frozenset(waves)
+        if len(key) != len(waves) or key not in self._integrals:
+            raise KeyError(f"no integral of {', '.join(map(repr, waves))}: the fit fractions have those of "
+                           f"one wave or two of {', '.join(self.waves)}, and of the whole model")
+        return self._integrals[key]
 
     def __getitem__(self, key: str | tuple[str, str]) -> Estimate:
         if isinstance(key, str):

@@ -38,7 +38,7 @@ from laddu_dask.compile.layout import ParameterValues
 from laddu_dask.compile.plan import ReductionPlan
 from laddu_dask.data.dataset import Dataset
 from laddu_dask.errors import ModelError
-from laddu_dask.results.events import event_arrays, square_sum
+from laddu_dask.results.events import event_arrays
 from laddu_dask.runtime.accumulate import exact_sum
 from laddu_dask.runtime.prepared import PreparedModel, ReductionRequest, reduce_points
 
@@ -152,9 +152,11 @@ class Selection:
                                 self._prepared_dataset(role), INTEGRAL, with_gradient)
 
     def full_gradient(self, grad: Any) -> np.ndarray:
-        """A gradient by this selection's parameters as one by the likelihood's."""
-        full = np.zeros(len(self.likelihood.parameter_names))
-        full[self.index] = np.real(np.asarray(grad))
+        """A gradient by this selection's parameters as one by the likelihood's (the last
+        axis of an array of gradients)."""
+        grad = np.real(np.asarray(grad))
+        full = np.zeros(grad.shape[:-1] + (len(self.likelihood.parameter_names),))
+        full[..., self.index] = grad
         return full
 
     def integrals(self, roles: Sequence[str], points: Sequence[ParameterValues],
@@ -172,10 +174,6 @@ class Selection:
         """Weights ``w I`` and intensities ``I`` of each event of a role's dataset (the
         ``rows`` of :func:`~laddu_dask.results.events.event_arrays` asked for)."""
         return event_arrays(self.execution, self.model, self.dataset(role), self.local(params), dask, rows)
-
-    def square_sum(self, role: str, params: ParameterValues) -> float:
-        """``sum (w I)^2`` over a role's dataset (its integral's Monte Carlo variance)."""
-        return square_sum(self.execution, self.model, self.dataset(role), self.local(params))
 
 
 def integrate(pairs: Sequence[tuple[Selection, str]], points: Sequence[ParameterValues],

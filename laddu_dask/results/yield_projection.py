@@ -46,7 +46,7 @@ from laddu_dask.results.binned import (
     axis_group,
     bin_volumes,
 )
-from laddu_dask.results.binned_fill import BASE_ROWS, Evaluation, GridFill, fill_layer
+from laddu_dask.results.binned_fill import Evaluation, EvaluationSums, GridFill, fill_layer, plan_fill
 from laddu_dask.results.integrals import Selection
 
 
@@ -95,21 +95,15 @@ def _validity(acc: np.ndarray, gen: np.ndarray, acc_count: np.ndarray, gen_count
 
 class _Binned:
     """One selection's accepted and generated sums on one grid (values at every point,
-    squares, gradients)."""
+    squares, gradients by the likelihood's parameters)."""
 
-    def __init__(self, acc: np.ndarray, gen: np.ndarray, offset: int, points: int, sel: Selection,
-                 with_gradient: bool) -> None:
-        def take(table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-            values = table[:, offset:offset + points].T  # (points, bins)
-            grad = None
-            if with_gradient:
-                grad = np.zeros((table.shape[0], len(sel.likelihood.parameter_names)))
-                start = offset + points + 1
-                grad[:, sel.index] = table[:, start:start + len(sel.index)]
-            return values, table[:, offset + points], grad
+    def __init__(self, acc: EvaluationSums, gen: EvaluationSums, sel: Selection) -> None:
+        def gradients(sums: EvaluationSums) -> np.ndarray | None:
+            return None if sums.gradients is None else sel.full_gradient(sums.gradients)
 
-        self.accepted, self.accepted_squares, self.accepted_gradients = take(acc)
-        self.generated, self.generated_squares, self.generated_gradients = take(gen)
+        self.accepted, self.accepted_squares = acc.values, acc.squares
+        self.generated, self.generated_squares = gen.values, gen.squares
+        self.accepted_gradients, self.generated_gradients = gradients(acc), gradients(gen)
 
 
 class _Owner:
@@ -298,32 +292,33 @@ def project_yields(yld: Any, requests: Mapping[str, Any],
                           for t in tag_sets)]
     ints = yld._ints
     points = [ints.parameters] + ([] if ints.draw_points is None else list(ints.draw_points))
-    with_gradient = ints.covariance is not None
-    evaluations = [Evaluation(s.model.reducer, tuple(s.model._params(s.local(p)) for p in points),
-                              with_gradient) for s in selections]
+    evaluations = [Evaluation.of(s, points, ints.covariance is not None) for s in selections]
     grids = list(groups.values())
-    layers = [fill_layer(full.dataset("data"), grids, [], "data"),
-              fill_layer(full.dataset("accepted"), grids, evaluations, "accepted"),
-              fill_layer(full.dataset("generated"), grids, evaluations, "generated")]
+    layers = [fill_layer(full.dataset("data"), grids, [], "data")]
+    workers = full.execution.workers
+    for role in ("accepted", "generated"):
+        dataset, can_run = plan_fill(full.execution, full.dataset(role), grids, evaluations,
+                                     f"{full.name}/{role}_mc/projections")
+        layers.append(fill_layer(dataset, grids, evaluations, role))
+        workers = min(workers, can_run)
     graph = HighLevelGraph.merge(*[g for g, _ in layers])
-    data, acc, gen = full.execution.get(graph, [k for _, k in layers], progress="yield projections")
-    offsets = np.cumsum([BASE_ROWS] + [ev.rows for ev in evaluations])
+    data, acc, gen = full.execution.get(graph, [k for _, k in layers], num_workers=workers,
+                                        progress="yield projections")
     names = tuple(full.likelihood.parameter_names)
-    return {name: _assemble(yld, g, groups[name], data, acc, gen, selections, offsets, len(points), tag_sets,
-                            comps, with_gradient, names)
+    return {name: _assemble(yld, g, groups[name], data, acc, gen, selections, evaluations, tag_sets, comps,
+                            names)
             for g, name in enumerate(groups)}
 
 
 def _assemble(yld: Any, g: int, axes: list[Axis], data: GridFill, acc: GridFill, gen: GridFill,
-              selections: list[Selection], offsets: np.ndarray, points: int, tag_sets: list[tuple[str, ...]],
-              comps: dict[str, tuple[str, ...]], with_gradient: bool,
-              names: tuple[str, ...]) -> YieldProjection:
+              selections: list[Selection], evaluations: list[Evaluation], tag_sets: list[tuple[str, ...]],
+              comps: dict[str, tuple[str, ...]], names: tuple[str, ...]) -> YieldProjection:
     full = selections[0]
     owner = _Owner(axes, isinstance(full.term, ExtendedNLL), yld._ints.source_id, yld._ints.covariance, names,
                    full.name)
     a, e = acc.sums[g], gen.sums[g]
-    binned = [_Binned(a, e, int(o), points, s, with_gradient)
-              for s, o in zip(selections, offsets, strict=False)]
+    binned = [_Binned(x, y, s) for x, y, s in zip(EvaluationSums.split(a, evaluations),
+                                                  EvaluationSums.split(e, evaluations), selections)]
 
     def validity(b: _Binned) -> list[str]:
         return _validity(b.accepted[0], b.generated[0], a[:, 1], e[:, 1], e[:, 0])
@@ -335,4 +330,4 @@ def _assemble(yld: Any, g: int, axes: list[Axis], data: GridFill, acc: GridFill,
                    for role, fill in (("selected", data), ("accepted", acc), ("generated", gen))
                    for kind in ("nonfinite", "out_of_range")}
     return YieldProjection(owner, binned[0], data.sums[g], validity(binned[0]), components, diagnostics,
-                           points - 1, tuple(full.tags or ()))
+                           len(evaluations[0].points) - 1, tuple(full.tags or ()))

@@ -40,7 +40,7 @@ Examples
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -58,47 +58,11 @@ from laddu_dask.results.combination import (
 )
 from laddu_dask.results.estimate import Estimate
 from laddu_dask.results.events import weight_square_sum
-from laddu_dask.results.integrals import Selection, integrate
+from laddu_dask.results.fitted_integrals import Integrals
+from laddu_dask.results.integrals import Selection
 from laddu_dask.results.luminosity import Luminosity
-from laddu_dask.results.propagation import covariance_matrix, ensemble_points, linear_sigma
 from laddu_dask.results.rate_closure import RateClosure
 from laddu_dask.results.yield_projection import YieldProjection, project_yields
-
-
-class Integrals:
-    """Integrals ``sum w I`` of several ``(selection, role)`` pairs at a fitted point, with
-    their exact gradients (when a covariance is given) and their values at an ensemble's
-    draws, each computed once, in one round."""
-
-    def __init__(self, likelihood: Any, pairs: list[tuple[Selection, str]], parameters: ParameterValues,
-                 covariance: Any = None, ensemble: Any = None) -> None:
-        self.likelihood = likelihood
-        self.pairs = pairs
-        self.parameters = likelihood.resolve(parameters)
-        self.covariance = covariance_matrix(likelihood, covariance)
-        found = ensemble_points(likelihood, ensemble)
-        self.draw_points, self.source_id = (None, None) if found is None else found
-        central = integrate(pairs, [self.parameters], with_gradient=self.covariance is not None)
-        self.values = np.array([row[0][0] for row in central])
-        self.gradients = (np.array([row[0][1] for row in central]) if self.covariance is not None else None)
-        self.draws = None
-        if self.draw_points is not None and len(self.draw_points):
-            at_draws = integrate(pairs, list(self.draw_points))
-            self.draws = np.array([[v for v, _ in row] for row in at_draws]).T  # (K, m)
-
-    def estimate(self, f: Callable[[np.ndarray], float], df: Callable[[np.ndarray], np.ndarray],
-                 components: dict[str, float] | None = None, what: str = "quantity") -> Estimate:
-        """The :class:`Estimate` of ``f(integrals)`` (``df`` its partial derivatives)."""
-        central = f(self.values)
-        if not math.isfinite(central):
-            raise ModelError(f"the {what} is {central!r} (an integral is zero)")
-        parts = dict(components or {})
-        if self.covariance is not None:
-            parts["covariance"] = linear_sigma(df(self.values) @ self.gradients, self.covariance)
-        draws = None if self.draws is None else np.array([f(row) for row in self.draws])
-        if draws is not None and not np.isfinite(draws).all():
-            raise ModelError(f"the {what} is not finite at a draw of the ensemble (an integral is zero)")
-        return Estimate(central, draws=draws, source_id=self.source_id, components=parts)
 
 
 def _extended(selection: Selection) -> None:
@@ -136,12 +100,13 @@ class Yield:
         return isinstance(self._selection.term, ExtendedNLL)
 
     def _fill(self, role: str) -> float:
+        if role == "accepted":
+            return math.sqrt(self._ints.squares[0])
+        if role == "generated":
+            return math.sqrt(self._ints.squares[1])
         if role not in self._fills:
             sel = self._selection
-            if role == "data":
-                self._fills[role] = math.sqrt(weight_square_sum(sel.execution, sel.term.data))
-            else:
-                self._fills[role] = math.sqrt(sel.square_sum(role, self._ints.parameters))
+            self._fills[role] = math.sqrt(weight_square_sum(sel.execution, sel.term.data))
         return self._fills[role]
 
     def selected_yield(self) -> Estimate:

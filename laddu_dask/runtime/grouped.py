@@ -4,7 +4,9 @@ weighted quantities), without a Python loop over the groups.
 Each term belongs to one group (a bin; ``-1``: none) and one quantity (a row).  The terms
 are split into high and low parts and binned by (group, row, sign and exponent) exactly as
 :class:`~laddu_dask.runtime.accumulate.ExactPartials` bins them by (row, sign and exponent):
-every such bin sum of at most ``2**20`` terms is exact.  The non-empty bin sums are kept as
+every such bin sum of at most ``2**20`` terms is exact.  When the keys span few bins (a
+single group: a fit fraction's totals) the terms are summed into every bin densely, a slice
+of columns at a time, with no sort and small temporaries.  The non-empty bin sums are kept as
 plain doubles with their (group, row) key, an expansion whose exact sum per key is the
 exact sum of that key's terms; merging concatenates (and re-bins) them, and
 :meth:`GroupedPartials.to_floats` rounds each key's expansion once (:func:`math.fsum`), so
@@ -27,9 +29,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from laddu_dask.runtime.accumulate import _BLOCK, _HI_MASK, _NBINS, _SHIFT, ExactPartials
+from laddu_dask.runtime.accumulate import _BLOCK, _HI_MASK, _NBINS, _SHIFT, _SUB, ExactPartials
 
-__all__ = ["GroupedPartials"]
+__all__ = ["WORK_BYTES", "GroupedPartials"]
+
+#: Bins (keys x sign and exponent) up to which :meth:`GroupedPartials.from_terms` sums
+#: into every bin densely, a slice of columns at a time (else over the sorted distinct bins).
+_DENSE_BINS = 1 << 16
+#: Bytes :meth:`GroupedPartials.from_terms` holds besides its input and output on the dense
+#: path: about eight arrays of a slice of terms and four of the dense bins.
+WORK_BYTES = 8 * 8 * _SUB + 4 * 8 * _DENSE_BINS
 
 
 @dataclass(frozen=True)
@@ -48,11 +57,58 @@ class GroupedPartials:
         """Sum ``terms`` (``(k, n)``, rows ``first_row`` .. of ``shape``) by the group of each
         column (``groups``, ``(n,)``; ``-1`` for none)."""
         terms = np.atleast_2d(np.asarray(terms, dtype=np.float64))
-        keep = np.asarray(groups) >= 0
+        groups = np.asarray(groups, dtype=np.int64)
+        keep = groups >= 0
+        if not keep.all():
+            groups, terms = groups[keep], terms[:, keep]
         k = terms.shape[0]
+        if groups.size and ((int(groups.max()) - int(groups.min())) * shape[1] + k) * _NBINS <= _DENSE_BINS:
+            return cls._dense(groups, terms, shape, first_row)
         rows = np.arange(first_row, first_row + k, dtype=np.int64)[:, None]
-        keys = (np.asarray(groups, dtype=np.int64)[keep][None, :] * shape[1] + rows).ravel()
-        return cls._binned(keys, terms[:, keep].ravel(), shape)
+        return cls._binned((groups[None, :] * shape[1] + rows).ravel(), terms.ravel(), shape)
+
+    @classmethod
+    def _dense(cls, groups: np.ndarray, terms: np.ndarray, shape: tuple[int, int],
+               first_row: int) -> GroupedPartials:
+        """:meth:`from_terms` when the keys span few bins (a fit fraction's single group):
+        one ``bincount`` per slice of columns into every (key, sign, exponent) bin, as
+        :class:`~laddu_dask.runtime.accumulate.ExactPartials` bins a row's terms."""
+        k, n = terms.shape
+        g0 = int(groups.min())
+        base = g0 * shape[1] + first_row  # the key of bin 0
+        offsets, rows = (groups - g0) * shape[1], np.arange(k, dtype=np.int64)[:, None]
+        size = (int(offsets.max()) + k) * _NBINS
+        out_keys: list[np.ndarray] = []
+        out_values: list[np.ndarray] = []
+        bins = [np.zeros(size), np.zeros(size)]
+        step = max(1, _SUB // k)
+        pending = 0  # columns in the bins: at most 2**20 terms per bin keep their sums exact
+        for start in range(0, n, step):
+            part = terms[:, start:start + step]
+            index = offsets[None, start:start + step] + rows
+            finite = np.isfinite(part)
+            if not finite.all():  # non-finite terms apart, summed plainly at the end
+                out_keys.append(base + index[~finite])
+                out_values.append(part[~finite])
+                part = np.where(finite, part, 0.0)
+            bits = part.view(np.uint64)
+            index = (index * _NBINS + (bits >> _SHIFT).astype(np.int64)).ravel()
+            hi = (bits & _HI_MASK).view(np.float64)
+            with np.errstate(over="ignore", invalid="ignore"):
+                for into, w in zip(bins, (hi, part - hi), strict=True):
+                    into += np.bincount(index, weights=w.ravel(), minlength=size)
+            pending += part.shape[1]
+            if pending + step > _BLOCK or start + step >= n:
+                if not all(np.isfinite(b).all() for b in bins):  # terms above 2**1003: the slow exact path
+                    keys = groups[None, :] * shape[1] + (first_row + rows)
+                    return cls._binned(keys.ravel(), terms.ravel(), shape)
+                for b in bins:
+                    nonzero = np.flatnonzero(b)
+                    out_keys.append(base + nonzero // _NBINS)
+                    out_values.append(b[nonzero])
+                    b[:] = 0.0
+                pending = 0
+        return cls(np.concatenate(out_keys), np.concatenate(out_values), shape)
 
     @classmethod
     def _binned(cls, keys: np.ndarray, values: np.ndarray, shape: tuple[int, int]) -> GroupedPartials:

@@ -31,6 +31,7 @@ array([6.])
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -66,6 +67,37 @@ def auto_chunk_size(n_events: int, workers: int) -> int:
     """
     target = -(-max(n_events, 1) // (2 * max(workers, 1)))
     return int(min(MAX_AUTO_CHUNK, max(MIN_AUTO_CHUNK, target)))
+
+
+def budget_chunk(chunk: int, group: int, per_event: int, fixed: int, budget: int,
+                 bytes_of: Callable[[int], int] | None = None) -> int:
+    """The automatic chunk size under a host budget, for a partition that holds
+    ``per_event * events + fixed`` bytes (exactly ``bytes_of(events)`` where given) and row
+    groups of ``group`` rows.
+
+    A partition fits a quarter of the budget, so that four stream at once.  Since a
+    partition decodes whole row groups, one the budget limits is cut at row-group
+    boundaries (a multiple of ``group`` rows), and is a whole row group rather than
+    less while one fits the budget: a smaller one would hold almost as much and decode
+    the same rows several times.
+
+    Examples
+    --------
+    >>> budget_chunk(100_000, 0, per_event=100, fixed=0, budget=4_000_000)
+    40000
+    >>> budget_chunk(100_000, 4096, per_event=100, fixed=0, budget=4_000_000)
+    8192
+    """
+    quarter = (budget // 4 - fixed) // per_event
+    if quarter >= chunk:
+        return chunk
+    if group and quarter >= group:
+        return quarter // group * group
+    if group:
+        whole = min(group, chunk)
+        if (bytes_of(whole) if bytes_of is not None else per_event * whole + fixed) <= budget:
+            return whole
+    return max(1024, min(chunk, (budget - fixed) // per_event))
 
 
 @dataclass(frozen=True)
@@ -218,24 +250,12 @@ class PreparedModel:
         return per_event * max(chunk, 1) + read_bytes + self.reducer.rows(True) * work_bytes(chunk)
 
     def _budget_chunk(self, chunk: int, group: int, read_bytes: int, budget: int) -> int:
-        """The automatic chunk size under a host budget, for row groups of ``group`` rows.
-
-        A partition fits a quarter of the budget, so that four stream at once.  Since a
-        partition decodes whole row groups, one the budget limits is cut at row-group
-        boundaries (a multiple of ``group`` rows), and is a whole row group rather than
-        less while one fits the budget: a smaller one would hold almost as much and decode
-        the same rows several times.
-        """
+        """The automatic chunk size under a host budget (:func:`budget_chunk` with this
+        model's streamed per-event and fixed bytes)."""
         per_event = self._bytes_per_event()[1]
         fixed = self._partition_bytes(MAX_AUTO_CHUNK, read_bytes) - per_event * MAX_AUTO_CHUNK
-        quarter = (budget // 4 - fixed) // per_event
-        if quarter >= chunk:
-            return chunk
-        if group and quarter >= group:
-            return quarter // group * group
-        if group and self._partition_bytes(min(group, chunk), read_bytes) <= budget:
-            return min(group, chunk)
-        return max(1024, min(chunk, (budget - fixed) // per_event))
+        return budget_chunk(chunk, group, per_event, fixed, budget,
+                            lambda events: self._partition_bytes(events, read_bytes))
 
     def prepare_dataset(
         self, execution: Execution, dataset: Dataset, name: str = "dataset"
