@@ -50,6 +50,7 @@ from laddu_dask.errors import (
     ParameterError,
     SchedulerLostError,
     SchemaError,
+    UnsafeOutputError,
 )
 from laddu_dask.expr import (
     AllowedPartialWave,
@@ -307,3 +308,5 @@ __all__ += ["Axis", "BinnedEstimate", "ComponentYieldProjection", "CrossSectionP
             "YieldHistogramView", "YieldProjection"]
 # closure (input-output) studies (issue 13)
 __all__ += ["ClosureError", "ClosureResult", "closure_study"]
+# outputs that would replace what laddu-dask did not write (issue 23)
+__all__ += ["UnsafeOutputError"]

@@ -66,6 +66,11 @@ class ClusterTimeoutError(ClusterError, TimeoutError):
     """A wait on the cluster (for workers, a preparation, an evaluation) ran past its timeout."""
 
 
+class UnsafeOutputError(LadduDaskError, FileExistsError):
+    """An output path would replace something laddu-dask did not write: a folder holding
+    other files, the working folder or a parent of it, or an input being read."""
+
+
 class KernelCacheError(LadduDaskError, PermissionError):
     """The kernel cache folder is unsafe (writable by others) or cannot be written."""
 

@@ -49,7 +49,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from laddu_dask.errors import ParameterError, SchemaError
-from laddu_dask.files import atomic_folder, atomic_path, atomic_write
+from laddu_dask.files import atomic_folder, atomic_path, atomic_write, check_output
 from laddu_dask.ksks_generation import (
     acceptance_expression,
     angle_expressions,
@@ -433,7 +433,9 @@ def write_sample(
 
     With ``parts == 1`` the samples are ``data.parquet`` and ``accmc.parquet``; with
     ``parts > 1`` they are folders ``data/`` and ``accmc/`` of ``part-NNNN.parquet``
-    files. Every file is written to a temporary name and moved into place.
+    files. Every file is written to a temporary name and moved into place; a folder
+    replaces only an earlier output (:func:`~laddu_dask.files.check_output`, checked for
+    both samples before anything is written).
 
     Returns
     -------
@@ -451,8 +453,10 @@ def write_sample(
         raise ValueError(f"parts must be a positive integer, got {parts!r}")
     outdir = os.fspath(outdir)
     os.makedirs(outdir, exist_ok=True)
-    data, mc = generate(n_data, n_mc, seed)
     suffix = ".parquet" if parts == 1 else ""
+    for name in ("data", "accmc"):  # every target is checked before anything is written
+        check_output(os.path.join(outdir, name + suffix), folder=parts > 1)
+    data, mc = generate(n_data, n_mc, seed)
     paths = {
         "data": _write_atomic(_table(data), os.path.join(outdir, "data" + suffix), int(parts)),
         "accmc": _write_atomic(_table(mc), os.path.join(outdir, "accmc" + suffix), int(parts)),

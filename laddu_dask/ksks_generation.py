@@ -59,7 +59,7 @@ from laddu_dask.expr.particles import Particle
 from laddu_dask.expr.proposals import InitialMomentum, MassProposal, VertexProposal
 from laddu_dask.expr.topology import Channel, Edge, Vertex
 from laddu_dask.expr.vectors import Vec4
-from laddu_dask.files import atomic_write
+from laddu_dask.files import atomic_write, check_output
 from laddu_dask.results.generation import Generator
 from laddu_dask.runtime.execution import Execution
 
@@ -191,6 +191,8 @@ def generate_datasets(n_data: int = 100_000, n_mc: int = 1_000_000, *, seed: int
     path : path-like, optional
         A folder to write ``data/`` and ``accmc/`` (folders of ``part-NNNNN.parquet`` files,
         laddu's convention) and ``truth.json`` into; the datasets then read those files.
+        ``data/`` and ``accmc/`` must be new, empty or earlier outputs
+        (:func:`~laddu_dask.files.check_output`; an ``UnsafeOutputError`` before anything is drawn).
     partition_events : int, optional
         Events per Generator partition (one Dask task each).
     execution : Execution, optional
@@ -216,6 +218,9 @@ def generate_datasets(n_data: int = 100_000, n_mc: int = 1_000_000, *, seed: int
     where = None if path is None else os.fspath(path)
     if where is not None:
         os.makedirs(where, exist_ok=True)
+        for name in ("data", "accmc"):  # both refused before either is drawn
+            check_output(os.path.join(where, name), folder=True)
+        check_output(os.path.join(where, "truth.json"))
 
     def draw(n: int, model: Model, parameters: Any, envelope: float, folder: str, seed: int) -> Dataset:
         events, _ = generator.unweighted(int(n), model, parameters=parameters, max_weight=envelope, seed=seed,

@@ -20,7 +20,7 @@ from laddu_dask.data.batch import EventBatch
 from laddu_dask.data.dataset import DEFAULT_CHUNK_SIZE, Dataset, Partition
 from laddu_dask.data.parquet import read_parquet
 from laddu_dask.data.schema import Schema
-from laddu_dask.errors import DataError, SchemaError
+from laddu_dask.errors import DataError, SchemaError, UnsafeOutputError
 
 KSKS = Path(__file__).resolve().parents[2] / "shared" / "bench" / "ksks.py"
 P4_NAMES = ("beam", "proton", "kshort1", "kshort2")
@@ -314,12 +314,15 @@ def test_write_is_atomic_on_failure(tmp_path, monkeypatch):
     assert os.listdir(tmp_path) == ["keep.parquet"]
 
 
-def test_write_over_own_source(tmp_path):
+def test_write_over_own_source_is_refused(tmp_path):
+    # the user's file is an input: writing over it (here as f32) would lose it (issue 23)
     path = tmp_path / "self.parquet"
-    Dataset.from_arrays(scalars={"x": np.arange(5.0)}).write_parquet(path)
+    Dataset.from_arrays(scalars={"x": np.arange(5.0) + 0.1}).write_parquet(path)
+    original = path.read_bytes()
     ds = read_parquet(path, chunk_size=2)
-    ds.write_parquet(path, precision="f32")
-    np.testing.assert_array_equal(_concat(read_parquet(path))[0]["x"], np.arange(5.0))
+    with pytest.raises(UnsafeOutputError, match=f"refusing to write the file {path}: it is or holds"):
+        ds.write_parquet(path, precision="f32")
+    assert path.read_bytes() == original and os.listdir(tmp_path) == ["self.parquet"]
 
 
 def test_empty_dataset_round_trip(tmp_path):

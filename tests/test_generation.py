@@ -23,6 +23,7 @@ import scipy.stats
 
 import laddu_dask as ld
 from laddu_dask.errors import GenerationError, ModelError, NonPositiveIntensityError, ParameterError
+from laddu_dask.files import OUTPUT_MARKER
 
 try:
     from tests import laddu_reference as lr
@@ -275,8 +276,9 @@ def test_a_sample_larger_than_the_budget_streams_to_disk_within_it(tmp_path):
     assert sample_bytes > 4 * budget
     assert peak < budget, f"peak {peak} bytes over the budget {budget}"
     assert report.estimated_peak_bytes <= budget and report.partitions == dataset.n_partitions > 4
-    files = sorted(os.listdir(tmp_path / "mc"))
-    assert len(files) == report.partitions and files[0] == "part-00000.parquet"
+    files = sorted(os.listdir(tmp_path / "mc"))  # the partitions and laddu-dask's output marker
+    assert files[0] == OUTPUT_MARKER and len(files) == report.partitions + 1
+    assert files[1] == "part-00000.parquet"
     again = ld.read_parquet(tmp_path / "mc")
     assert again.n_events == n and again.p4_names() == ["beam", "target", "recoil", "ks1", "ks2"]
     assert math.fsum(again.weights().tolist()) == report.sum_weights
@@ -394,7 +396,7 @@ def test_the_index_column_counts_the_rows_from_index_start_over_every_partition(
     np.testing.assert_array_equal(written.column("event"), np.arange(top, 2**32))
     # each file holds its partition's run of indices, stored as uint32 (laddu's dtype)
     first = []
-    for name in sorted(os.listdir(tmp_path / "mc")):
+    for name in sorted(n for n in os.listdir(tmp_path / "mc") if n.endswith(".parquet")):
         table = pq.read_table(tmp_path / "mc" / name)
         assert table.schema.field("event").type == pa.uint32()
         assert table.column_names[-2:] == ["event", "weight"]

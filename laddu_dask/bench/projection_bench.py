@@ -41,6 +41,7 @@ import numpy as np
 
 from laddu_dask import ksks
 from laddu_dask.bench.results import RESULTS_DIR, ROOT, command_line, provenance, write_results
+from laddu_dask.files import atomic_write
 
 MIB = 2**20
 #: glibc's fixed mmap threshold: freed buffers go back to the kernel, so a call's peak is its own.
@@ -96,7 +97,7 @@ def sample(folder: str, events: int, parts: int, seed: int = 11) -> dict[str, st
             if json.load(f) == want:
                 return paths
     ksks.write_sample(folder, n_data=20_000, n_mc=events, seed=seed, parts=parts)
-    with open(stamp, "w") as f:
+    with atomic_write(stamp) as f:
         json.dump(want, f)
     return paths
 

@@ -33,15 +33,15 @@ def write_sample(path: str, n: int) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from laddu_dask.files import atomic_path
+
     rng = np.random.default_rng(1)
     schema = pa.schema([("x", pa.float64()), ("y", pa.float64()), ("weight", pa.float64())])
-    tmp = path + ".tmp"
-    with pq.ParquetWriter(tmp, schema) as writer:
+    with atomic_path(path) as tmp, pq.ParquetWriter(tmp, schema) as writer:
         for start in range(0, n, 1_000_000):
             m = min(1_000_000, n - start)
             writer.write_table(pa.table({"x": rng.uniform(-1, 1, m), "y": rng.uniform(-1, 1, m),
                                          "weight": rng.uniform(0.5, 1.5, m)}), row_group_size=65536)
-    os.replace(tmp, path)
 
 
 def run(events: int = 8_000_000, repeats: int = 5, path: str | None = None,

@@ -51,6 +51,8 @@ def write_parquet(dataset: Dataset, path: PathArg, precision: str = "f64") -> No
         If ``precision`` is not ``"f64"`` or ``"f32"``; nothing is written.
     FileNotFoundError
         If the folder of ``path`` does not exist.
+    UnsafeOutputError
+        If ``path`` is a file the dataset reads.
     """
     precision = Precision.check(precision, "precision")
     target = os.path.abspath(os.fspath(path))
@@ -63,7 +65,7 @@ def write_parquet(dataset: Dataset, path: PathArg, precision: str = "f64") -> No
     names = dataset.schema.columns() + [WEIGHT_COLUMN]
     arrow_schema = pa.schema([pa.field(n, ptype, nullable=False) for n in names])
     dt = np.float32 if precision == "f32" else np.float64
-    with atomic_path(target) as tmp, pq.ParquetWriter(tmp, arrow_schema,
+    with atomic_path(target, inputs=dataset.sources) as tmp, pq.ParquetWriter(tmp, arrow_schema,
                                                    write_page_checksum=True) as writer:
         for batch in dataset.iter_batches(None, np.float64):
             arrays = [batch.columns[n] for n in names[:-1]] + [batch.weights]

@@ -139,6 +139,8 @@ def write_root(dataset: Dataset, path: PathArg, tree: str = "tree", precision: s
         A value does not fit ``"f32"`` (naming the column and event); nothing is written.
     FileNotFoundError
         The folder of ``path`` does not exist.
+    UnsafeOutputError
+        ``path`` is a file the dataset reads.
     """
     if not isinstance(tree, str) or not tree.strip("/"):
         raise ValueError(f"tree must be a non-empty name, got {tree!r}")
@@ -148,7 +150,7 @@ def write_root(dataset: Dataset, path: PathArg, tree: str = "tree", precision: s
     import uproot
 
     target = os.path.abspath(os.fspath(path))
-    with atomic_path(target) as tmp, uproot.recreate(tmp) as f:
+    with atomic_path(target, inputs=dataset.sources) as tmp, uproot.recreate(tmp) as f:
         out = f.mktree(tree, _branches(dataset, names, dt), field_name=lambda o, i: f"{i}_{o}",
                        counter_name=lambda counted: COUNTER)
         for batch in dataset.iter_batches(None, np.float64):

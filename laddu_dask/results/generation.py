@@ -23,7 +23,9 @@ With ``path=`` each task writes its partition as one Parquet file in laddu's con
 (``EDGE_e, EDGE_px, EDGE_py, EDGE_pz`` for every output edge, the generated scalars of
 ``Generator(channel, scalars=...)``, the ``index_column``, ``weight``; see
 :mod:`~laddu_dask.results.generated_columns`) into a new
-folder that replaces ``path`` when every partition is written; nothing else is kept in
+folder that replaces ``path`` when every partition is written (``path`` must be new, empty
+or a previous output of laddu-dask: see :func:`~laddu_dask.files.check_output`, checked
+before anything is drawn); nothing else is kept in
 memory, so a sample larger than memory is generated within the memory budget.  The
 returned dataset reads that folder.  Without ``path`` the partitions are gathered into an
 in-memory dataset.
@@ -66,7 +68,7 @@ from laddu_dask.data.parquet import read_parquet
 from laddu_dask.errors import GenerationError, ParameterError
 from laddu_dask.expr.model import Model
 from laddu_dask.expr.topology import Channel
-from laddu_dask.files import atomic_folder
+from laddu_dask.files import atomic_folder, check_output
 from laddu_dask.results.envelope import ProvenEnvelopeReport, prove_envelope
 from laddu_dask.results.generated_columns import IndexColumn, check_scalars
 from laddu_dask.results.generation_tasks import PILOT_KEY, Proposer, Target, unweighted_task, weighted_task
@@ -198,6 +200,8 @@ class Generator:
                   **unweighting: Any) -> tuple[Dataset, GenerationReport]:
         events = _count(events, "events", 0)
         seed = _count(seed, "seed", 0)
+        if path is not None:
+            check_output(path, folder=True)
         if execution is not None and not isinstance(execution, Execution):
             raise ParameterError(f"execution must be a laddu_dask Execution, got {type(execution).__name__}")
         execution = execution if execution is not None else Execution()
@@ -337,7 +341,8 @@ class Generator:
         index_start : int, default 0
             The first index; the whole range must fit ``index_dtype`` and stay below ``2**53``.
         path : path-like, optional
-            A folder to write one Parquet file per partition into (replaced when done).
+            A folder to write one Parquet file per partition into (replaced when done): a new
+            or empty folder, or one a previous laddu-dask write left.
         partition_events : int, optional
             Events per partition (else from the memory budget, at most 100 000).
 
@@ -350,6 +355,9 @@ class Generator:
         ------
         ParameterError
             For a bad count, seed, model, parameters or index column.
+        UnsafeOutputError
+            When ``path`` holds files laddu-dask did not write, is the working folder or a
+            folder above it, a file or a symbolic link (before anything is drawn).
         ModelError
             For an event outside phase space (a closed threshold), naming the vertex.
         """
