@@ -1,7 +1,11 @@
 """Counts and weight statistics of a generation run (laddu's ``GenerationReport``).
 
 Each generation task returns a :class:`PartitionStats`; :func:`merge_stats` combines them
-in partition order and :meth:`GenerationReport.build` makes the report.
+in partition order and :meth:`GenerationReport.build` makes the report.  The weight sums
+are held as exact partial sums (:class:`~laddu_dask.runtime.accumulate.ExactPartials`) and
+rounded once, in the report, so ``sum_weights`` and ``sum_squared_weights`` are
+``math.fsum`` of every event's ``w`` and ``w * w``, bitwise the same however the events
+are partitioned.
 
 Examples
 --------
@@ -26,19 +30,39 @@ from typing import Any
 
 import numpy as np
 
+from laddu_dask.runtime.accumulate import ExactPartials
+
 __all__ = ["GenerationReport", "PartitionStats", "merge_stats"]
+
+
+def _no_sums() -> ExactPartials:
+    return ExactPartials.zeros(2)
 
 
 @dataclass(frozen=True)
 class PartitionStats:
-    """What one generation task reports: its counts and weight statistics (sums as ``fsum``)."""
+    """What one generation task reports: its counts and weight statistics.
+
+    ``sums`` holds the exact sums of the weights and of their squares (each ``w * w``
+    rounded to float64, as ``math.fsum(w * w for w in weights)`` sums them); merging is
+    exact, so the totals never depend on the partitioning.
+    """
 
     proposals: int = 0
     produced: int = 0
     maximum: float = 0.0
     minimum: float = math.inf
-    sum_weights: float = 0.0
-    sum_squared_weights: float = 0.0
+    sums: ExactPartials = field(default_factory=_no_sums)
+
+    @property
+    def sum_weights(self) -> float:
+        """The correctly rounded sum of the weights."""
+        return float(self.sums.to_floats()[0])
+
+    @property
+    def sum_squared_weights(self) -> float:
+        """The correctly rounded sum of the squared weights."""
+        return float(self.sums.to_floats()[1])
 
     @classmethod
     def empty(cls) -> PartitionStats:
@@ -55,25 +79,25 @@ class PartitionStats:
         """The statistics of the event ``weights`` kept from ``proposals`` proposals."""
         if len(weights) == 0:
             return cls(proposals=proposals, produced=produced)
-        values = weights.tolist()
+        weights = np.asarray(weights, dtype=np.float64)
+        with np.errstate(over="ignore"):
+            terms = np.stack([weights, weights * weights])
         return cls(proposals, produced, float(weights.max()), float(weights.min()),
-                   math.fsum(values), math.fsum(w * w for w in values))
+                   ExactPartials.from_terms(terms))
 
     def add(self, other: PartitionStats) -> PartitionStats:
         """Both tasks' statistics together."""
         return PartitionStats(self.proposals + other.proposals, self.produced + other.produced,
                               max(self.maximum, other.maximum), min(self.minimum, other.minimum),
-                              math.fsum([self.sum_weights, other.sum_weights]),
-                              math.fsum([self.sum_squared_weights, other.sum_squared_weights]))
+                              self.sums + other.sums)
 
 
 def merge_stats(parts: Sequence[PartitionStats]) -> PartitionStats:
-    """Every partition's statistics, merged (sums by ``math.fsum`` of the partition sums)."""
+    """Every partition's statistics, merged (the sums exactly, rounded only in the report)."""
     return PartitionStats(sum(p.proposals for p in parts), sum(p.produced for p in parts),
                           max((p.maximum for p in parts), default=0.0),
                           min((p.minimum for p in parts), default=math.inf),
-                          math.fsum(p.sum_weights for p in parts),
-                          math.fsum(p.sum_squared_weights for p in parts))
+                          ExactPartials.merge([_no_sums(), *(p.sums for p in parts)]))
 
 
 @dataclass(frozen=True)
