@@ -11,8 +11,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 import laddu_dask as ld
+from laddu_dask.errors import BudgetError
 from laddu_dask.results.report import GenerationReport, PartitionStats, merge_stats
 
 
@@ -66,3 +68,28 @@ def test_rounding_each_partition_first_would_lose_the_tie_breaker():
     want = (1.0 + 2.0**-52, math.fsum([1.0, tiny * tiny, tiny * tiny]))
     assert _totals([weights[:2], weights[2:]]) == _totals([weights]) == want
     assert want[0] == math.fsum([1.0, tiny, tiny]) != 1.0
+
+
+# -- item 12: a budget the Generator cannot meet -------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["weighted", "unweighted"])
+def test_a_budget_too_small_for_one_partition_is_a_budget_error(tmp_path, kind):
+    generate = getattr(ld.Generator(_photoproduction()), kind)
+    for keywords in ({}, {"partition_events": 1}):
+        with pytest.raises(BudgetError, match=rf"host memory budget too small for one chunk: dataset "
+                                              rf"'generated {kind} events' .* but the host budget of 1 bytes "
+                                              r"is smaller; raise the budget: not even one event"):
+            generate(2000, seed=1, memory=1, path=tmp_path / "mc", **keywords)
+    assert not (tmp_path / "mc").exists()  # refused before anything was written
+    # 500 events fit: an automatic partition is never cut below the likelihood's floor (1024)
+    one = 864 * (2 if kind == "unweighted" else 1)  # bytes per event (asserted below)
+    with pytest.raises(BudgetError, match=r"use a smaller partition_events \(about 500 events would fit\)"):
+        generate(2000, seed=1, memory=500 * one)
+    execution = ld.Execution(num_workers=2)
+    events, report = generate(2000, seed=1, memory=500 * one, partition_events=500, execution=execution)
+    assert events.n_events == 2000 and report.partitions == 4 and report.estimated_peak_bytes == 500 * one
+    (decision,) = execution.memory_decisions()
+    assert decision.dataset == f"generated {kind} events" and decision.strategy == "streaming"
+    assert decision.peak_bytes == 500 * one and decision.budget_bytes == 500 * one  # one task at once
+

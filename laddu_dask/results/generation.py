@@ -75,7 +75,8 @@ from laddu_dask.results.generation_tasks import PILOT_KEY, Proposer, Target, unw
 from laddu_dask.results.phase_space import PhaseSpacePlan
 from laddu_dask.results.report import GenerationReport, merge_stats
 from laddu_dask.runtime.execution import Execution
-from laddu_dask.runtime.memory import MemoryPlan
+from laddu_dask.runtime.memory import MemoryPlan, decide_storage
+from laddu_dask.runtime.prepared import budget_chunk
 
 __all__ = ["Generator"]
 
@@ -158,7 +159,11 @@ class Generator:
         A weighted task holds its events' working arrays; an unweighted one its accepted
         events and one chunk of proposals (twice as much).  The sizes depend on the budget
         alone, never on the number of threads (so neither do the events): the threads in use
-        are limited instead, to as many tasks as the budget holds.
+        are limited instead, to as many tasks as the budget holds.  The budget is applied
+        as a likelihood applies it: an automatic partition is cut to the budget by
+        :func:`~laddu_dask.runtime.prepared.budget_chunk` (never below its floor), and
+        :func:`~laddu_dask.runtime.memory.decide_storage` raises a ``BudgetError`` when one
+        partition does not fit; the decision is recorded on ``execution``.
         """
         per_event = 8 * (_WORK_ARRAYS_PER_EDGE * self.plan.n_edges + _WORK_ARRAYS_PER_EVENT
                          + _WORK_ARRAYS_PER_SCALAR * (len(self.scalars) + 1))
@@ -167,11 +172,21 @@ class Generator:
         cap = DEFAULT_PARTITION_EVENTS
         if budget is not None:
             cap = max(1, min(cap, budget // (factor * per_event)))
-        size = cap if partition_events is None else _count(partition_events, "partition_events", 1)
+        if partition_events is not None:
+            size = _count(partition_events, "partition_events", 1)
+        else:
+            size = DEFAULT_PARTITION_EVENTS if budget is None else budget_chunk(
+                DEFAULT_PARTITION_EVENTS, 0, factor * per_event, 0, budget)
         sizes = [size] * (events // size) + ([events % size] if events % size else [])
         concurrency = execution.num_workers
         if budget is not None:
             concurrency = max(1, min(concurrency, budget // (factor * per_event * max(size, 1))))
+        largest = max(sizes, default=0)
+        output_bytes = 8 * (4 * len(self.plan.output_names) + len(self.scalars) + 2)
+        execution.record(decide_storage(
+            f"generated {kind} events", "streaming", resident_bytes=output_bytes * events,
+            partition_bytes=factor * per_event * largest, chunk_size=largest, partitions=len(sizes),
+            budget_bytes=budget, workers=concurrency, chunk_keyword="partition_events"))
         return sizes, per_event, cap, concurrency
 
     def _run(self, tasks: list[Any], execution: Execution, concurrency: int) -> list[Any]:

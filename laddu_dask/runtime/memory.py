@@ -354,6 +354,7 @@ def decide_storage(
     budget_bytes: int | None,
     workers: int = 1,
     resource: str = "host",
+    chunk_keyword: str = "chunk_size",
 ) -> MemoryDecision:
     """Choose resident or streaming storage for a prepared dataset.
 
@@ -375,6 +376,8 @@ def decide_storage(
         Chunks processed at once when streaming (at most ``partitions`` of them).
     resource : {"host", "device"}
         Which memory the budget is for.
+    chunk_keyword : str
+        The keyword that sets the chunk size, named in the hint of a ``BudgetError``.
 
     Raises
     ------
@@ -451,7 +454,7 @@ def decide_storage(
         per_event = partition_bytes / chunk_size if chunk_size else partition_bytes
         fitting = int(budget_bytes // (concurrent * per_event)) if per_event else chunk_size
         hint = (
-            f"use a smaller chunk_size (about {fitting} events would fit) or raise the budget"
+            f"use a smaller {chunk_keyword} (about {fitting} events would fit) or raise the budget"
             if fitting >= 1
             else "raise the budget: not even one event per chunk fits"
         )
