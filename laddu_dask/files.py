@@ -177,7 +177,8 @@ def check_output(path: str | os.PathLike[str], *, folder: bool = False,
         raise UnsafeOutputError(f"refusing to replace the file {target} by a folder; give a new folder")
     entries = set(os.listdir(target))
     ours = _marked_files(target)
-    foreign = sorted(entries - {OUTPUT_MARKER} - (ours or set()))
+    # without a valid marker of ours, a file of the marker's name is foreign too
+    foreign = sorted(entries - (ours | {OUTPUT_MARKER} if ours is not None else set()))
     if foreign:
         shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
         raise UnsafeOutputError(f"refusing to replace the folder {target}: it holds files laddu-dask did "

@@ -106,7 +106,7 @@ def test_a_previous_output_is_replaced_but_not_once_a_user_adds_to_it(tmp_path):
     # a marker that is not ours (or lists what is not there) does not make a folder ours
     (out / "sub").rmdir()
     (out / OUTPUT_MARKER).write_text(json.dumps({"kind": "other", "files": ["part-00000.parquet"]}))
-    with pytest.raises(UnsafeOutputError, match=r"did not write \(part-00000.parquet\)"):
+    with pytest.raises(UnsafeOutputError, match=rf"did not write \({OUTPUT_MARKER}, part-00000.parquet\)"):
         generator.weighted(100, seed=4, path=out)
 
 
