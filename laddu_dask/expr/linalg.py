@@ -14,10 +14,12 @@ pivoting on per-event values would be a data-dependent branch, so there is none.
 backward stable while the leading principal minors stay away from zero, which holds for
 the system it is made for: ``I - i K rho`` with a real symmetric ``K`` and ``rho > 0`` has
 non-singular leading blocks (``K rho`` has real eigenvalues), and so has the pole-cleared
-``D I - i K rho`` of :func:`~laddu_dask.f_vector` off the poles.  A vanishing pivot on an
+``D I - i K rho`` off the poles (near them it is ill-conditioned, which is why
+:func:`~laddu_dask.f_vector` solves in pole space).  A vanishing pivot on an
 event gives a non-finite value, which the likelihood reports as an error naming the event.
 Cramer's rule, the branch-free alternative, loses accuracy as the square of the condition
-number (``3e-4`` relative within ``1e-6`` GeV^2 of a K-matrix pole, against ``1e-9`` here).
+number (``3e-4`` relative within ``1e-6`` GeV^2 of a K-matrix pole's pole-cleared system,
+against ``1e-9`` here).
 
 Examples
 --------
