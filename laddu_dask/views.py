@@ -1,5 +1,6 @@
 """HTML tables and text formats shared by the notebook views of models, datasets,
-executions, memory decisions and fit results.
+executions, memory decisions and fit results; whether standard output is a terminal
+(where progress rewrites one line; in a file or a pipe it writes whole lines).
 
 Every cell is escaped with :func:`html.escape` unless it is wrapped in :class:`Raw`
 (HTML built here, such as a link); byte counts go through
@@ -18,12 +19,13 @@ from __future__ import annotations
 
 import html
 import math
+import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from dask.utils import format_bytes
 
-__all__ = ["Raw", "bytes_text", "format_bounds", "key_values", "link", "table"]
+__all__ = ["Raw", "bytes_text", "format_bounds", "key_values", "link", "on_terminal", "table"]
 
 
 class Raw(str):
@@ -104,3 +106,17 @@ def format_bounds(lo: float | None, hi: float | None) -> str:
     left = "(-inf" if low is None else f"[{low:g}"
     right = "+inf)" if high is None else f"{high:g}]"
     return f"{left}, {right}"
+
+
+def on_terminal() -> bool:
+    """Whether standard output is a terminal (``sys.stdout.isatty()``); ``False`` for a file,
+    a pipe, a captured or closed stream.
+
+    Progress rewrites one line with ``\\r`` on a terminal only: in a file or a pipe every
+    rewrite would join the previous ones on a single line.
+    """
+    stream = sys.stdout
+    try:
+        return bool(stream is not None and stream.isatty())
+    except (AttributeError, ValueError, OSError):  # no isatty, or a closed stream
+        return False

@@ -205,7 +205,7 @@ def test_progress_of_many_fits(samples, capsys):
     hears of every fit as it ends."""
     lik = _likelihood(samples)
     fits = lik.fit_restarts(2, seed=3, progress=True)
-    line = capsys.readouterr().out.rstrip("\n").split("\r")[-1].strip()
+    line = capsys.readouterr().out.replace("\r", "\n").splitlines()[-1].strip()
     want = f"restarts: 2 of 2 fits done, {len(fits.valid)} valid, best -2 ln L = {fits.best.fval:.10g}"
     assert line == want
     heard = []

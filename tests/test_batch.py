@@ -297,6 +297,52 @@ def test_output_naming_an_input_is_refused(case, tmp_path, own_sample, capsys):
     assert [hashlib.sha256(p.read_bytes()).hexdigest() for p in inputs] == before
 
 
+
+IMPORTABLE_OUTPUTS = {
+    # case: (--output relative to the model's folder, "is" an existing module / "would be" a new one)
+    "module the model imports": ("helpers.py", "is"),
+    "module of a package there": ("pkg/inner.py", "is"),
+    "cached bytecode": ("__pycache__/helpers.cpython-311.pyc", "is"),
+    "new module": ("json.py", "would be"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(IMPORTABLE_OUTPUTS))
+def test_output_that_the_model_could_import_is_refused(case, tmp_path, own_sample, capsys):
+    """``--output helpers.py`` overwrote a module the model file imports (exit 0); any file
+    importable from the model's folder is refused, existing or new, and nothing changes."""
+    output, verb = IMPORTABLE_OUTPUTS[case]
+    folder = tmp_path / "cfg"
+    (folder / "pkg").mkdir(parents=True)
+    (folder / "__pycache__").mkdir()
+    (folder / "helpers.py").write_text("SCALE = 1.0\n")
+    (folder / "pkg" / "inner.py").write_text("")
+    (folder / "__pycache__" / "helpers.cpython-311.pyc").write_bytes(b"\0")
+    (folder / "m.py").write_text("import helpers\n" + MODEL_FILE)
+    config = write_config(folder, own_sample, base=BASE.replace(
+        '{{ builtin = "ksks", fixed_lineshapes = true }}', '{{ file = "m.py" }}'))
+    before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    code = main([str(config), "--output", str(folder / output)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert_one_error_line(err, "laddu-dask fit", f"--output {folder / output}: {verb} a Python "
+                          f"module the fit can import from {folder} (the folder of the model file "
+                          "of model)")
+    assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
+
+
+def test_output_in_a_folder_on_the_import_path_is_refused(tmp_path, sample, monkeypatch, capsys):
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    monkeypatch.syspath_prepend(str(lib))
+    config = write_config(tmp_path, sample)
+    assert main([str(config), "--output", str(lib / "tools.py")]) == 2
+    assert_one_error_line(capsys.readouterr().err, "laddu-dask fit", f"--output {lib / 'tools.py'}: "
+                          f"would be a Python module the fit can import from {lib} (a folder on "
+                          "the Python import path)")
+    assert not (lib / "tools.py").exists()
+
+
 EXITING_MODELS = {
     "sys.exit(0) on import": ("import sys\nsys.exit(0)\n", "importing", "called sys.exit(0)"),
     "SystemExit in build": (MODEL_FILE.replace('    if scale <= 0:', '    raise SystemExit(0)\n'

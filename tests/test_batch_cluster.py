@@ -84,6 +84,40 @@ def test_slurm_job_script(tmp_path, sample, no_submission, capsys):
     assert not (tmp_path / "fit.result.json").exists()
 
 
+
+@pytest.mark.parametrize("kind", ["slurm", "pbs"])
+def test_print_job_script_starts_nothing(kind, tmp_path, sample, no_submission, monkeypatch, capsys):
+    """--print-job-script started a scheduler and a dashboard just to print (and warned that
+    port 8787 was taken); now the script comes from dask-jobqueue without starting anything."""
+    import socket
+    import threading
+
+    from distributed.deploy.spec import SpecCluster
+
+    def start(*args, **kwargs):
+        raise AssertionError("a scheduler was started")
+
+    monkeypatch.setattr(SpecCluster, "__init__", start)  # starts the scheduler and its loop
+    config = write_config(tmp_path, sample, JOBQUEUE.format(kind=kind, directive="-x"))
+    threads = set(threading.enumerate())
+    with socket.socket() as taken:  # the dashboard's port, as on a shared login node
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            taken.bind(("127.0.0.1", 8787))
+            taken.listen()
+        except OSError:
+            pass  # taken already
+        before = listening()
+        assert main([str(config), "--print-job-script"]) == 0
+        assert listening() == before
+    out, err = capsys.readouterr()
+    assert err == ""  # no "Port 8787 is already in use"
+    assert out.startswith("#!") and "-x" in out
+    assert "distributed.cli.dask_worker tcp://<insert-scheduler-address-here>:8786 " in out
+    assert "--protocol tls://" in out  # the settings went through dask-jobqueue
+    assert not [t.name for t in threading.enumerate() if t not in threads]  # no event loop
+
+
 def test_pbs_job_script(tmp_path, sample, no_submission):
     config = write_config(tmp_path, sample, JOBQUEUE.format(kind="pbs", directive="-m abe")
                           + 'resource_spec = "select=1:ncpus=3:mem=5GB"\n')

@@ -1,5 +1,6 @@
 """Notebook views (HTML tables of models, datasets, executions, memory decisions and fit
-results, parsed here) and the fit progress display in a terminal and in a notebook."""
+results, parsed here) and the fit progress display in a terminal, in a notebook, and in a
+file or a pipe."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from laddu_dask.runtime.execution import Execution
 from laddu_dask.runtime.memory import MemoryPlan, decide_storage
 
 fit_module = importlib.import_module("laddu_dask.likelihood.fit")  # not the fit function
+progress_module = importlib.import_module("laddu_dask.likelihood.progress")
 BYTES = re.compile(r"^\d+(\.\d+)? (B|kiB|MiB|GiB|TiB)$")
 
 
@@ -279,9 +281,14 @@ class _Handle:
         self.shown.append(bundle["text/plain"])
 
 
+def _stdout(monkeypatch, terminal: bool, notebook: bool = False) -> None:
+    monkeypatch.setattr(progress_module, "_in_notebook", lambda: notebook)
+    monkeypatch.setattr(progress_module, "on_terminal", lambda: terminal)
+
+
 def test_progress_in_a_terminal_refreshes_one_line(monkeypatch, capsys):
-    monkeypatch.setattr(fit_module, "_in_notebook", lambda: False)
-    monkeypatch.setattr(fit_module.ProgressLine, "interval", 0.0)  # show every evaluation
+    _stdout(monkeypatch, terminal=True)
+    monkeypatch.setattr(progress_module.ProgressLine, "interval", 0.0)  # show every evaluation
     r = _toy_likelihood().fit(progress=True)
     out = capsys.readouterr().out
     assert out.count("\r") == r.n_calls + 1 and out.count("\n") == 1 and out.endswith("\n")
@@ -299,9 +306,9 @@ def test_progress_in_a_notebook_updates_one_display(monkeypatch, capsys):
         handles.append(_Handle(text))
         return handles[-1]
 
-    monkeypatch.setattr(fit_module, "_in_notebook", lambda: True)
-    monkeypatch.setattr(fit_module, "_notebook_display", display)
-    monkeypatch.setattr(fit_module.ProgressLine, "interval", 0.0)
+    _stdout(monkeypatch, terminal=False, notebook=True)
+    monkeypatch.setattr(progress_module, "_notebook_display", display)
+    monkeypatch.setattr(progress_module.ProgressLine, "interval", 0.0)
     r = _toy_likelihood().fit(progress=True, method="lbfgsb")
     assert capsys.readouterr().out == ""  # nothing printed: no line per update
     (handle,) = handles  # one display, updated in place
@@ -310,8 +317,54 @@ def test_progress_in_a_notebook_updates_one_display(monkeypatch, capsys):
     assert handle.shown[-1] == f"fit: done, {r.n_calls} evaluations, -2 ln L = {r.fval:.10g}"
 
 
-def test_progress_says_when_a_fit_stopped(monkeypatch, capsys):
-    monkeypatch.setattr(fit_module, "_in_notebook", lambda: False)
+def test_progress_in_a_file_or_pipe_writes_whole_lines(monkeypatch, capsys):
+    """Not a terminal (a log file, a pipe): one line per update, no \\r (the updates used to
+    be joined with \\r on one line of hundreds of characters)."""
+    _stdout(monkeypatch, terminal=False)
+    monkeypatch.setattr(progress_module.ProgressLine, "line_interval", 0.0)  # every evaluation
+    r = _toy_likelihood().fit(progress=True)
+    out = capsys.readouterr().out
+    assert "\r" not in out and out.endswith("\n")
+    lines = out.splitlines()
+    assert len(lines) == r.n_calls + 1
+    assert all(re.fullmatch(rf"fit: {i} evaluations, -2 ln L = \S+", line)
+               for i, line in enumerate(lines[:-1], start=1))
+    assert lines[-1] == f"fit: done, {r.n_calls} evaluations, -2 ln L = {r.fval:.10g}"
+
+
+def test_progress_lines_in_a_file_are_throttled(monkeypatch, capsys):
+    """At most one line every ``line_interval`` (5 s) seconds: a short fit writes its first
+    evaluation and its result, where a terminal refreshes every 0.25 s."""
+    _stdout(monkeypatch, terminal=False)
+    r = _toy_likelihood().fit(progress=True)
+    assert r.n_calls > 2
+    out = capsys.readouterr().out
+    assert out.splitlines() == [out.splitlines()[0], f"fit: done, {r.n_calls} evaluations, "
+                                                     f"-2 ln L = {r.fval:.10g}"]
+    assert out.startswith("fit: 1 evaluations, -2 ln L = ")
+
+
+def test_stdout_on_a_terminal_or_not(monkeypatch):
+    from laddu_dask.views import on_terminal
+
+    class Stream:
+        def __init__(self, tty):
+            self.tty = tty
+
+        def isatty(self):
+            if self.tty is None:
+                raise ValueError("I/O operation on closed file")
+            return self.tty
+
+    for stream, want in ((Stream(True), True), (Stream(False), False), (Stream(None), False),
+                         (object(), False), (None, False)):
+        monkeypatch.setattr(sys, "stdout", stream)
+        assert on_terminal() is want
+
+
+@pytest.mark.parametrize("terminal", [True, False], ids=["terminal", "file"])
+def test_progress_says_when_a_fit_stopped(terminal, monkeypatch, capsys):
+    _stdout(monkeypatch, terminal=terminal)
     lik = _toy_likelihood()
 
     def boom(*args, **kwargs):
@@ -320,12 +373,12 @@ def test_progress_says_when_a_fit_stopped(monkeypatch, capsys):
     monkeypatch.setattr(fit_module, "_run_migrad", boom)
     with pytest.raises(KeyboardInterrupt):
         lik.fit(progress=True)
-    assert capsys.readouterr().out == "\rfit: stopped after 0 evaluations\n"
+    assert capsys.readouterr().out == "\r" * terminal + "fit: stopped after 0 evaluations\n"
 
 
 def test_notebook_detection(monkeypatch):
     monkeypatch.delitem(sys.modules, "IPython", raising=False)
-    assert fit_module._in_notebook() is False
+    assert progress_module._in_notebook() is False
     assert "IPython" not in sys.modules  # detecting never imports IPython
 
     def fake_ipython(shell):
@@ -334,10 +387,61 @@ def test_notebook_detection(monkeypatch):
         monkeypatch.setitem(sys.modules, "IPython", module)
 
     fake_ipython(None)  # imported, but no shell (a script)
-    assert fit_module._in_notebook() is False
+    assert progress_module._in_notebook() is False
     fake_ipython(types.SimpleNamespace(config={"TerminalIPythonApp": {}}))  # the ipython terminal
-    assert fit_module._in_notebook() is False
+    assert progress_module._in_notebook() is False
     fake_ipython(types.SimpleNamespace(config={"IPKernelApp": {"connection_file": "k.json"}}))
-    assert fit_module._in_notebook() is True
+    assert progress_module._in_notebook() is True
     fake_ipython(types.SimpleNamespace(config={}, kernel=object()))
-    assert fit_module._in_notebook() is True
+    assert progress_module._in_notebook() is True
+
+
+class _Bar:
+    """Stands in for Dask's progress bars; records that one was shown."""
+
+    shown: list[str] = []
+
+    def __init__(self, *args, **kwargs):
+        _Bar.shown.append("bar")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+@pytest.mark.parametrize("terminal", [True, False], ids=["terminal", "file"])
+def test_preparation_progress_bar_only_on_a_terminal(terminal, monkeypatch, capsys):
+    """Dask's bar rewrites its line with \\r: on a terminal only; in a file or a pipe the
+    preparation says its label on a line."""
+    import dask.diagnostics
+
+    from laddu_dask.runtime import threaded
+
+    monkeypatch.setattr(_Bar, "shown", [])
+    monkeypatch.setattr(dask.diagnostics, "ProgressBar", _Bar)
+    monkeypatch.setattr(threaded, "on_terminal", lambda: terminal)
+    runner = threaded.ThreadedRunner(1, 8, progress=True)
+    assert runner.get({"x": (abs, -2)}, "x", progress="preparing x") == 2
+    assert capsys.readouterr().out == "preparing x\n"
+    assert _Bar.shown == ["bar"] * terminal
+
+
+@pytest.mark.parametrize("terminal", [True, False], ids=["terminal", "file"])
+def test_cluster_preparation_progress_bar_only_on_a_terminal(terminal, monkeypatch, capsys):
+    import threading
+
+    import distributed
+    import distributed.utils
+
+    from laddu_dask.runtime import cluster
+
+    shown = threading.Event()
+    monkeypatch.setattr(distributed, "progress", lambda *a, **k: shown.set())
+    monkeypatch.setattr(distributed.utils, "is_kernel", lambda: False)
+    monkeypatch.setattr(cluster, "on_terminal", lambda: terminal)
+    cluster._show_progress(["f1", "f2"])
+    assert shown.wait(10 if terminal else 0) is terminal  # the text bar runs in a thread
+    assert capsys.readouterr().out == ("" if terminal else
+                                       "laddu-dask: preparing 2 partition(s) on the cluster\n")

@@ -11,7 +11,11 @@ blocked sum, which writes Numba's machine code to its disk cache; the parent the
 that machine code (:meth:`FusedKernels.compile_ahead`), a fraction of the compile time.
 The compilation's memory is the child's, and is returned when it exits.
 
-Run as ``python -m laddu_dask.compile.precompile`` (by :func:`compile_in_child` only).
+The child is an isolated interpreter (:func:`laddu_dask.processes.python_command`: the
+working folder and ``PYTHONPATH`` are not on its path, it imports the parent's
+laddu_dask), and it ends with the parent (:func:`laddu_dask.processes.exit_with_parent`),
+also when the parent is ended by SIGTERM or SIGKILL while the child compiles.
+Started by :func:`compile_in_child` only.
 
 Examples
 --------
@@ -71,8 +75,10 @@ def compile_in_child(fused: Any, with_gradient: bool, timeout: float | None = No
 
 
 def _run_child(payload: bytes, env: dict[str, str], timeout: float) -> bool:
+    from laddu_dask.processes import python_command
+
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "laddu_dask.compile.precompile"],
+        proc = subprocess.Popen(python_command("laddu_dask.compile.precompile", str(os.getpid())),
                                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, env=env)
     except OSError:
@@ -100,10 +106,18 @@ def _stop_children() -> None:
         proc.kill()
 
 
-def main() -> int:
-    """The child: read a :func:`request` from standard input, compile, exit 0 on success."""
+def main(argv: list[str] | None = None) -> int:
+    """The child: read a :func:`request` from standard input, compile, exit 0 on success.
+
+    ``argv`` (default ``sys.argv[1:]``): the parent's process id; the child ends with it.
+    """
     from laddu_dask.compile.fused import kernel_signature, prelude
     from laddu_dask.compile.kernel_cache import load_module
+    from laddu_dask.processes import exit_with_parent
+
+    argv = sys.argv[1:] if argv is None else argv
+    if argv:
+        exit_with_parent(int(argv[0]))
 
     req = json.loads(sys.stdin.buffer.read())
     prelude()

@@ -11,7 +11,8 @@ Usage::
 
 ``--scheduler`` runs on an existing Dask scheduler (``tcp://host:8786``), overriding
 ``[cluster]``; ``--output`` chooses the result file (default ``<config stem>.result.json``
-beside the config; a file the job reads, whatever its spelling or link, is refused);
+beside the config; a file the job reads, whatever its spelling or link, is refused, and so
+is a module file (``.py``, ``.pyc``, ...) in the model file's folder or on the import path);
 ``--print-job-script`` prints the batch script that the ``[cluster]`` table would submit
 for each worker job, submits nothing and exits; ``--debug`` prints the traceback of a
 failure before its one-line message.

@@ -171,23 +171,59 @@ def jobqueue_cluster(config: FitConfig, *, to_submit: bool = False) -> Iterator[
 
     ``to_submit``: first check that the submit command (``sbatch``, ``qsub``) is on PATH.
     """
+    with _built_cluster(config, started=True, to_submit=to_submit) as cluster:
+        try:
+            yield cluster
+        finally:
+            _close_quietly(cluster)
+
+
+@contextlib.contextmanager
+def _built_cluster(config: FitConfig, *, started: bool, to_submit: bool = False) -> Iterator[Any]:
+    """The SLURM/PBS cluster object of ``config`` (its scheduler running, or, not
+    ``started``, an object of :func:`_unstarted` that starts nothing), inside the block of its
+    TLS certificates."""
     check = Checker(config.path)
     cluster_cls, job_cls = _jobqueue_class(config.cluster.kind, check)
     if to_submit:
         _check_submit_command(config, job_cls)
     with _security(config, check) as security:
         try:
-            cluster = cluster_cls(job_cls=job_cls, **jobqueue_arguments(config, security))
+            make = cluster_cls if started else _unstarted(cluster_cls)
+            cluster = make(job_cls=job_cls, **jobqueue_arguments(config, security))
         except (TypeError, ValueError, LadduDaskError) as exc:
             raise check.error(f"[cluster] ({config.cluster.kind})",
                               f"{cluster_cls.__name__}: {exc}") from exc
         except OSError as exc:
             raise FitRunError(one_line(f"{config.path}: [cluster]: could not start the Dask "
                                        f"scheduler ({type(exc).__name__}: {exc})")) from exc
-        try:
-            yield cluster
-        finally:
-            _close_quietly(cluster)
+        yield cluster
+
+
+@functools.cache
+def _unstarted(cluster_cls: Any) -> Any:
+    """``cluster_cls`` whose objects start nothing: no scheduler, no dashboard, no event loop.
+
+    dask-jobqueue writes a job script from the cluster's settings
+    (``JobQueueCluster.job_script()``, with ``tcp://<insert-scheduler-address-here>:8786``
+    where no scheduler runs), but its constructor ends by calling ``SpecCluster``'s, which
+    starts the scheduler.  This class puts a constructor that only marks the object closed
+    between the two (``JobQueueCluster`` -> ``NotStarted`` -> ``SpecCluster`` in the method
+    order), so every setting is checked and processed by dask-jobqueue itself.
+    """
+    from distributed.core import Status
+    from distributed.deploy.spec import SpecCluster
+
+    class NotStarted(SpecCluster):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:  # noqa: ARG002 - SpecCluster's
+            self.scheduler = None
+            self.status = Status.closed  # nothing to close (Cluster.__del__ warns otherwise)
+
+    class Unstarted(cluster_cls, NotStarted):  # type: ignore[misc, valid-type]
+        pass
+
+    Unstarted.__name__ = Unstarted.__qualname__ = cluster_cls.__name__
+    return Unstarted
 
 
 def _close_quietly(resource: Any) -> None:
@@ -199,8 +235,9 @@ def _close_quietly(resource: Any) -> None:
 def job_script(config: FitConfig | str | os.PathLike[str]) -> str:
     """The batch script of one worker job of the configured SLURM or PBS cluster.
 
-    Nothing is submitted: the cluster object is built (its scheduler starts and stops
-    in this process) without scaling it, and closed again.
+    Nothing is submitted and nothing is started (no scheduler, no dashboard): dask-jobqueue
+    builds the script from the cluster's settings, with
+    ``tcp://<insert-scheduler-address-here>:8786`` where a run puts its scheduler's address.
 
     Parameters
     ----------
@@ -225,7 +262,7 @@ def job_script(config: FitConfig | str | os.PathLike[str]) -> str:
     if config.cluster.kind not in CLUSTER_KINDS:
         raise Checker(config.path).error(
             "[cluster]", "no batch-job cluster is configured (set kind = \"slurm\" or \"pbs\")")
-    with jobqueue_cluster(config) as cluster:
+    with _built_cluster(config, started=False) as cluster:
         return str(cluster.job_script())
 
 

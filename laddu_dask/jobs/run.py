@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import importlib.machinery
 import json
 import math
 import os
 import platform
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -116,6 +118,23 @@ def _same_file(a: str, b: str) -> bool:
         return False
 
 
+def _import_folders(config: FitConfig) -> Iterator[tuple[str, str]]:
+    """``(what, folder)`` of every folder the job imports Python modules from: each model
+    file's folder (on ``sys.path`` while the file loads) and this process's ``sys.path``."""
+    for term in config.terms:
+        if term.model.file is not None:
+            yield (f"the folder of the model file of {term.model.where}",
+                   os.path.dirname(os.path.abspath(term.model.file)))
+    for entry in sys.path:
+        if isinstance(entry, str) and os.path.isdir(entry or "."):
+            yield "a folder on the Python import path", os.path.abspath(entry or ".")
+
+
+def _is_within(path: str, folder: str) -> bool:
+    path, folder = os.path.realpath(path), os.path.realpath(folder)
+    return os.path.commonpath([path, folder]) == folder
+
+
 def _check_output(config: FitConfig, output: str) -> str:
     output = os.path.abspath(output)
     folder = os.path.dirname(output)
@@ -123,6 +142,16 @@ def _check_output(config: FitConfig, output: str) -> str:
         if _same_file(output, path):
             raise ConfigError(f"--output {output}: is {what} ({path}); writing the result "
                               "there would overwrite it")
+    if output.endswith(tuple(importlib.machinery.all_suffixes())):
+        for what, where in _import_folders(config):
+            if not _is_within(output, where):
+                continue
+            module = f"a Python module the fit can import from {where} ({what})"
+            if os.path.lexists(output):
+                raise ConfigError(f"--output {output}: is {module}; writing the result there "
+                                  "would overwrite it")
+            raise ConfigError(f"--output {output}: would be {module}, shadowing any module of "
+                              "that name; write the result to a .json file")
     if not os.path.isdir(folder):
         raise ConfigError(f"--output {output}: folder {folder} does not exist")
     if not os.access(folder, os.W_OK):

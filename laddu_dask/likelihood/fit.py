@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import html
 import math
-import sys
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ import numpy as np
 from laddu_dask.compile.layout import ParameterValues
 from laddu_dask.files import read_json, write_json
 from laddu_dask.likelihood.cost import MinuitCost
+from laddu_dask.likelihood.progress import ProgressLine
 from laddu_dask.options import FitMethod, HessianSource
 from laddu_dask.views import format_bounds, table
 
@@ -322,7 +322,8 @@ def fit(
         Limit on likelihood evaluations (a fit that reaches it is not valid).
     progress : bool or callable
         ``True`` shows an evaluation counter (one updating line in a terminal, one
-        updating display in a notebook); a callable gets ``(calls, value)``.
+        updating display in a notebook, whole lines at most every 5 s in a file or a
+        pipe); a callable gets ``(calls, value)``.
     hessian : {"gradient", "minuit"}
         Where MIGRAD's seed and HESSE take second derivatives from: central differences
         of the exact gradient, the ``2 n`` points in one evaluation round
@@ -432,64 +433,3 @@ def _run_lbfgsb(objective: _Watched, names: list[str], x0: np.ndarray, bounds: l
         problems.append("call limit reached" if res.status == 1 else "L-BFGS-B did not converge")
     problems += _covariance_problems(minuit.fmin)
     return minuit, values, float(fval), problems, f"L-BFGS-B: {' '.join(str(res.message).split())}"
-
-
-def _in_notebook() -> bool:
-    """Whether this process is a Jupyter (IPython) kernel; never imports IPython itself."""
-    ipython = sys.modules.get("IPython")  # a kernel has imported it; if not, this is no notebook
-    if ipython is None:
-        return False
-    shell = ipython.get_ipython()
-    if shell is None:
-        return False
-    return getattr(shell, "kernel", None) is not None or "IPKernelApp" in getattr(shell, "config", {})
-
-
-def _notebook_display(text: str) -> Any:
-    """Show ``text`` as a new display in the notebook and return its handle."""
-    from IPython.display import display
-
-    return display({"text/plain": text}, raw=True, display_id=True)
-
-
-class ProgressLine:
-    """A fit-evaluation counter refreshed at most every ``interval`` seconds.
-
-    In a terminal it rewrites one line (``\\r``); in a notebook it updates one display.
-    :meth:`finish` shows the final count and value.
-    """
-
-    interval = 0.25
-
-    def __init__(self, notebook: bool | None = None) -> None:
-        self.notebook = _in_notebook() if notebook is None else notebook
-        self.last = -math.inf
-        self.calls = 0
-        self._handle: Any = None
-        self._width = 0
-
-    def __call__(self, calls: int, value: float) -> None:
-        self.calls = calls
-        now = time.perf_counter()
-        if now - self.last >= self.interval:
-            self.last = now
-            self.show(f"fit: {calls} evaluations, -2 ln L = {value:.10g}")
-
-    def show(self, text: str, final: bool = False) -> None:
-        """Show ``text`` in place of the last line (``final``: end the line)."""
-        if self.notebook:
-            if self._handle is None:
-                self._handle = _notebook_display(text)
-            else:
-                self._handle.update({"text/plain": text}, raw=True)
-            return
-        pad = " " * max(0, self._width - len(text))  # blank what a longer line left behind
-        self._width = len(text)
-        print(f"\r{text}{pad}", end="\n" if final else "", flush=True)
-
-    def finish(self, fval: float | None) -> None:
-        """Show the final line: evaluations and the minimum (``None``: the fit stopped)."""
-        if fval is None:
-            self.show(f"fit: stopped after {self.calls} evaluations", final=True)
-        else:
-            self.show(f"fit: done, {self.calls} evaluations, -2 ln L = {fval:.10g}", final=True)

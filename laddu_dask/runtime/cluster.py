@@ -68,6 +68,7 @@ from laddu_dask.runtime.preparation import (
 from laddu_dask.runtime.reducer import PartitionReducer
 from laddu_dask.runtime.reduction import merge_list, tree_graph
 from laddu_dask.runtime.wire import decode_partials, encode_points
+from laddu_dask.views import on_terminal
 
 #: Errors that mean "the worker (or its connection) is gone", not "the work failed".
 _LOST = ("CommClosedError", "KilledWorker", "FutureCancelledError", "StreamClosedError",
@@ -115,7 +116,8 @@ def _chain(err: BaseException) -> list[BaseException]:
 
 
 def _show_progress(futures: list[Any]) -> None:
-    """distributed's progress of ``futures``: a widget in a notebook, else a text bar.
+    """distributed's progress of ``futures``: a widget in a notebook, a text bar in a
+    terminal, one line in a file or a pipe (where the bar's ``\\r`` rewrites would join).
 
     The text bar blocks until its tasks end, so it runs in a thread of its own: the
     caller's wait (with its timeout) decides when preparation is over.
@@ -131,6 +133,9 @@ def _show_progress(futures: list[Any]) -> None:
             return
         except ImportError:  # a notebook without ipywidgets
             pass
+    if not on_terminal():
+        print(f"laddu-dask: preparing {len(futures)} partition(s) on the cluster", flush=True)
+        return
     threading.Thread(target=progress, args=(futures,), kwargs={"notebook": False},
                      name="laddu-dask-progress", daemon=True).start()
 

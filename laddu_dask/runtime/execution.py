@@ -183,7 +183,7 @@ class Execution:
         results are bitwise the same for any partitioning.
     progress : bool
         Show progress while datasets are prepared (Dask's progress bar locally; a
-        count of worker stores on a cluster).
+        count of worker stores on a cluster; in a file or a pipe, one line each).
 
     Examples
     --------

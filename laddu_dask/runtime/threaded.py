@@ -48,6 +48,7 @@ from laddu_dask.runtime.preparation import (
 )
 from laddu_dask.runtime.reducer import PartitionReducer
 from laddu_dask.runtime.reduction import merge_list, tree_graph, unique_name
+from laddu_dask.views import on_terminal
 
 
 def evaluation_graph(jobs: list[ReductionJob], threads: int, split_every: int
@@ -143,6 +144,8 @@ class ThreadedRunner(Runner):
             from dask.diagnostics import ProgressBar
 
             print(progress, flush=True)
+            if not on_terminal():  # Dask's bar rewrites its line with \r: no bar in a file or pipe
+                return dask.threaded.get(graph, keys, num_workers=workers, cache=cache)
             with ProgressBar(minimum=0.5):
                 return dask.threaded.get(graph, keys, num_workers=workers, cache=cache)
         return dask.threaded.get(graph, keys, num_workers=workers, cache=cache)
