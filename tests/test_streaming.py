@@ -150,6 +150,9 @@ def test_planned_working_set_holds_a_streamed_partition(tmp_path, kernel, n_ampl
     plan = ReductionPlan.weighted_real()
     for exact in (False, True):  # the fast sums, and their exact redo
         stream_partitions(pm.reducer, pd.dataset, [1], (params,), plan, True, exact)  # warm
+        # the fused kernel's background compilation (tier-0 meanwhile) must not allocate in
+        # the traced window: its loading is code, not the partition's working set
+        assert pm.reducer.wait_compiled(600.0)
         tracemalloc.start()
         try:
             stream_partitions(pm.reducer, pd.dataset, [1], (params,), plan, True, exact)
