@@ -20,7 +20,7 @@ alone (phase space flat in m and in the decay angles). Samples are written in la
 Parquet convention: ``NAME_e, NAME_px, NAME_py, NAME_pz`` for the four-vectors beam,
 proton, kshort1, kshort2 (GeV, lab frame, target proton at rest) and ``weight``.
 
-:func:`generate` (NumPy, the benchmark's reference sample bit for bit) and
+:func:`generate` (NumPy; the distributions of ``shared/bench/ksks.py``, not its draws) and
 :func:`write_sample` draw the toy by hand; :func:`generate_datasets` draws the same
 distributions with laddu-dask's :class:`~laddu_dask.Generator` on :func:`channel`, as Dask
 work (see :mod:`laddu_dask.ksks_generation`).

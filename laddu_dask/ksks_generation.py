@@ -1,7 +1,7 @@
 """The KsKs toy of :mod:`laddu_dask.ksks` drawn by laddu-dask's :class:`~laddu_dask.Generator`.
 
-:func:`laddu_dask.ksks.generate` is the hand-written sampler that reproduces the benchmark
-sample (``shared/bench/ksks.py``) bit for bit; this module draws the same distributions as
+:func:`laddu_dask.ksks.generate` is the hand-written sampler of the benchmark sample's
+distributions (those of ``shared/bench/ksks.py``, not its draws); this module draws them as
 one use of the Generator, with Dask tasks, any number of threads or workers, and Parquet
 output:
 

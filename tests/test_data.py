@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import math
 import os
-import subprocess
-import sys
 from fractions import Fraction
 from pathlib import Path
 
@@ -21,8 +19,8 @@ from laddu_dask.data.dataset import DEFAULT_CHUNK_SIZE, Dataset, Partition
 from laddu_dask.data.parquet import read_parquet
 from laddu_dask.data.schema import Schema
 from laddu_dask.errors import DataError, SchemaError, UnsafeOutputError
+from laddu_dask.ksks import write_sample
 
-KSKS = Path(__file__).resolve().parents[2] / "shared" / "bench" / "ksks.py"
 P4_NAMES = ("beam", "proton", "kshort1", "kshort2")
 
 
@@ -60,15 +58,11 @@ def _p4_table(n: int, seed: int = 1, weight: bool = True) -> dict[str, np.ndarra
 
 @pytest.fixture(scope="module")
 def ksks(tmp_path_factory) -> Path:
-    if not KSKS.exists():
-        pytest.skip("shared ksks.py generator not available")
+    """The KsKs toy (the project's own writer of the benchmark sample): one file per sample
+    under ``one/``, folders of three files under ``parts/``."""
     out = tmp_path_factory.mktemp("ksks")
-    for args in (["one"], ["parts", "--parts", "3"]):
-        subprocess.run(
-            [sys.executable, str(KSKS), str(out / args[0]), "--data", "300", "--mc", "400",
-             "--seed", "7", *args[1:]],
-            check=True, capture_output=True,
-        )
+    for name, parts in (("one", 1), ("parts", 3)):
+        write_sample(out / name, n_data=300, n_mc=400, seed=7, parts=parts)
     return out
 
 

@@ -52,6 +52,12 @@ def sample():
 # --- agreement with the shared benchmark generator ----------------------------------------
 
 
+def test_truth_and_names_match_the_laddu_reference():
+    """The toy's truth is the one the laddu reference likelihood fits (runs in every clone)."""
+    assert ksks.TRUTH == lr.TRUTH
+    assert ksks.PARAMETER_NAMES == lr.PARAMETER_NAMES == tuple(lr.TRUTH)
+
+
 def test_constants_and_truth_match_shared(shared):
     assert ksks.TRUTH == shared.TRUTH
     assert lr.TRUTH == shared.TRUTH

@@ -1,7 +1,7 @@
 """The KsKs toy drawn by laddu-dask's Generator (``ksks.channel``, ``ksks.generate_datasets``).
 
-References: the hand-written sampler ``ksks.generate`` (the benchmark's reference sample, bit
-for bit ``shared/bench/ksks.py``), by two-sample Kolmogorov-Smirnov tests of m, cos(theta),
+References: the hand-written sampler ``ksks.generate`` (the distributions of
+``shared/bench/ksks.py``, not its draws), by two-sample Kolmogorov-Smirnov tests of m, cos(theta),
 phi and |t| on independent samples with fixed seeds (p-values far from the 1e-3 threshold:
 data 0.69 0.96 0.96 0.79, accepted MC 0.59 0.22 0.64 0.71 when written); laddu 0.28.1's
 Generator on the same channel (its proposal weights are the inverse of

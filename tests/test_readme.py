@@ -1,7 +1,9 @@
 """Every code block of the README runs as written.
 
 The Python blocks run in order, in one namespace (the tour builds on itself), in an empty
-folder, and the tour's fit must be valid and recover its sample's truth within its errors.
+folder, and the tour's fit must be valid and recover its sample's truth within its errors;
+the same blocks, pasted into one file, run as a plain script (``python3 tour.py``), each
+line of the tour printed once (no worker process re-runs the script).
 The batch-job block runs command by command from a folder holding a copy of examples/.
 The set-up block is what .ci/run runs (checked against it), and the marked test subsets
 name markers and a Hypothesis profile that exist.
@@ -33,8 +35,9 @@ def test_code_blocks_are_found():
 
 
 def test_readme_python_blocks_run(tmp_path, monkeypatch, capsys):
+    """The blocks as notebook cells: one namespace whose ``__name__`` is ``"__main__"``."""
     monkeypatch.chdir(tmp_path)
-    namespace: dict = {"__name__": "__readme__"}
+    namespace: dict = {"__name__": "__main__"}
     for i, block in enumerate(code_blocks(README.read_text(), "python")):
         try:
             exec(compile(block, f"README.md python block {i + 1}", "exec"), namespace)  # noqa: S102
@@ -49,6 +52,36 @@ def test_readme_python_blocks_run(tmp_path, monkeypatch, capsys):
         assert abs(pull) < 4.0, f"{name}: pull {pull:.2f}"
     out = capsys.readouterr().out
     assert "truth" in out and "s_mass" in out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("form", ["as-written", "worker-processes-under-main-guard"])
+def test_readme_python_blocks_run_as_a_script(tmp_path, form):
+    """The blocks pasted into ``tour.py`` and run with ``python3 tour.py`` from an empty folder;
+    and, as the cluster section advises, with worker processes and the script's code under
+    ``if __name__ == "__main__":``.
+
+    Worker processes are spawned and re-import the main module: a tour that starts them
+    unguarded is run again by each of them (its sample rewritten under the running fit: a
+    ``DataChangedError``, or "Nanny failed to start"), so every line of the tour's output
+    must appear exactly once.
+    """
+    from batch_helpers import command_env
+
+    tour = "\n".join(code_blocks(README.read_text(), "python"))
+    if form != "as-written":
+        assert tour.count("processes=False") == 1
+        body = tour.replace("processes=False", "processes=True")
+        tour = 'if __name__ == "__main__":\n' + "".join(f"    {line}\n" for line in body.splitlines())
+    script = tmp_path / "tour.py"
+    script.write_text(tour)
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=command_env(),
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    from laddu_dask import ksks
+
+    fitted = re.findall(r"^(\w+) +\S+ \+- \S+ +truth ", proc.stdout, flags=re.M)
+    assert fitted == list(ksks.TRUTH), proc.stdout[-3000:]  # each parameter's line, once
 
 
 def _commands(block: str) -> list[str]:

@@ -17,7 +17,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 import tracemalloc
 from pathlib import Path
 
@@ -151,6 +150,9 @@ def test_planned_working_set_holds_a_streamed_partition(tmp_path, kernel, n_ampl
     plan = ReductionPlan.weighted_real()
     for exact in (False, True):  # the fast sums, and their exact redo
         stream_partitions(pm.reducer, pd.dataset, [1], (params,), plan, True, exact)  # warm
+        # the fused kernel's background compilation (tier-0 meanwhile) must not allocate in
+        # the traced window: its loading is code, not the partition's working set
+        assert pm.reducer.wait_compiled(600.0)
         tracemalloc.start()
         try:
             stream_partitions(pm.reducer, pd.dataset, [1], (params,), plan, True, exact)
@@ -177,18 +179,21 @@ def test_streamed_dataset_reads_as_many_partitions_at_once_as_planned(tmp_path, 
     PreparedModel.prepare(CompiledModel.from_expr(expr), one).prepare_dataset(one, ds)
     partition_bytes = one.memory_decisions()[0].peak_bytes
     live, most = [0], [0]
-    lock = threading.Lock()
+    changed = threading.Condition()
     load = ParquetPartition.load
 
     def counting(self, *args, **kwargs):
-        with lock:
+        with changed:
             live[0] += 1
             most[0] = max(most[0], live[0])
+            changed.notify_all()
+            # until two loads have overlapped in this pass (what the plan allows), hold each
+            # load until a second one is in flight: the overlap does not depend on scheduling
+            changed.wait_for(lambda: most[0] >= 2, timeout=5.0)
         try:
-            time.sleep(0.002)  # long enough for the other threads to start theirs
             return load(self, *args, **kwargs)
         finally:
-            with lock:
+            with changed:
                 live[0] -= 1
 
     monkeypatch.setattr(ParquetPartition, "load", counting)
