@@ -184,3 +184,69 @@ def test_a_bad_event_in_a_threads_slice_of_one_partition(tmp_path, kernel):
     assert sliced[0] == whole[0] and np.array_equal(sliced[1], whole[1])
     with pytest.raises(NonFiniteError, match=rf"at event {bad_at} \({bad} \[rows 0:{n}\]\)"):
         lik(bad).value([1.0])
+
+
+Y = ld.scalar("y")
+#: I = a x y + a^2: with x y = O(1) but y = 1e200, the reverse sweep's adjoint of a x is
+#: (w / I) y, which overflows for w = 1e300 although the gradient term w (x y + 2a) / I does not
+SCALED_MODEL = ld.Model((A * X) * Y + A * A)
+SX = np.array([1e-200, 2e-200, 1.0, 0.5])
+SY = np.array([1e200, 3e200, 2.0, 0.25])
+SW = np.array([1e300, 2e300, 1e300, 3e299])
+MX, MY = np.array([0.5, 1.0, 2.0, 4.0]), np.array([1.0, 0.5, 3.0, 2.0])
+
+
+def _mp_nll_and_gradient(a: float) -> tuple[float, float]:
+    """The NLL and its derivative in ``a`` at 60 digits (mpmath), from the closed form."""
+    import mpmath
+
+    with mpmath.workdps(60):
+        a = mpmath.mpf(a)
+        xy = [mpmath.mpf(x) * mpmath.mpf(y) for x, y in zip(SX, SY, strict=True)]
+        w = [mpmath.mpf(v) for v in SW]
+        intensity = [a * v + a * a for v in xy]
+        n_w = mpmath.fsum(w)
+        mxy = [mpmath.mpf(x) * mpmath.mpf(y) for x, y in zip(MX, MY, strict=True)]
+        s_mc = mpmath.fsum(a * v + a * a for v in mxy)
+        g_mc = mpmath.fsum(v + 2 * a for v in mxy)
+        value = -2 * (mpmath.fsum(wi * mpmath.log(i) for wi, i in zip(w, intensity, strict=True))
+                      - n_w * mpmath.log(s_mc))
+        grad = -2 * (mpmath.fsum(wi * (v + 2 * a) / i for wi, v, i in zip(w, xy, intensity, strict=True))
+                     - n_w * g_mc / s_mc)
+        return float(value), float(grad)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_a_gradient_term_whose_intermediate_overflows_is_computed_scaled(kernel):
+    """The kernels' w dI/da overflows inside the reverse sweep for two events (issue 23,
+    item 14): those entries are recomputed with the weight scaled by a power of two; the
+    gradient is the mpmath one, and the same bits for any partitioning and kernel."""
+    def lik(chunk: int, k: str = kernel) -> Likelihood:
+        data = Dataset.from_arrays(scalars={"x": SX, "y": SY}, weights=SW, chunk_size=chunk)
+        mc = Dataset.from_arrays(scalars={"x": MX, "y": MY}, chunk_size=chunk)
+        return Likelihood([NLL(SCALED_MODEL, data=data, accepted_mc=mc)], execution=Execution(kernel=k))
+
+    value, grad = lik(4).value_and_gradient([1.5])
+    ref_value, ref_grad = _mp_nll_and_gradient(1.5)
+    assert value == pytest.approx(ref_value, rel=1e-14)
+    assert grad[0] == pytest.approx(ref_grad, rel=1e-12)
+    for chunk in (1, 3):
+        v, g = lik(chunk).value_and_gradient([1.5])
+        assert v == value and g.tobytes() == grad.tobytes()
+    v, g = lik(4, "numpy").value_and_gradient([1.5])
+    assert v == value and g.tobytes() == grad.tobytes()
+
+
+def test_a_term_beyond_the_float_range_says_so_with_its_magnitude():
+    """A term that is itself beyond the float range (w e^x with w = 1e300, x = 30) stays an
+    error, which now says it is the product with the weight that overflows and how large it is."""
+    w = np.ones(4)
+    w[2] = 1e300
+    mc = Dataset.from_arrays(scalars={"x": np.array([0.1, 0.2, 30.0, 0.3])}, weights=w)
+    data = Dataset.from_arrays(scalars={"x": np.array([0.1, 0.2])})
+    lik = Likelihood([NLL(EXP, data=data, accepted_mc=mc)], execution=Execution(kernel="numpy"))
+    with pytest.raises(NonFiniteError, match=r"non-finite term w t\(I\) inf at event 2 \(arrays.*\); it is "
+                                             r"1\.07e\+313 \(computed with its weight 1e\+300 scaled by "
+                                             r"2\*\*-32\), beyond the float range: the product with the "
+                                             r"weight overflows"):
+        lik.value([1.0])
