@@ -220,7 +220,7 @@ def _mp_nll_and_gradient(a: float) -> tuple[float, float]:
 def test_a_gradient_term_whose_intermediate_overflows_is_computed_scaled(kernel):
     """The kernels' w dI/da overflows inside the reverse sweep for two events (issue 23,
     item 14): those entries are recomputed with the weight scaled by a power of two; the
-    gradient is the mpmath one, and the same bits for any partitioning and kernel."""
+    gradient is the mpmath one, the same bits for any partitioning, and the other kernel's."""
     def lik(chunk: int, k: str = kernel) -> Likelihood:
         data = Dataset.from_arrays(scalars={"x": SX, "y": SY}, weights=SW, chunk_size=chunk)
         mc = Dataset.from_arrays(scalars={"x": MX, "y": MY}, chunk_size=chunk)
@@ -233,8 +233,8 @@ def test_a_gradient_term_whose_intermediate_overflows_is_computed_scaled(kernel)
     for chunk in (1, 3):
         v, g = lik(chunk).value_and_gradient([1.5])
         assert v == value and g.tobytes() == grad.tobytes()
-    v, g = lik(4, "numpy").value_and_gradient([1.5])
-    assert v == value and g.tobytes() == grad.tobytes()
+    v, g = lik(4, "numpy" if kernel == "fused" else "fused").value_and_gradient([1.5])
+    assert v == pytest.approx(value, rel=1e-14) and g == pytest.approx(grad, rel=1e-14)
 
 
 def test_a_term_beyond_the_float_range_says_so_with_its_magnitude():
@@ -248,5 +248,46 @@ def test_a_term_beyond_the_float_range_says_so_with_its_magnitude():
     with pytest.raises(NonFiniteError, match=r"non-finite term w t\(I\) inf at event 2 \(arrays.*\); it is "
                                              r"1\.07e\+313 \(computed with its weight 1e\+300 scaled by "
                                              r"2\*\*-32\), beyond the float range: the product with the "
-                                             r"weight overflows"):
+                                             r"weight overflows, an intermediate of the likelihood"):
         lik.value([1.0])
+    linear = ld.Model(A * X)  # w a x = 1e305 at a = 1e-10 is finite, its derivative w x = 1e315 is not
+    mc = Dataset.from_arrays(scalars={"x": np.array([1.0, 1e15])}, weights=np.array([1.0, 1e300]))
+    lik = Likelihood([NLL(linear, data=data, accepted_mc=mc)], execution=Execution(kernel="numpy"))
+    assert math.isfinite(lik.value([1e-10]))
+    with pytest.raises(NonFiniteError, match=r"non-finite gradient term \(a derivative of w t\(I\)\) inf at "
+                                             r"event 1 \(arrays.*\); it is 1e\+315 .*an intermediate of "
+                                             r"the likelihood, which may itself be finite"):
+        lik.value_and_gradient([1e-10])
+
+
+@pytest.mark.skipif(not numba_available(), reason="the tier-0 start needs Numba")
+@pytest.mark.usefixtures("tier0")
+def test_the_scaled_redo_under_tier0_gives_the_fused_bits(monkeypatch):
+    """While the fused kernel compiles, the tier-0 kernel serves the evaluation and redoes
+    the overflowing entries itself: the same bits as the compiled fused kernel's redo."""
+    import threading
+    import uuid
+
+    from laddu_dask.compile import precompile
+
+    release = threading.Event()
+    monkeypatch.setattr(precompile, "compile_in_child", lambda *a, **k: release.wait(60) and False)
+    tag = 1.0 + uuid.uuid4().int % 2**40 / 2**42  # a model no earlier process compiled
+    model = ld.Model((A * X) * Y + A * A * tag)
+
+    def lik(kernel: str) -> Likelihood:
+        data = Dataset.from_arrays(scalars={"x": SX, "y": SY}, weights=SW)
+        mc = Dataset.from_arrays(scalars={"x": MX, "y": MY})
+        return Likelihood([NLL(model, data=data, accepted_mc=mc)], execution=Execution(kernel=kernel))
+
+    fused = lik("fused")
+    value, grad = fused.value_and_gradient([1.5])
+    [prep] = fused.terms[0]._prepared.values()
+    assert prep.model.reducer._compiling[True].is_alive()  # tier-0 served it
+    release.set()
+    assert prep.model.reducer.wait_compiled(600)
+    v, g = fused.value_and_gradient([1.5])  # the fused kernel's own redo
+    assert prep.model.reducer._ready[True]
+    assert math.isfinite(value) and v == value and g.tobytes() == grad.tobytes()
+    v, g = lik("numpy").value_and_gradient([1.5])
+    assert v == pytest.approx(value, rel=1e-14) and g == pytest.approx(grad, rel=1e-14)

@@ -85,8 +85,9 @@ def _rescue(host: np.ndarray, part: Any, redo: Callable[[Any], Any]) -> None:
                 f"non-finite {_what(j)} {float(host[j, i])!r} at event {part.offset + i} "
                 f"({part.source}); it is {_magnitude(float(rows[j, i]), shift)} (computed with "
                 f"its weight {float(w_host[i])!r} scaled by 2**-{shift}), beyond the float "
-                "range: the product with the weight overflows; scale the weights down (an NLL "
-                "does not change when the accepted MC's weights are scaled by one factor)"
+                "range: the product with the weight overflows, an intermediate of the likelihood, "
+                "which may itself be finite; scale the weights down (an NLL's gradient does not "
+                "change when the accepted MC's weights are all scaled by one factor)"
             )
         host[fixed] = back
         todo &= ~fixed

@@ -469,7 +469,10 @@ class PartitionReducer:
             j = int(np.argmin(np.isfinite(grad)))
             raise NonFiniteError(
                 f"the gradient of the sum over {label} is {grad[j]!r} in parameter "
-                f"{self.compiled.parameter_names[j]!r}: it overflows the float range"
+                f"{self.compiled.parameter_names[j]!r}: it overflows the float range (an "
+                "intermediate of the likelihood's gradient, which may itself be finite: an NLL's "
+                "gradient does not change when the accepted MC's weights are all scaled down by "
+                "one factor)"
             )
         return value, grad
 
