@@ -110,3 +110,7 @@ def test_a_block_without_a_declared_column_is_a_data_error():
     lost = dd.from_delayed(parts, meta=frame.iloc[:0], verify_meta=False)
     with pytest.raises(DataError, match=r"dask DataFrame '.*' partition 1 computed no column\(s\) \['x'\]"):
         ld.Dataset.from_dask(lost, lengths=[2, 2]).load_partition(1)
+    parts = [dask.delayed(frame), dask.delayed(frame["x"])]
+    series = dd.from_delayed(parts, meta=frame.iloc[:0], verify_meta=False)
+    with pytest.raises(DataError, match=r"dask DataFrame '.*' partition 1 computed a Series, not the table"):
+        ld.Dataset.from_dask(series, lengths=[2, 2]).load_partition(1)

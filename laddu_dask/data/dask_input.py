@@ -128,7 +128,10 @@ class FrameReader:
         return len(value)
 
     def columns(self, value: Any, names: list[str], piece: Piece) -> dict[str, np.ndarray]:
-        have = set(value.fields if not hasattr(value, "iloc") else getattr(value, "columns", ()))
+        have = getattr(value, "columns" if hasattr(value, "iloc") else "fields", None)
+        if have is None:
+            raise DataError(f"{piece.block} computed a {type(value).__name__}, not the table of "
+                            "columns its metadata declares")
         lost = [name for name in names if name not in have]
         if lost:
             raise DataError(f"{piece.block} computed no column(s) {lost}, which its metadata "
