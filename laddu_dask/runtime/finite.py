@@ -71,10 +71,9 @@ def _rescue(host: np.ndarray, part: Any, redo: Callable[[Any], Any]) -> None:
         events = todo.any(axis=0) & (np.abs(w_host) * factor >= tiny)
         if not events.any():
             continue
-        scaled = w_host.copy()
-        scaled[events] *= factor
-        rows = _host(redo(type(part)(part.cache, xp.asarray(scaled), part.n, part.offset,
-                                     part.source)))
+        factors = np.where(events, factor, w_host.dtype.type(1.0)).astype(w_host.dtype)
+        scaled = weights * xp.asarray(factors)  # exact: powers of two, normal results
+        rows = _host(redo(type(part)(part.cache, scaled, part.n, part.offset, part.source)))
         fixed = todo & events[np.newaxis, :] & np.isfinite(rows)
         with np.errstate(over="ignore"):
             back = np.ldexp(rows[fixed], shift)
