@@ -16,7 +16,9 @@ the total must be positive (:class:`~laddu_dask.errors.NormalizationError`).  Th
 sufficient statistics of ``normalization="auto"`` never see one event's intensity, so
 this is the one rule under which ``"auto"``, ``"general"`` and ``"verify"`` give the
 same outcome on every sample.  A sum that overflows the float range (a weight sum, a
-sum of terms, the likelihood or a gradient component) is a ``NonFiniteError``.
+sum of terms, the likelihood or a gradient component) is a ``NonFiniteError``; a per-event
+term that overflows only inside the kernel is recomputed scaled
+(:mod:`laddu_dask.runtime.finite`).
 
 Examples
 --------
