@@ -291,3 +291,24 @@ def test_the_scaled_redo_under_tier0_gives_the_fused_bits(monkeypatch):
     assert math.isfinite(value) and v == value and g.tobytes() == grad.tobytes()
     v, g = lik("numpy").value_and_gradient([1.5])
     assert v == pytest.approx(value, rel=1e-14) and g == pytest.approx(grad, rel=1e-14)
+
+
+def test_n_w_times_the_mc_gradient_overflowing_is_computed_scaled():
+    """Data weights near 1e300 make N_w * sum_accmc w dI/da overflow although the NLL's
+    gradient -2 (g_data - N_w g_mc / s_mc) is finite (issue 23, item 14): the mpmath value."""
+    import mpmath
+
+    model = ld.Model(A * X + 1.0)
+    xd, wd, xm = [1.0, 2.0], [1e300, 2e300], [1e10, 3e10]
+    data = Dataset.from_arrays(scalars={"x": np.array(xd)}, weights=np.array(wd))
+    mc = Dataset.from_arrays(scalars={"x": np.array(xm)})
+    for normalization in ("general", "auto"):
+        lik = Likelihood([NLL(model, data=data, accepted_mc=mc)],
+                         execution=Execution(normalization=normalization))
+        value, grad = lik.value_and_gradient([1.5])
+        with mpmath.workdps(50):
+            a = mpmath.mpf(1.5)
+            g_data = mpmath.fsum(mpmath.mpf(w) * x / (a * x + 1) for w, x in zip(wd, xd, strict=True))
+            n_w, s_mc, g_mc = mpmath.fsum(wd), mpmath.fsum(a * x + 1 for x in xm), mpmath.fsum(xm)
+            ref = -2 * (g_data - n_w * g_mc / s_mc)
+        assert math.isfinite(value) and grad[0] == pytest.approx(float(ref), rel=1e-12)

@@ -308,8 +308,26 @@ class NLL(_Term):
         value = -2.0 * (s_data - n_w * math.log(s_mc))
         if not with_gradient:
             return self._finite(value, None)
-        with np.errstate(all="ignore"):
-            return self._finite(value, -2.0 * (g_data - n_w * g_mc / s_mc))
+        return self._finite(value, _nll_gradient(g_data, n_w, g_mc, s_mc))
+
+
+def _nll_gradient(g_data: np.ndarray, n_w: float, g_mc: np.ndarray, s_mc: float) -> np.ndarray:
+    """``-2 (g_data - N_w g_mc / s_mc)``; where ``N_w g_mc`` overflows (data weights near
+    1e300) although the gradient does not, the same formula with ``N_w`` and ``g_data``
+    scaled by the power of two of ``N_w``: exact scalings, so the bits are those of the
+    formula with an unbounded exponent range.
+
+    Examples
+    --------
+    >>> float(_nll_gradient(np.array([1e300]), 3e300, np.array([4e10]), 2e10)[0])
+    1e+301
+    """
+    with np.errstate(all="ignore"):
+        grad = -2.0 * (g_data - n_w * g_mc / s_mc)
+        if np.isfinite(grad).all() or not (np.isfinite(g_data).all() and np.isfinite(g_mc).all()):
+            return grad
+        e = math.frexp(n_w)[1]
+        return np.ldexp(-2.0 * (np.ldexp(g_data, -e) - math.ldexp(n_w, -e) * g_mc / s_mc), e)
 
 
 class ExtendedNLL(_Term):
