@@ -69,6 +69,11 @@ def test_object_blocks_of_real_numbers_load_as_their_float64_values():
     exact = ld.Dataset.from_arrays(scalars={"x": np.arange(1.0, 5.0)})
     objects = ld.Dataset.from_dask(_lying(np.array([3, 4.0], dtype=object)), lengths=[2, 2])
     np.testing.assert_array_equal(objects.load_partition(1).columns["x"], [3.0, 4.0])
+    import decimal
+
+    mixed = np.array([np.bool_(True), decimal.Decimal("0.1")], dtype=object)
+    loaded = ld.Dataset.from_dask(_lying(mixed), lengths=[2, 2]).load_partition(1).columns["x"]
+    assert loaded.tolist() == [1.0, 0.1]  # Decimal('0.1') as the nearest float, as Parquet reads it
     assert _nll(objects).value_and_gradient([1.3])[0] == _nll(exact).value_and_gradient([1.3])[0]
 
 

@@ -150,7 +150,7 @@ def _object_numbers(values: np.ndarray, column: str, offset: int, source: str) -
     for i, item in enumerate(values):
         if _is_null(item):
             raise missing_value(column, offset + i, source)
-        if isinstance(item, str | bytes) or not isinstance(item, numbers.Real | decimal.Decimal):
+        if isinstance(item, str | bytes) or not isinstance(item, numbers.Real | decimal.Decimal | np.bool_):
             raise DataError(
                 f"column {column!r} holds {type(item).__name__} {item!r} at event {offset + i} "
                 f"({source}), not a real number: the block computed to other values than its "
