@@ -539,6 +539,33 @@ def test_launcher_marshalling_with_a_cupy_stand_in(precision, tmp_path, monkeypa
         small.reduce([xs], cp.ones(4, real), [2.0], "sqrt", False)
 
 
+@needs_gxx
+def test_an_overflowing_gradient_intermediate_is_redone_scaled_on_the_cuda_path(tmp_path, monkeypatch):
+    """The exact CUDA path recomputes an entry whose reverse sweep overflowed (w = 1e300 times
+    y = 1e200) with the event's weight scaled down (issue 23, item 14): the closed form's
+    sums, as the CPU kernels give them."""
+    cp = _fake_cupy()
+    monkeypatch.setitem(__import__("sys").modules, "cupy", cp)
+    x, y, a = ld.scalar("x"), ld.scalar("y"), ld.parameter("a")
+    cm = CompiledModel.from_expr((a * x) * y + a * a)
+    kernels = CudaKernels(cm.split, "f64")
+    _FakeModule.sources[kernels.source.text] = (kernels.source, HostEmulation(kernels.source, tmp_path))
+    reducer = PartitionReducer(cm, "f64", device="gpu")
+    reducer.cuda = kernels
+    xs, ys, w = np.array([1e-200, 1.0, 2e-200]), np.array([1e200, 2.0, 3e200]), np.array([1e300, 1.0, 2e300])
+    cache = cm.event_cache({"x": xs, "y": ys}, "f64")
+    part = PreparedPartition([cp.asarray(c) for c in cache], cp.asarray(w), 3, 0, "arrays [rows 0:3]")
+    point = Params((1.5,))
+    partials = reducer._cuda(part, point, ReductionPlan.weighted_real(), True, True)
+    value, grad = reducer.finish(partials, point, True)
+    xy = [Fraction(u) * Fraction(v) for u, v in zip(xs, ys, strict=True)]
+    a_ = Fraction(1.5)
+    assert value == pytest.approx(float(sum(Fraction(wi) * (a_ * v + a_ * a_) for wi, v in zip(w, xy))),
+                                  rel=1e-15)
+    assert grad[0] == pytest.approx(float(sum(Fraction(wi) * (v + 2 * a_) for wi, v in zip(w, xy))),
+                                    rel=1e-15)
+
+
 # ---------------------------------------------------------------------------------------
 # on a CUDA device
 # ---------------------------------------------------------------------------------------

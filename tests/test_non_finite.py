@@ -184,3 +184,131 @@ def test_a_bad_event_in_a_threads_slice_of_one_partition(tmp_path, kernel):
     assert sliced[0] == whole[0] and np.array_equal(sliced[1], whole[1])
     with pytest.raises(NonFiniteError, match=rf"at event {bad_at} \({bad} \[rows 0:{n}\]\)"):
         lik(bad).value([1.0])
+
+
+Y = ld.scalar("y")
+#: I = a x y + a^2: with x y = O(1) but y = 1e200, the reverse sweep's adjoint of a x is
+#: (w / I) y, which overflows for w = 1e300 although the gradient term w (x y + 2a) / I does not
+SCALED_MODEL = ld.Model((A * X) * Y + A * A)
+SX = np.array([1e-200, 2e-200, 1.0, 0.5])
+SY = np.array([1e200, 3e200, 2.0, 0.25])
+SW = np.array([1e300, 2e300, 1e300, 3e299])
+MX, MY = np.array([0.5, 1.0, 2.0, 4.0]), np.array([1.0, 0.5, 3.0, 2.0])
+
+
+def _mp_nll_and_gradient(a: float) -> tuple[float, float]:
+    """The NLL and its derivative in ``a`` at 60 digits (mpmath), from the closed form."""
+    import mpmath
+
+    with mpmath.workdps(60):
+        a = mpmath.mpf(a)
+        xy = [mpmath.mpf(x) * mpmath.mpf(y) for x, y in zip(SX, SY, strict=True)]
+        w = [mpmath.mpf(v) for v in SW]
+        intensity = [a * v + a * a for v in xy]
+        n_w = mpmath.fsum(w)
+        mxy = [mpmath.mpf(x) * mpmath.mpf(y) for x, y in zip(MX, MY, strict=True)]
+        s_mc = mpmath.fsum(a * v + a * a for v in mxy)
+        g_mc = mpmath.fsum(v + 2 * a for v in mxy)
+        value = -2 * (mpmath.fsum(wi * mpmath.log(i) for wi, i in zip(w, intensity, strict=True))
+                      - n_w * mpmath.log(s_mc))
+        grad = -2 * (mpmath.fsum(wi * (v + 2 * a) / i for wi, v, i in zip(w, xy, intensity, strict=True))
+                     - n_w * g_mc / s_mc)
+        return float(value), float(grad)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_a_gradient_term_whose_intermediate_overflows_is_computed_scaled(kernel):
+    """The kernels' w dI/da overflows inside the reverse sweep for two events (issue 23,
+    item 14): those entries are recomputed with the weight scaled by a power of two; the
+    gradient is the mpmath one, the same bits for any partitioning, and the other kernel's."""
+    def lik(chunk: int, k: str = kernel) -> Likelihood:
+        data = Dataset.from_arrays(scalars={"x": SX, "y": SY}, weights=SW, chunk_size=chunk)
+        mc = Dataset.from_arrays(scalars={"x": MX, "y": MY}, chunk_size=chunk)
+        return Likelihood([NLL(SCALED_MODEL, data=data, accepted_mc=mc)], execution=Execution(kernel=k))
+
+    value, grad = lik(4).value_and_gradient([1.5])
+    ref_value, ref_grad = _mp_nll_and_gradient(1.5)
+    assert value == pytest.approx(ref_value, rel=1e-14)
+    assert grad[0] == pytest.approx(ref_grad, rel=1e-12)
+    for chunk in (1, 3):
+        v, g = lik(chunk).value_and_gradient([1.5])
+        assert v == value and g.tobytes() == grad.tobytes()
+    v, g = lik(4, "numpy" if kernel == "fused" else "fused").value_and_gradient([1.5])
+    assert v == pytest.approx(value, rel=1e-14) and g == pytest.approx(grad, rel=1e-14)
+
+
+def test_a_term_beyond_the_float_range_says_so_with_its_magnitude():
+    """A term that is itself beyond the float range (w e^x with w = 1e300, x = 30) stays an
+    error, which now says it is the product with the weight that overflows and how large it is."""
+    w = np.ones(4)
+    w[2] = 1e300
+    mc = Dataset.from_arrays(scalars={"x": np.array([0.1, 0.2, 30.0, 0.3])}, weights=w)
+    data = Dataset.from_arrays(scalars={"x": np.array([0.1, 0.2])})
+    lik = Likelihood([NLL(EXP, data=data, accepted_mc=mc)], execution=Execution(kernel="numpy"))
+    with pytest.raises(NonFiniteError, match=r"non-finite term w t\(I\) inf at event 2 \(arrays.*\); it is "
+                                             r"1\.07e\+313 \(computed with its weight 1e\+300 scaled by "
+                                             r"2\*\*-32\), beyond the float range: the product with the "
+                                             r"weight overflows, an intermediate of the likelihood"):
+        lik.value([1.0])
+    linear = ld.Model(A * X)  # w a x = 1e305 at a = 1e-10 is finite, its derivative w x = 1e315 is not
+    mc = Dataset.from_arrays(scalars={"x": np.array([1.0, 1e15])}, weights=np.array([1.0, 1e300]))
+    lik = Likelihood([NLL(linear, data=data, accepted_mc=mc)], execution=Execution(kernel="numpy"))
+    assert math.isfinite(lik.value([1e-10]))
+    with pytest.raises(NonFiniteError, match=r"non-finite gradient term \(a derivative of w t\(I\)\) inf at "
+                                             r"event 1 \(arrays.*\); it is 1e\+315 .*an intermediate of "
+                                             r"the likelihood, which may itself be finite"):
+        lik.value_and_gradient([1e-10])
+
+
+@pytest.mark.skipif(not numba_available(), reason="the tier-0 start needs Numba")
+@pytest.mark.usefixtures("tier0")
+def test_the_scaled_redo_under_tier0_gives_the_fused_bits(monkeypatch):
+    """While the fused kernel compiles, the tier-0 kernel serves the evaluation and redoes
+    the overflowing entries itself: the same bits as the compiled fused kernel's redo."""
+    import threading
+    import uuid
+
+    from laddu_dask.compile import precompile
+
+    release = threading.Event()
+    monkeypatch.setattr(precompile, "compile_in_child", lambda *a, **k: release.wait(60) and False)
+    tag = 1.0 + uuid.uuid4().int % 2**40 / 2**42  # a model no earlier process compiled
+    model = ld.Model((A * X) * Y + A * A * tag)
+
+    def lik(kernel: str) -> Likelihood:
+        data = Dataset.from_arrays(scalars={"x": SX, "y": SY}, weights=SW)
+        mc = Dataset.from_arrays(scalars={"x": MX, "y": MY})
+        return Likelihood([NLL(model, data=data, accepted_mc=mc)], execution=Execution(kernel=kernel))
+
+    fused = lik("fused")
+    value, grad = fused.value_and_gradient([1.5])
+    [prep] = fused.terms[0]._prepared.values()
+    assert prep.model.reducer._compiling[True].is_alive()  # tier-0 served it
+    release.set()
+    assert prep.model.reducer.wait_compiled(600)
+    v, g = fused.value_and_gradient([1.5])  # the fused kernel's own redo
+    assert prep.model.reducer._ready[True]
+    assert math.isfinite(value) and v == value and g.tobytes() == grad.tobytes()
+    v, g = lik("numpy").value_and_gradient([1.5])
+    assert v == pytest.approx(value, rel=1e-14) and g == pytest.approx(grad, rel=1e-14)
+
+
+def test_n_w_times_the_mc_gradient_overflowing_is_computed_scaled():
+    """Data weights near 1e300 make N_w * sum_accmc w dI/da overflow although the NLL's
+    gradient -2 (g_data - N_w g_mc / s_mc) is finite (issue 23, item 14): the mpmath value."""
+    import mpmath
+
+    model = ld.Model(A * X + 1.0)
+    xd, wd, xm = [1.0, 2.0], [1e300, 2e300], [1e10, 3e10]
+    data = Dataset.from_arrays(scalars={"x": np.array(xd)}, weights=np.array(wd))
+    mc = Dataset.from_arrays(scalars={"x": np.array(xm)})
+    for normalization in ("general", "auto"):
+        lik = Likelihood([NLL(model, data=data, accepted_mc=mc)],
+                         execution=Execution(normalization=normalization))
+        value, grad = lik.value_and_gradient([1.5])
+        with mpmath.workdps(50):
+            a = mpmath.mpf(1.5)
+            g_data = mpmath.fsum(mpmath.mpf(w) * x / (a * x + 1) for w, x in zip(wd, xd, strict=True))
+            n_w, s_mc, g_mc = mpmath.fsum(wd), mpmath.fsum(a * x + 1 for x in xm), mpmath.fsum(xm)
+            ref = -2 * (g_data - n_w * g_mc / s_mc)
+        assert math.isfinite(value) and grad[0] == pytest.approx(float(ref), rel=1e-12)

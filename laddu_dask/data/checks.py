@@ -9,6 +9,7 @@ Examples
 
 from __future__ import annotations
 
+import decimal
 import numbers
 from collections.abc import Sequence
 from typing import Any
@@ -122,6 +123,96 @@ def check_finite(array: np.ndarray, column: str, offset: int, source: str,
     if original is not None and np.isfinite(original[i]):
         what = f"a value ({float(value)!r}) that overflows {array.dtype}"
     raise DataError(f"column {column!r} has {what} at event {offset + i} ({source})")
+
+
+def missing_value(column: str, event: int, source: str) -> DataError:
+    """The error for a missing (null) value of ``column`` at global ``event`` of ``source``.
+
+    One rule for every reader: a null (Parquet, a nullable pandas column, ``None`` in an
+    object column, a masked awkward value) is an error naming the event; a NaN is a value,
+    which :func:`check_finite` refuses as non-finite.
+
+    Examples
+    --------
+    >>> missing_value("x", 3, "a.parquet")
+    DataError("column 'x' has a missing (null) value at event 3 (a.parquet)")
+    """
+    return DataError(f"column {column!r} has a missing (null) value at event {event} ({source})")
+
+
+def _is_null(value: Any) -> bool:
+    return value is None or value is np.ma.masked or type(value).__name__ in ("NAType", "NaTType")
+
+
+def _object_numbers(values: np.ndarray, column: str, offset: int, source: str) -> np.ndarray:
+    """An object column's items as float64 (each correctly rounded, as ``float`` does)."""
+    out = np.empty(len(values), dtype=np.float64)
+    for i, item in enumerate(values):
+        if _is_null(item):
+            raise missing_value(column, offset + i, source)
+        if isinstance(item, str | bytes) or not isinstance(item, numbers.Real | decimal.Decimal | np.bool_):
+            raise DataError(
+                f"column {column!r} holds {type(item).__name__} {item!r} at event {offset + i} "
+                f"({source}), not a real number: the block computed to other values than its "
+                "declared dtype"
+            )
+        out[i] = float(item)
+    return out
+
+
+def block_numbers(values: Any, column: str, rows: int, offset: int, source: str) -> np.ndarray:
+    """A column of a computed block (of a Dask collection) as 1-D real NumPy numbers.
+
+    A dataset's schema declares every column it loads real (bool, integer or float, from
+    the collection's metadata); a block may compute to anything, so each is checked here
+    when it is materialised: real numbers pass unchanged (:func:`cast_column` converts
+    them), an object column of real numbers (``int``, ``float``, ``Decimal``) becomes
+    float64 correctly rounded, a null (``None``, ``pd.NA``, a masked value) is
+    :func:`missing_value`. NaN and infinities are left to :func:`check_finite`.
+
+    Parameters
+    ----------
+    values : array_like
+        The column's values (a masked array marks nulls).
+    column, source : str
+        Named in errors (``source``: the block, e.g. ``"dask DataFrame 'x' partition 1"``).
+    rows : int
+        Rows the block must have.
+    offset : int
+        Global index of the block's first row.
+
+    Raises
+    ------
+    DataError
+        Complex numbers, strings, dates or other objects, a null, or another shape than
+        ``(rows,)``, naming ``column`` and ``source``.
+
+    Examples
+    --------
+    >>> block_numbers(np.array([1 + 2j]), "x", 1, 0, "block 0")
+    Traceback (most recent call last):
+    ...
+    laddu_dask.errors.DataError: column 'x' holds complex128 values in block 0, not real numbers: ...
+    """
+    mask = np.ma.getmaskarray(values) if np.ma.isMaskedArray(values) else None
+    try:
+        arr = np.asarray(np.ma.getdata(values) if mask is not None else values)
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"column {column!r} of {source} is not an array of numbers: {exc}") from None
+    if arr.shape != (rows,):
+        raise DataError(f"column {column!r} has shape {arr.shape} in {source}, where ({rows},) "
+                        "was declared")
+    if mask is not None and mask.any():
+        raise missing_value(column, offset + int(np.argmax(mask)), source)
+    if arr.dtype.kind in "biuf":
+        return arr
+    if arr.dtype.kind == "O":
+        return _object_numbers(arr, column, offset, source)
+    raise DataError(
+        f"column {column!r} holds {arr.dtype} values in {source}, not real numbers: the block "
+        "computed to another dtype than its metadata declares (a complex column must be split "
+        "into real and imaginary columns)"
+    )
 
 
 def check_same_columns(first: str, schema: Schema, path: str, other: Schema) -> None:

@@ -8,8 +8,9 @@ per partition or chunk, computing nothing:
 - a dask-awkward record array of flat fields (``uproot.dask``), read by :class:`FrameReader`
   like a frame; flat dask-awkward arrays may also stand for Dask arrays among the arrays.
 
-Their dtypes and names are checked from Dask's metadata now, the values (finite, not
-missing) when a partition loads, with the errors files get.
+Their dtypes and names are checked from Dask's metadata now; each block when it loads,
+against that schema (:func:`~laddu_dask.data.checks.block_numbers`: real numbers of the
+declared shape, no nulls, finite), with the errors files get.
 
 Examples
 --------
@@ -34,6 +35,7 @@ from dask.highlevelgraph import HighLevelGraph
 
 from laddu_dask.data.arrays import ArrayInput, array_inputs, as_numbers, check_real
 from laddu_dask.data.blocks import BlockOrigin, Piece
+from laddu_dask.data.checks import block_numbers
 from laddu_dask.data.schema import Schema
 from laddu_dask.errors import DataError
 
@@ -61,24 +63,25 @@ def _is_array(obj: Any) -> bool:
                                              and is_dask_collection(obj))
 
 
-def _missing(name: str, mask: np.ndarray, piece: Piece) -> DataError:
-    i = int(np.argmax(mask))
-    return DataError(f"column {name!r} has a missing (null) value at event "
-                     f"{piece.block_offset + i} ({piece.block})")
+def _numbers(values: Any, name: str, piece: Piece) -> np.ndarray:
+    """A computed block's column checked against the schema (:func:`block_numbers`)."""
+    return block_numbers(values, name, piece.rows, piece.block_offset, piece.block)
 
 
 # ----------------------------------------------------------------------------- readers
 
 
 def _awkward_numbers(field: Any, name: str, piece: Piece) -> np.ndarray:
-    """A flat awkward array's values as NumPy numbers; DataError for a missing one."""
+    """A flat awkward array's values as NumPy numbers; DataError for a missing one, or
+    for values that are not flat numbers (strings, lists, records)."""
     import awkward as ak
 
-    values = ak.to_numpy(field, allow_missing=True)
-    mask = np.ma.getmaskarray(values)
-    if mask.any():
-        raise _missing(name, mask, piece)
-    return np.ma.getdata(values)
+    try:
+        values = ak.to_numpy(field, allow_missing=True)
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"column {name!r} of {piece.block} is not a flat column of numbers "
+                        f"(type {ak.type(field)}): {exc}") from None
+    return _numbers(values, name, piece)
 
 
 @dataclass(frozen=True)
@@ -125,18 +128,29 @@ class FrameReader:
         return len(value)
 
     def columns(self, value: Any, names: list[str], piece: Piece) -> dict[str, np.ndarray]:
+        have = getattr(value, "columns" if hasattr(value, "iloc") else "fields", None)
+        if have is None:
+            raise DataError(f"{piece.block} computed a {type(value).__name__}, not the table of "
+                            "columns its metadata declares")
+        lost = [name for name in names if name not in have]
+        if lost:
+            raise DataError(f"{piece.block} computed no column(s) {lost}, which its metadata "
+                            "declares")
         if not hasattr(value, "iloc"):
             return {name: _awkward_numbers(value[name], name, piece) for name in names}
         out = {}
         for name in names:
             series = value[name]
             if isinstance(series.dtype, np.dtype):
-                out[name] = series.to_numpy()
+                out[name] = _numbers(series.to_numpy(), name, piece)
                 continue
-            mask = np.asarray(series.isna().to_numpy(), dtype=bool)  # a nullable extension dtype
-            if mask.any():
-                raise _missing(name, mask, piece)
-            out[name] = series.to_numpy(dtype=np.float64)
+            # an extension dtype (nullable, Arrow, categorical, string): nulls as None
+            kind = getattr(series.dtype, "kind", "O")
+            if kind in "biuf" and not series.hasnans:
+                values = series.to_numpy(dtype=series.dtype.numpy_dtype)
+            else:
+                values = series.to_numpy(dtype=object, na_value=None)
+            out[name] = _numbers(values, name, piece)
         return out
 
 
@@ -149,6 +163,7 @@ class ArraysReader:
     """
 
     columns_of: tuple[tuple[str, ...], ...]
+    labels: tuple[str, ...] = ()
     checked = False
 
     def length(self, value: Sequence[Any]) -> int:
@@ -160,7 +175,16 @@ class ArraysReader:
         for name in names:
             k, j = where[name]
             block = value[k]
-            out[name] = np.asarray(block[:, j] if len(self.columns_of[k]) == 4 else block)
+            if len(self.columns_of[k]) == 4:
+                shape = np.shape(block)
+                if shape != (piece.rows, 4):
+                    label = self.labels[k] if self.labels else f"the four-vector of {name!r}"
+                    raise DataError(
+                        f"{label} (column {name!r}) computed a block of shape {shape} in "
+                        f"{piece.block}, where ({piece.rows}, 4) was declared (E, px, py, pz)"
+                    )
+                block = np.asarray(block)[:, j]
+            out[name] = _numbers(block, name, piece)
         return out
 
 
@@ -305,7 +329,7 @@ def _arrays_origin(schema: Schema, inputs: list[ArrayInput], label: str, token: 
     graph = HighLevelGraph.merge(*[i.array.__dask_graph__() for i in inputs])
     per_array = [_block_keys(i.array) for i in inputs]
     blocks = [list(keys) for keys in zip(*per_array, strict=True)]
-    reader = ArraysReader(tuple(i.columns for i in inputs))
+    reader = ArraysReader(tuple(i.columns for i in inputs), tuple(i.label for i in inputs))
     known = None if any(math.isnan(c) for c in chunks) else tuple(int(c) for c in chunks)
     n = _resolve_lengths(lengths, known, label,
                          lambda: _count_lengths(graph, blocks, reader.length, token), len(blocks))

@@ -237,7 +237,10 @@ class Dataset(DatasetCollection, DatasetOperations):
         DataError
             Chunks that do not line up (naming the arrays and their chunks), a
             four-vector chunked along its components, non-numeric arrays, or unknown
-            lengths without ``lengths`` (naming the collection and what to do).
+            lengths without ``lengths`` (naming the collection and what to do). When a
+            partition loads (before any result): a block that computes to other values
+            than its metadata declares (complex numbers, strings, a missing column, a
+            null, another shape or width), naming the column and the partition.
         TypeError
             ``obj`` is not a Dask DataFrame or dask-awkward record array.
 

@@ -34,6 +34,7 @@ from laddu_dask.data.checks import (
     check_finite,
     check_memory_policy,
     check_same_columns,
+    missing_value,
     resolve_chunk_size,
     split_rows,
 )
@@ -223,10 +224,7 @@ class ParquetPartition(Partition):
         """Check ``chunked`` (no nulls, finite) and copy it into ``out`` (events from ``offset``)."""
         if chunked.null_count:
             i = pc.index(pc.is_null(chunked), True).as_py()
-            raise DataError(
-                f"column {name!r} has a missing (null) value at event {offset + i} "
-                f"({self.source})"
-            )
+            raise missing_value(name, offset + i, self.source)
         raw = _numbers(chunked)
         with np.errstate(over="ignore"):
             np.copyto(out, raw, casting="unsafe")

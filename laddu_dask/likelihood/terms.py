@@ -16,7 +16,9 @@ the total must be positive (:class:`~laddu_dask.errors.NormalizationError`).  Th
 sufficient statistics of ``normalization="auto"`` never see one event's intensity, so
 this is the one rule under which ``"auto"``, ``"general"`` and ``"verify"`` give the
 same outcome on every sample.  A sum that overflows the float range (a weight sum, a
-sum of terms, the likelihood or a gradient component) is a ``NonFiniteError``.
+sum of terms, the likelihood or a gradient component) is a ``NonFiniteError``; a per-event
+term that overflows only inside the kernel is recomputed scaled
+(:mod:`laddu_dask.runtime.finite`).
 
 Examples
 --------
@@ -306,8 +308,26 @@ class NLL(_Term):
         value = -2.0 * (s_data - n_w * math.log(s_mc))
         if not with_gradient:
             return self._finite(value, None)
-        with np.errstate(all="ignore"):
-            return self._finite(value, -2.0 * (g_data - n_w * g_mc / s_mc))
+        return self._finite(value, _nll_gradient(g_data, n_w, g_mc, s_mc))
+
+
+def _nll_gradient(g_data: np.ndarray, n_w: float, g_mc: np.ndarray, s_mc: float) -> np.ndarray:
+    """``-2 (g_data - N_w g_mc / s_mc)``; where ``N_w g_mc`` overflows (data weights near
+    1e300) although the gradient does not, the same formula with ``N_w`` and ``g_data``
+    scaled by the power of two of ``N_w``: exact scalings, so the bits are those of the
+    formula with an unbounded exponent range.
+
+    Examples
+    --------
+    >>> float(_nll_gradient(np.array([1e300]), 3e300, np.array([4e10]), 2e10)[0])
+    1e+301
+    """
+    with np.errstate(all="ignore"):
+        grad = -2.0 * (g_data - n_w * g_mc / s_mc)
+        if np.isfinite(grad).all() or not (np.isfinite(g_data).all() and np.isfinite(g_mc).all()):
+            return grad
+        e = math.frexp(n_w)[1]
+        return np.ldexp(-2.0 * (np.ldexp(g_data, -e) - math.ldexp(n_w, -e) * g_mc / s_mc), e)
 
 
 class ExtendedNLL(_Term):

@@ -48,6 +48,7 @@ from laddu_dask.errors import NonFiniteError
 from laddu_dask.expr.arrayfuncs import array_module
 from laddu_dask.options import Kernel
 from laddu_dask.runtime.accumulate import CertifiedPartials, ExactPartials
+from laddu_dask.runtime.finite import finite_terms
 
 KERNELS = Kernel.values()
 
@@ -296,15 +297,18 @@ class PartitionReducer:
               with_gradient: bool, exact: bool) -> CertifiedPartials:
         ck = self.cuda
         if exact:
-            out, index, value = ck.terms(part.cache, part.weights, params.array, plan.transform,
-                                         with_gradient)
-        else:
-            gp = ck.reduce(part.cache, part.weights, params.array, plan.transform, with_gradient)
-            index, value = gp.bad_index, gp.bad_value
-        if index >= 0:
-            raise rejected_value_error(value, part.offset + index, part.source, plan.transform)
-        if exact:
-            return CertifiedPartials.exact(finite_terms(out.get(), part))
+            def terms(p: PreparedPartition) -> Any:
+                out, index, value = ck.terms(p.cache, p.weights, params.array, plan.transform,
+                                             with_gradient)
+                if index >= 0:
+                    raise rejected_value_error(value, p.offset + index, p.source, plan.transform)
+                return out.get()
+
+            return CertifiedPartials.exact(finite_terms(terms(part), part, terms))
+        gp = ck.reduce(part.cache, part.weights, params.array, plan.transform, with_gradient)
+        if gp.bad_index >= 0:
+            raise rejected_value_error(gp.bad_value, part.offset + gp.bad_index, part.source,
+                                       plan.transform)
         return CertifiedPartials(gp.terms, gp.bound)
 
     def rows(self, with_gradient: bool) -> int:
@@ -340,11 +344,16 @@ class PartitionReducer:
         from laddu_dask.compile.tier0_prelude import Tier0Fallback
 
         try:
-            with np.errstate(all="ignore"):
-                out, index, value = t0(*part.cache, part.weights, params.array,
-                                       TRANSFORM_CODES[plan.transform], with_gradient)
+            return self._tier0_terms(part, params, plan, with_gradient)
         except Tier0Fallback:
             return None
+
+    def _tier0_terms(self, part: PreparedPartition, params: Params, plan: ReductionPlan,
+                     with_gradient: bool) -> np.ndarray:
+        """The tier-0 kernel's per-event rows (it raises ``Tier0Fallback`` where Numba would)."""
+        with np.errstate(all="ignore"):
+            out, index, value = self.tier0()(*part.cache, part.weights, params.array,
+                                             TRANSFORM_CODES[plan.transform], with_gradient)
         if index >= 0:
             raise rejected_value_error(value, part.offset + index, part.source, plan.transform)
         return out
@@ -357,32 +366,46 @@ class PartitionReducer:
         if self.interim and not self._ready[with_gradient] and not self._is_ready(with_gradient):
             out = self._interim(part, params, plan, with_gradient)
             if out is not None:
-                return CertifiedPartials.exact(finite_terms(out, part))
+                def redo(p: PreparedPartition) -> np.ndarray:
+                    return self._tier0_terms(p, params, plan, with_gradient)
+
+                return CertifiedPartials.exact(finite_terms(out, part, redo))
         bad = np.zeros(1)
         if exact:
-            out = np.zeros((rows, part.n))
-            fn = fk.gradient_terms if with_gradient else fk.value_terms
-            index = fn(*part.cache, part.weights, params.array, code, out, bad)
-        else:
-            acc = np.zeros((rows, 5))
-            fn = fk.gradient_sum if with_gradient else fk.value_sum
-            index = fn(*part.cache, part.weights, params.array, code, acc, bad)
+            def terms(p: PreparedPartition) -> np.ndarray:
+                out = np.zeros((rows, p.n))
+                fn = fk.gradient_terms if with_gradient else fk.value_terms
+                index = fn(*p.cache, p.weights, params.array, code, out, bad)
+                if index >= 0:
+                    raise rejected_value_error(float(bad[0]), p.offset + index, p.source,
+                                               plan.transform)
+                return out
+
+            return CertifiedPartials.exact(finite_terms(terms(part), part, terms))
+        acc = np.zeros((rows, 5))
+        fn = fk.gradient_sum if with_gradient else fk.value_sum
+        index = fn(*part.cache, part.weights, params.array, code, acc, bad)
         if index >= 0:
             raise rejected_value_error(float(bad[0]), part.offset + index, part.source,
                                        plan.transform)
-        if exact:
-            return CertifiedPartials.exact(finite_terms(out, part))
         return CertifiedPartials(acc[:, :4], acc[:, 4])  # views of this call's own buffer
 
     def _numpy(self, part: PreparedPartition, params: Params, plan: ReductionPlan,
                with_gradient: bool) -> ExactPartials:
+        def rows(p: PreparedPartition) -> Any:
+            return self._numpy_rows(p, params, plan, with_gradient)
+
+        return finite_terms(rows(part), part, rows)
+
+    def _numpy_rows(self, part: PreparedPartition, params: Params, plan: ReductionPlan,
+                    with_gradient: bool) -> Any:
+        """The array code's per-event rows (value terms, then every gradient component)."""
         compiled, p = self.compiled, params.values
         if not with_gradient:
             value = compiled.values(part.cache, p, part.n)
             real = array_module(value).real(value)
             with np.errstate(all="ignore"):
-                terms = plan.terms(real, part.weights, offset=part.offset, source=part.source)
-            return finite_terms(terms, part)
+                return plan.terms(real, part.weights, offset=part.offset, source=part.source)
 
         def seed(value: Any) -> Any:
             real = array_module(value).real(value)
@@ -394,8 +417,7 @@ class PartitionReducer:
         real = xp.real(value)
         with np.errstate(all="ignore"):
             terms = plan.terms(real, part.weights, offset=part.offset, source=part.source)
-        rows = xp.stack([terms, *grads]) if grads else terms[None, :]
-        return finite_terms(rows, part)
+        return xp.stack([terms, *grads]) if grads else terms[None, :]
 
     def empty(self, with_gradient: bool) -> CertifiedPartials:
         """Partials of an empty reduction."""
@@ -447,33 +469,12 @@ class PartitionReducer:
             j = int(np.argmin(np.isfinite(grad)))
             raise NonFiniteError(
                 f"the gradient of the sum over {label} is {grad[j]!r} in parameter "
-                f"{self.compiled.parameter_names[j]!r}: it overflows the float range"
+                f"{self.compiled.parameter_names[j]!r}: it overflows the float range (an "
+                "intermediate of the likelihood's gradient, which may itself be finite: an NLL's "
+                "gradient does not change when the accepted MC's weights are all scaled down by "
+                "one factor)"
             )
         return value, grad
-
-
-def finite_terms(rows: Any, part: PreparedPartition) -> ExactPartials:
-    """Exact sums of per-event terms (row 0: ``w t(I)``, further rows: derivatives), which
-    must be finite.
-
-    Raises
-    ------
-    NonFiniteError
-        Naming the first event with an infinite or NaN term and its source.
-    """
-    partials = ExactPartials.from_terms(rows)
-    if all(s == 0.0 for s in partials.special):  # the plain sum of any non-finite terms
-        return partials
-    host = rows.get() if hasattr(rows, "get") else np.asarray(rows)
-    host = host.reshape(-1, host.shape[-1])
-    bad = ~np.isfinite(host)
-    i = int(np.argmax(bad.any(axis=0)))
-    j = int(np.argmax(bad[:, i]))
-    what = "term w t(I)" if j == 0 else "gradient term (a derivative of w t(I))"
-    raise NonFiniteError(
-        f"non-finite {what} {float(host[j, i])!r} at event {part.offset + i} ({part.source}); "
-        "a likelihood needs finite terms"
-    )
 
 
 def _rebuild(expr: Any, precision: str, kernel: str, device: str = "cpu",
