@@ -48,6 +48,7 @@ from laddu_dask.errors import (
     NonPositiveIntensityError,
     NormalizationError,
     ParameterError,
+    RestartWarning,
     SchedulerLostError,
     SchemaError,
 )
@@ -224,6 +225,7 @@ __all__ = [
     "PreparedStats",
     "ReductionEvaluation",
     "ReductionPlan",
+    "RestartWarning",
     "Scheduler",
     "SchedulerLostError",
     "Schema",

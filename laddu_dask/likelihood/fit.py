@@ -32,6 +32,7 @@ import numpy as np
 from laddu_dask.compile.layout import ParameterValues
 from laddu_dask.files import read_json, write_json
 from laddu_dask.likelihood.cost import MinuitCost
+from laddu_dask.likelihood.likelihood import require_free
 from laddu_dask.options import FitMethod, HessianSource
 from laddu_dask.views import format_bounds, table
 
@@ -340,6 +341,7 @@ def fit(
     hessian = HessianSource.check(hessian, "hessian")
     if not hasattr(likelihood, "values_and_gradients"):
         hessian = "minuit"
+    require_free(likelihood)
     names = list(likelihood.parameter_names)
     x0 = likelihood.resolve({} if initial is None else initial)
     bounds = likelihood.bounds()
