@@ -80,3 +80,21 @@ def test_other_threads_print_as_usual_while_a_fit_keeps_minuit_output(capsys):
     thread.join(10)
     assert said == ["W Example from Minuit"]
     assert capsys.readouterr().out == "from another thread\n"
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered in sqrt:RuntimeWarning")
+def test_minuit_chatter_at_a_higher_print_level_is_debug_only(capfd, caplog):
+    from iminuit import Minuit
+
+    level = Minuit.print_level.fget(None)  # iminuit's level is global
+    Minuit.print_level.fset(None, 2)
+    try:
+        with caplog.at_level(logging.DEBUG, logger="laddu_dask"):
+            result = saddle_likelihood().fit()
+    finally:
+        Minuit.print_level.fset(None, level)
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
+    chatter = [r for r in caplog.records if r.getMessage().startswith("Minuit: I ")]
+    assert chatter and all(r.levelno == logging.DEBUG for r in chatter)
+    assert "Minuit: I " not in result.message and result.message.count(RAW) == 1

@@ -9,8 +9,9 @@ thread whose fit is inside Minuit is kept for that fit; every other write (other
 the fit's own progress line, which runs in :func:`outside_minuit`) goes to the stream that
 was there before.  The first fit to start installs the router, the last to end removes it,
 so the fits of a lockstep batch (one thread each) each keep their own messages.  They are
-logged by the ``laddu_dask`` logger (``E``/``W`` as warnings, ``I``/``D`` as debug) and end
-the fit's message (``"...; Minuit: E VariableMetricBuilder Initial matrix not pos.def."``).
+logged by the ``laddu_dask`` logger (``E``/``W`` as warnings, ``I``/``D`` as debug), and its
+errors and warnings end the fit's message
+(``"...; Minuit: E VariableMetricBuilder Initial matrix not pos.def."``).
 
 Examples
 --------
@@ -47,8 +48,8 @@ class _Router:
 
     def write(self, text: str) -> int:
         kept = getattr(_here, "kept", None)
-        if kept is None:
-            return self.target.write(text)
+        if kept is None:  # (no stream at all, as under pythonw: print drops the text)
+            return len(text) if self.target is None else self.target.write(text)
         kept.append(text)
         return len(text)
 
@@ -82,7 +83,13 @@ def minuit_output() -> Iterator[list[str]]:
                 _router = None
         lines += [line.strip() for line in "".join(kept).splitlines() if line.strip()]
         for line in lines:
-            logger.log(logging.DEBUG if line[:2] in ("I ", "D ") else logging.WARNING, "Minuit: %s", line)
+            logger.log(logging.DEBUG if _chatter(line) else logging.WARNING, "Minuit: %s", line)
+
+
+def _chatter(line: str) -> bool:
+    """Whether a line of Minuit's is information or debugging (``I``, ``D``: printed only
+    at a ``print_level`` above 0) rather than an error or a warning."""
+    return line[:2] in ("I ", "D ")
 
 
 @contextlib.contextmanager
@@ -125,7 +132,8 @@ def covariance_problems(fmin: Any) -> list[str]:
 
 def fit_message(problems: list[str], fmin: Any, note: str = "", minuit_said: list[str] = ()) -> str:
     """``"valid minimum; EDM 1.2e-05 < goal 0.0002"`` or ``"invalid minimum: " + problems``,
-    then ``note`` and Minuit's own messages (``"Minuit: E ..."``)."""
+    then ``note`` and Minuit's errors and warnings, each once (``"Minuit: E ..."``; its
+    information and debugging lines are only logged)."""
     parts = ["valid minimum" if not problems else "invalid minimum: " + ", ".join(problems)]
     if fmin is not None:
         edm, goal = float(fmin.edm), float(fmin.edm_goal)
@@ -138,5 +146,5 @@ def fit_message(problems: list[str], fmin: Any, note: str = "", minuit_said: lis
             parts.append("some parameters at a limit")
     if note:
         parts.append(note)
-    parts += [f"Minuit: {line}" for line in dict.fromkeys(minuit_said)]  # each once, in order
+    parts += [f"Minuit: {line}" for line in dict.fromkeys(minuit_said) if not _chatter(line)]
     return "; ".join(parts)
