@@ -144,7 +144,8 @@ def test_starting_ranges_of_unknown_fixed_or_bounded_parameters_exit_2(tmp_path,
 NOTHING = r"nothing to fit: every parameter is fixed \(a = 1\.0, b = 0\.5\)"
 
 
-@pytest.mark.parametrize("entry", ["fit", "lbfgsb", "fit_restarts", "bootstrap_fit", "sample", "fit_bins"])
+@pytest.mark.parametrize("entry", ["fit", "lbfgsb", "fit_restarts", "bootstrap_fit", "sample", "fit_bins",
+                                   "closure_study"])
 def test_every_fit_entry_point_refuses_a_likelihood_without_free_parameters(entry):
     lik = likelihood(a=1.0, b=0.5)
     assert lik.parameter_names == [] and lik.fixed_parameters == {"a": 1.0, "b": 0.5}
@@ -156,6 +157,8 @@ def test_every_fit_entry_point_refuses_a_likelihood_without_free_parameters(entr
         "sample": lambda: lik.sample(n_steps=2),
         "fit_bins": lambda: ld.fit_bins(lik.terms[0].model, data=DATA, accepted_mc=MC, by=X,
                                         bins=ld.Bin.uniform(2, low=0, high=1), restarts=2),
+        "closure_study": lambda: ld.closure_study(lik.terms[0].model, {}, source=MC, accepted_mc=MC,
+                                                  n_events=50, n_replicas=2),
     }
     with pytest.raises(ParameterError, match=NOTHING):
         calls[entry]()

@@ -353,8 +353,8 @@ class Likelihood(MinuitCost):
 
 
 def require_free(likelihood: Any) -> None:
-    """The check of every fit entry point (fits, restarts, bins, bootstrap, MCMC, the batch
-    job): ``likelihood`` has a free parameter.
+    """The check of every fit entry point (fits, restarts, bins, bootstrap, MCMC, closure
+    studies, the batch job): ``likelihood`` (or a model) has a free parameter.
 
     Raises
     ------
