@@ -39,6 +39,7 @@ def test_restarts_without_ranges_warn_log_and_say_so_in_the_result(caplog):
             pytest.warns(RestartWarning, match=SAME) as record:
         fits = lik.fit_restarts(3, seed=2)
     assert len([w for w in record if w.category is RestartWarning]) == 1  # once, not per fit
+    assert [w.filename for w in record if w.category is RestartWarning] == [__file__]  # the caller's line
     assert [r.getMessage() for r in caplog.records if "restarts start" in r.getMessage()] == \
         [str(w.message) for w in record if w.category is RestartWarning]
     assert np.all(fits.starts == fits.starts[0])  # what the message says is true
@@ -71,7 +72,7 @@ def test_fit_bins_warns_once_for_every_bin():
     with pytest.warns(RestartWarning, match=r"fit_bins: in every bin, the 2 restarts") as record:
         fits = ld.fit_bins(model, data=DATA, accepted_mc=MC, by=X, bins=ld.Bin.uniform(3, low=0, high=1),
                            restarts=2, seed=1)
-    assert len([w for w in record if w.category is RestartWarning]) == 1
+    assert [w.filename for w in record if w.category is RestartWarning] == [__file__]
     assert all("start at the same point" in f.ensemble.message for f in fits)
 
 

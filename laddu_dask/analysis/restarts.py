@@ -33,6 +33,8 @@ Examples
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -55,6 +57,8 @@ from laddu_dask.likelihood.likelihood import Likelihood, require_free
 
 __all__ = ["FIT_FAILURES", "Progress", "bootstrap_fit", "fit_each", "fit_restarts", "replica_seeds",
            "restart_starts", "same_start_warning", "start_note", "start_vector"]
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # laddu_dask/
 
 #: The errors that end one fit of many, recorded in its result (the others go on).
 FIT_FAILURES = (NonFiniteError, NonPositiveIntensityError, NormalizationError, ParameterError, DataError,
@@ -189,9 +193,8 @@ def start_note(likelihood: Likelihood, x0s: Sequence[Sequence[float]]) -> tuple[
     unranged = [n for n, spec in specs.items() if spec.initial_range is None]
     if len(x0s) < 2 or not unranged:
         return "", False
-    how = ("give starting ranges with parameter(name, initial=(minimum, maximum)), "
-           "Model.with_parameters({name: ParameterUpdate(initial=(minimum, maximum))}) or, in a "
-           "batch job, [start] name = [minimum, maximum]")
+    how = ("give ranges with initial=(minimum, maximum) in ld.parameter or ld.ParameterUpdate "
+           "([start] name = [minimum, maximum] in a batch job)")
     if len(unranged) < len(specs):
         return (f"{', '.join(unranged)} start at their initial values in every sampled restart "
                 f"(no starting range); {how}"), False
@@ -205,7 +208,10 @@ def same_start_warning(note: str) -> None:
     """Say ``note`` (restarts at one point) once: a :class:`~laddu_dask.RestartWarning`
     and a warning of the ``laddu_dask`` logger."""
     logging.getLogger("laddu_dask").warning(note)
-    warnings.warn(note, RestartWarning, stacklevel=3)
+    frame, level = sys._getframe(1), 2  # the warning points at the first caller outside laddu_dask
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(note, RestartWarning, stacklevel=level)
 
 
 def replica_seeds(seed: int, n: int) -> list[int]:
