@@ -59,6 +59,16 @@ def test_restarts_with_some_ranges_differ_name_the_rest_and_do_not_warn():
     assert every.fit_restarts(2, seed=2).message == ""  # every parameter has a range: nothing to say
 
 
+def test_two_restarts_from_a_given_start_differ_and_do_not_warn():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RestartWarning)
+        fits = likelihood().fit_restarts(2, {"a": 2.0}, seed=2)
+    assert fits.starts.tolist() == [[2.0, 1.0], [1.0, 1.0]]
+    assert fits.message.startswith("a, b start at their initial values in every sampled restart")
+    with pytest.warns(RestartWarning, match="the 3 restarts start at only 2 distinct points"):
+        likelihood().fit_restarts(3, {"a": 2.0}, seed=2)
+
+
 def test_one_fit_and_bootstrap_say_nothing_of_starts():
     lik = likelihood()
     with warnings.catch_warnings():

@@ -187,7 +187,8 @@ def start_note(likelihood: Likelihood, x0s: Sequence[Sequence[float]]) -> tuple[
 
     ``("", False)`` for one start or when every free parameter has a starting range
     (``initial=(minimum, maximum)``); otherwise the parameters without one, which start at
-    their initial values in every sampled restart, and ``True`` when that is all of them.
+    their initial values in every sampled restart, and ``True`` when that is all of them and
+    some restarts repeat a start.
     """
     specs = likelihood.parameters
     unranged = [n for n, spec in specs.items() if spec.initial_range is None]
@@ -195,10 +196,10 @@ def start_note(likelihood: Likelihood, x0s: Sequence[Sequence[float]]) -> tuple[
         return "", False
     how = ("give ranges with initial=(minimum, maximum) in ld.parameter or ld.ParameterUpdate "
            "([start] name = [minimum, maximum] in a batch job)")
-    if len(unranged) < len(specs):
+    points = len({tuple(map(float, x)) for x in x0s})
+    if len(unranged) < len(specs) or points == len(x0s):  # the starts still differ
         return (f"{', '.join(unranged)} start at their initial values in every sampled restart "
                 f"(no starting range); {how}"), False
-    points = len({tuple(map(float, x)) for x in x0s})
     where = "the same point" if points == 1 else f"only {points} distinct points"
     return (f"the {len(x0s)} restarts start at {where}: no free parameter ({', '.join(unranged)}) "
             f"has a starting range, so the sampled starts are their initial values; {how}"), True

@@ -84,6 +84,8 @@ class Likelihood(MinuitCost):
         Free parameters: each term's, in term order, first appearance wins.
     parameters : dict[str, ParameterSpec]
         Their definitions.
+    fixed_parameters : dict[str, float]
+        The fixed parameters and the values they are held at.
     """
 
     def __init__(self, terms: Sequence[Term], execution: Execution | None = None) -> None:
@@ -114,7 +116,6 @@ class Likelihood(MinuitCost):
             n: s for n, s in specs.items() if not s.is_fixed
         }
         self.parameter_names: list[str] = list(self.parameters)
-        #: The fixed parameters and the values they are held at.
         self.fixed_parameters: dict[str, float] = {n: s.fixed for n, s in specs.items() if s.is_fixed}
         self._index = [
             np.array([self.parameter_names.index(n) for n in t.parameter_names], dtype=int)
