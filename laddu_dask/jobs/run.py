@@ -113,7 +113,8 @@ def _with_ranges(model: Any, ranges: Mapping[str, tuple[float, float]], check: C
     """``model`` with the starting ranges of ``[start]`` (``name = [minimum, maximum]``)."""
     from laddu_dask.expr.updates import ParameterUpdate
 
-    updates = {n: ParameterUpdate(initial=r) for n, r in ranges.items() if n in model.parameters}
+    updates = {n: ParameterUpdate(initial=r) for n, r in ranges.items()
+               if n in model.parameters and not model.parameters[n].is_fixed}
     try:
         return model.with_parameters(updates) if updates else model
     except ParameterError as exc:
