@@ -83,3 +83,8 @@ class GenerationError(LadduDaskError, RuntimeError):
 class ClosureError(LadduDaskError, RuntimeError):
     """A closure study cannot give pull statistics: fewer than two of its replicas were
     fitted validly."""
+
+
+class RestartWarning(UserWarning):
+    """Many fits that should start from different points start from the same one: restarts
+    of parameters without a starting range (``initial=(minimum, maximum)``)."""

@@ -35,6 +35,8 @@ from laddu_dask.analysis.restarts import (
     fit_each,
     replica_seeds,
     restart_starts,
+    same_start_warning,
+    start_note,
     start_vector,
 )
 from laddu_dask.analysis.tasks import fit_as_tasks, runs_as_tasks
@@ -94,7 +96,14 @@ def fit_bins(model: Any, *, data: Any, accepted_mc: Any, by: Expr, bins: Bin | S
     Returns
     -------
     list of BinFit
-        In bin order.
+        In bin order; each bin's ``ensemble.message`` names the parameters that start at
+        the same value in every restart (no starting range).
+
+    Warns
+    -----
+    RestartWarning
+        Once, when no free parameter has a starting range, so that every bin's restarts
+        start at one point (also logged by the ``laddu_dask`` logger).
     """
     built = binned_likelihoods(model, data=data, accepted_mc=accepted_mc, by=by, bins=bins,
                                execution=execution, extended=extended)
@@ -102,6 +111,10 @@ def fit_bins(model: Any, *, data: Any, accepted_mc: Any, by: Expr, bins: Bin | S
     good = [(i, lik) for i, (_, lik) in enumerate(built) if not isinstance(lik, Exception)]
     starts = {i: [start_vector(lik, s) for s in restart_starts(lik, restarts, initial, seeds[i])]
               for i, lik in good}
+    notes = {i: start_note(lik, starts[i]) for i, lik in good}
+    same = [note for note, repeated in notes.values() if repeated]
+    if same:  # once for every bin: they share the model's parameters
+        same_start_warning(f"fit_bins: in every bin, {same[0]}")
     fitted: dict[int, FitEnsemble] = {}
     if good and all(runs_as_tasks(lik) for _, lik in good):  # every bin's task at once
         flat = [(i, lik, s) for i, lik in good for s in starts[i]]
@@ -110,11 +123,11 @@ def fit_bins(model: Any, *, data: Any, accepted_mc: Any, by: Expr, bins: Bin | S
                                     note=Progress(progress, "bins", len(flat)), **options))
         for i, lik in good:
             fitted[i] = FitEnsemble([next(results) for _ in starts[i]], parameter_names=lik.parameter_names,
-                                    starts=starts[i])
+                                    starts=starts[i], message=notes[i][0])
     for i, lik in good:
         if i not in fitted:
             fitted[i] = fit_each([lik] * len(starts[i]), starts[i], method=method, label="restarts",
-                                 progress=progress, **options)
+                                 progress=progress, message=notes[i][0], **options)
     out = []
     for i, (b, lik) in enumerate(built):
         label = f"bin {b.index} [{b.low:g}, {b.high:g}]"

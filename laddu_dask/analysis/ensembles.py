@@ -52,16 +52,20 @@ class FitEnsemble(list):
         The start of each fit (rows), when known.
     label : str
         What the fits are (``"restarts"``, ``"bootstrap"``, ``"bin 3 [1.1, 1.2)"``).
+    message : str
+        What the ensemble as a whole should tell (``""``: nothing), such as restarts that all
+        start at the same point because no parameter has a starting range.
     """
 
     def __init__(self, results: Iterable[FitResult] = (), *, parameter_names: Sequence[str] | None = None,
-                 starts: Any = None, label: str = "") -> None:
+                 starts: Any = None, label: str = "", message: str = "") -> None:
         super().__init__(results)
         if parameter_names is None:
             parameter_names = self[0].parameter_names if self else []
         self.parameter_names = list(parameter_names)
         self.starts = None if starts is None else np.asarray(starts, dtype=np.float64)
         self.label = label
+        self.message = message
 
     @property
     def valid(self) -> list[FitResult]:
@@ -101,9 +105,10 @@ class FitEnsemble(list):
         best = self.best
         head = (f"FitEnsemble({self.label + ': ' if self.label else ''}{len(self)} fits, "
                 f"{len(self.valid)} valid, {len(self) - len(self.valid)} not")
+        note = f"\n  {self.message}" if self.message else ""
         if best is None:
-            return head + ")"
-        lines = [head + f"; best fval = {best.fval:.10g})"]
+            return head + ")" + note
+        lines = [head + f"; best fval = {best.fval:.10g})" + note]
         spread = self.spread()
         for name in self.parameter_names:
             lines.append(f"  {name:>14s} = {best.values[name]: .6g}  spread {spread[name]:.3g}")
@@ -111,8 +116,9 @@ class FitEnsemble(list):
 
     # -- results that last ---------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form: every fit's :meth:`~FitResult.to_dict`, the starts and the label."""
-        return {"kind": "laddu_dask.FitEnsemble", "label": self.label,
+        """A JSON-ready form: every fit's :meth:`~FitResult.to_dict`, the starts, the label and
+        the message."""
+        return {"kind": "laddu_dask.FitEnsemble", "label": self.label, "message": self.message,
                 "parameter_names": self.parameter_names,
                 "starts": None if self.starts is None else self.starts.tolist(),
                 "fits": [r.to_dict() for r in self]}
@@ -121,7 +127,7 @@ class FitEnsemble(list):
     def from_dict(cls, d: dict[str, Any]) -> FitEnsemble:
         """The ensemble :meth:`to_dict` described."""
         return cls([FitResult.from_dict(f) for f in d["fits"]], parameter_names=d["parameter_names"],
-                   starts=d.get("starts"), label=d.get("label", ""))
+                   starts=d.get("starts"), label=d.get("label", ""), message=d.get("message", ""))
 
     def save(self, path: Any) -> None:
         """Write the ensemble as JSON, atomically, with provenance."""

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from laddu_dask.likelihood.fit import FitResult
-from laddu_dask.likelihood.likelihood import Likelihood
+from laddu_dask.likelihood.likelihood import Likelihood, require_free
 
 #: Draws of a starting position outside the bounds before giving up.
 MAX_REDRAWS = 1000
@@ -241,8 +241,10 @@ def sample(likelihood: Likelihood, init: Any = None, *, n_walkers: int | None = 
     Raises
     ------
     ValueError
-        Too few walkers, a starting walker outside the bounds, or a bad ``init`` shape.
+        Too few walkers, a starting walker outside the bounds, or a bad ``init`` shape
+        (:class:`~laddu_dask.errors.ParameterError`: every parameter is fixed).
     """
+    require_free(likelihood)
     n = len(likelihood.parameter_names)
     walkers = np.asarray(init, dtype=float) if isinstance(init, np.ndarray) and init.ndim == 2 else None
     if walkers is None:

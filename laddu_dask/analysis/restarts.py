@@ -32,7 +32,11 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+import os
+import sys
+import warnings
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -46,12 +50,15 @@ from laddu_dask.errors import (
     NonPositiveIntensityError,
     NormalizationError,
     ParameterError,
+    RestartWarning,
 )
 from laddu_dask.likelihood.fit import ProgressLine
-from laddu_dask.likelihood.likelihood import Likelihood
+from laddu_dask.likelihood.likelihood import Likelihood, require_free
 
 __all__ = ["FIT_FAILURES", "Progress", "bootstrap_fit", "fit_each", "fit_restarts", "replica_seeds",
-           "restart_starts", "start_vector"]
+           "restart_starts", "same_start_warning", "start_note", "start_vector"]
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # laddu_dask/
 
 #: The errors that end one fit of many, recorded in its result (the others go on).
 FIT_FAILURES = (NonFiniteError, NonPositiveIntensityError, NormalizationError, ParameterError, DataError,
@@ -82,9 +89,11 @@ class Progress:
 
 
 def fit_each(likelihoods: list[Any], starts: list[Any], *, method: str, label: str,
-             progress: bool | Callable = False, batch: bool = True, **options: Any) -> FitEnsemble:
+             progress: bool | Callable = False, batch: bool = True, message: str = "",
+             **options: Any) -> FitEnsemble:
     """Fit ``likelihoods[i]`` from ``starts[i]`` for every ``i``; a fit that raises one of
-    :data:`FIT_FAILURES` is recorded as failed and the others go on.  Fits of one
+    :data:`FIT_FAILURES` is recorded as failed and the others go on (``message``: the
+    ensemble's, see :func:`start_note`).  Fits of one
     likelihood run in lockstep with their evaluations merged (``batch``,
     :mod:`laddu_dask.analysis.batching`); on a cluster, fits whose data are small run as
     tasks next to their data (:mod:`laddu_dask.analysis.tasks`)."""
@@ -94,12 +103,12 @@ def fit_each(likelihoods: list[Any], starts: list[Any], *, method: str, label: s
         x0s = [start_vector(likelihoods[0], s) for s in starts]
         results = fit_batched(likelihoods[0], x0s, method=method, failures=FIT_FAILURES,
                               note=Progress(progress, label, len(x0s)), **options)
-        return FitEnsemble(results, parameter_names=names, starts=x0s, label=label)
+        return FitEnsemble(results, parameter_names=names, starts=x0s, label=label, message=message)
     if all(runs_as_tasks(lik) for lik in likelihoods):
         x0s = [start_vector(lik, s) for lik, s in zip(likelihoods, starts, strict=True)]
         results = fit_as_tasks(likelihoods, x0s, method=method, label=label, failures=FIT_FAILURES,
                                note=Progress(progress, label, len(x0s)), **options)
-        return FitEnsemble(results, parameter_names=names, starts=x0s, label=label)
+        return FitEnsemble(results, parameter_names=names, starts=x0s, label=label, message=message)
     results, resolved = [], []
     note = Progress(progress, label, len(starts))
     for i, (lik, start) in enumerate(zip(likelihoods, starts, strict=True)):
@@ -111,11 +120,13 @@ def fit_each(likelihoods: list[Any], starts: list[Any], *, method: str, label: s
         results.append(result)
         resolved.append(x0)
         note(i, result)
-    return FitEnsemble(results, parameter_names=names, starts=resolved, label=label)
+    return FitEnsemble(results, parameter_names=names, starts=resolved, label=label, message=message)
 
 
 def start_vector(likelihood: Any, start: Any) -> list[float]:
-    """``start`` (None: the defaults; a mapping may name some parameters) as a full vector."""
+    """``start`` (None: the defaults; a mapping may name some parameters) as a full vector;
+    the start of every fit of many, so a likelihood without free parameters stops here."""
+    require_free(likelihood)
     return [float(v) for v in likelihood.resolve({} if start is None else start)]
 
 
@@ -142,11 +153,22 @@ def fit_restarts(likelihood: Likelihood, restarts: int, initial: Any = None, *, 
     Returns
     -------
     FitEnsemble
-        The fits in start order; ``.best`` is the valid one of lowest ``fval``.
+        The fits in start order; ``.best`` is the valid one of lowest ``fval``; its
+        ``message`` names the parameters that start at the same value in every restart
+        (they have no starting range).
+
+    Warns
+    -----
+    RestartWarning
+        When no free parameter has a starting range, so that the restarts start at one
+        point (also logged by the ``laddu_dask`` logger).
     """
-    starts = restart_starts(likelihood, restarts, initial, seed)
-    return fit_each([likelihood] * len(starts), starts, method=method, label="restarts", progress=progress,
-                    **options)
+    x0s = [start_vector(likelihood, s) for s in restart_starts(likelihood, restarts, initial, seed)]
+    note, same = start_note(likelihood, x0s)
+    if same:
+        same_start_warning(f"fit_restarts: {note}")
+    return fit_each([likelihood] * len(x0s), x0s, method=method, label="restarts", progress=progress,
+                    message=note, **options)
 
 
 def restart_starts(likelihood: Likelihood, restarts: int, initial: Any, seed: int) -> list[Any]:
@@ -158,6 +180,39 @@ def restart_starts(likelihood: Likelihood, restarts: int, initial: Any, seed: in
     if sampled:
         starts += likelihood.sample_parameters(seed=seed, n=sampled)
     return starts
+
+
+def start_note(likelihood: Likelihood, x0s: Sequence[Sequence[float]]) -> tuple[str, bool]:
+    """What restarts from ``x0s`` say of their starts, and whether they repeat one point.
+
+    ``("", False)`` for one start or when every free parameter has a starting range
+    (``initial=(minimum, maximum)``); otherwise the parameters without one, which start at
+    their initial values in every sampled restart, and ``True`` when that is all of them and
+    some restarts repeat a start.
+    """
+    specs = likelihood.parameters
+    unranged = [n for n, spec in specs.items() if spec.initial_range is None]
+    if len(x0s) < 2 or not unranged:
+        return "", False
+    how = ("give ranges with initial=(minimum, maximum) in ld.parameter or ld.ParameterUpdate "
+           "([start] name = [minimum, maximum] in a batch job)")
+    points = len({tuple(map(float, x)) for x in x0s})
+    if len(unranged) < len(specs) or points == len(x0s):  # the starts still differ
+        return (f"{', '.join(unranged)} start at their initial values in every sampled restart "
+                f"(no starting range); {how}"), False
+    where = "the same point" if points == 1 else f"only {points} distinct points"
+    return (f"the {len(x0s)} restarts start at {where}: no free parameter ({', '.join(unranged)}) "
+            f"has a starting range, so the sampled starts are their initial values; {how}"), True
+
+
+def same_start_warning(note: str) -> None:
+    """Say ``note`` (restarts at one point) once: a :class:`~laddu_dask.RestartWarning`
+    and a warning of the ``laddu_dask`` logger."""
+    logging.getLogger("laddu_dask").warning(note)
+    frame, level = sys._getframe(1), 2  # the warning points at the first caller outside laddu_dask
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(note, RestartWarning, stacklevel=level)
 
 
 def replica_seeds(seed: int, n: int) -> list[int]:

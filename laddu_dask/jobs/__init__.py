@@ -63,7 +63,8 @@ key              type            default  meaning
 ``[accmc]``      table           none     the dataset named ``accmc``
 ``[[datasets]]`` array of tables none     more datasets, each with a ``name``
 ``[[terms]]``    array of tables one NLL  likelihood terms (see *Terms*)
-``[start]``      table           none     ``parameter = value`` start values
+``[start]``      table           none     ``parameter = value`` start values, or
+                                          ``[minimum, maximum]`` starting ranges
 ``[fit]``        table           defaults minimiser settings
 ``[bins]``       table           none     a mass-independent fit instead of one fit
 ``[execution]``  table           defaults runtime settings
@@ -108,8 +109,12 @@ is one of
   with your rights (see *A model file is Python code* above).
 
 ``[start]``: ``name = number`` for any free parameter of the model(s); the others start
-at their initial values. A name that is not a free parameter, or a value outside the
-parameter's bounds, is an error.
+at their initial values. ``name = [minimum, maximum]`` gives the parameter a starting range
+instead (as ``parameter(name, initial=(minimum, maximum))``): the first fit starts at its
+middle, and ``[fit] restarts`` sample their starts in it. A name that is not a free
+parameter, or a value or range outside the parameter's bounds, is an error. Restarts of
+parameters without any starting range all start at one point: the job warns, and the
+result's ``"restarts"`` carries that ``"message"``.
 
 ``[fit]``
 

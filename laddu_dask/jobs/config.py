@@ -103,8 +103,7 @@ def load_config(path: str | os.PathLike[str]) -> FitConfig:
         default_model = _load_model(doc["model"], "model", check, folder, models)
     terms = _load_terms(doc, check, folder, models, default_model, datasets)
 
-    start_table = check.table(doc.get("start", {}), "[start]")
-    start = {name: check.get(start_table, name, "[start]", "number") for name in start_table}
+    start, start_ranges = _load_start(doc, check)
 
     fit_table = check.table(doc.get("fit", {}), "[fit]")
     check.keys(fit_table, "[fit]", FIT_KEYS)
@@ -126,8 +125,29 @@ def load_config(path: str | os.PathLike[str]) -> FitConfig:
     return FitConfig(
         path=path, sha256=hashlib.sha256(raw).hexdigest(), description=description,
         datasets=datasets, terms=tuple(terms), start=start, fit=fit, execution=execution,
-        cluster=cluster, bins=bins,
+        cluster=cluster, bins=bins, start_ranges=start_ranges,
     )
+
+
+def _load_start(doc: Mapping[str, Any], check: Checker) -> tuple[dict[str, float],
+                                                                 dict[str, tuple[float, float]]]:
+    """``[start]``: ``name = number``, a start value, or ``name = [minimum, maximum]``, a
+    starting range (as ``parameter(name, initial=(minimum, maximum))``: the first fit starts
+    at its middle, restarts sample their starts in it)."""
+    table = check.table(doc.get("start", {}), "[start]")
+    start: dict[str, float] = {}
+    ranges: dict[str, tuple[float, float]] = {}
+    for name, value in table.items():
+        if not isinstance(value, list):
+            start[name] = check.get(table, name, "[start]", "number")
+            continue
+        numbers = [v for v in value if isinstance(v, int | float) and not isinstance(v, bool)
+                   and math.isfinite(v)]
+        if len(value) != 2 or len(numbers) != 2 or not numbers[0] < numbers[1]:
+            raise check.error(f"[start] {name}", "a starting range is [minimum, maximum], two finite "
+                                                 f"numbers with minimum < maximum; got {value!r}")
+        ranges[name] = (float(numbers[0]), float(numbers[1]))
+    return start, ranges
 
 
 def _load_bins(doc: Mapping[str, Any], check: Checker, n_terms: int) -> BinSettings | None:

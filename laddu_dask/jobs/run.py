@@ -15,12 +15,13 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from laddu_dask.data.paths import expand_paths
-from laddu_dask.errors import ClusterError, KernelCacheError, LadduDaskError
+from laddu_dask.errors import ClusterError, KernelCacheError, LadduDaskError, ParameterError
 from laddu_dask.files import atomic_write
 from laddu_dask.jobs.cluster import cluster_client
 from laddu_dask.jobs.config import load_config
 from laddu_dask.jobs.models import build_model
 from laddu_dask.jobs.schema import Checker, ConfigError, FitConfig, FitRunError, one_line
+from laddu_dask.likelihood.likelihood import nothing_free_message
 
 
 @contextlib.contextmanager
@@ -68,10 +69,12 @@ def _finite(value: Any) -> Any:
 
 def _ensemble_summary(fits: Any) -> dict[str, Any]:
     """What the result file says of many fits: each one's fval and validity, the failed
-    ones with their reason, and which was best."""
+    ones with their reason, where each started, the ensemble's message (such as restarts
+    that all start at one point) and which was best."""
     best = fits.best
     return {"n": len(fits), "valid": len(fits.valid),
             "fvals": [r.fval for r in fits], "failed": [{"index": i, "message": m} for i, m in fits.failed],
+            "message": fits.message, "starts": None if fits.starts is None else fits.starts.tolist(),
             "best_index": None if best is None else next(i for i, r in enumerate(fits) if r is best)}
 
 
@@ -106,6 +109,18 @@ def _inputs(config: FitConfig) -> Iterator[tuple[str, str]]:
         yield "the scheduler file of [cluster]", config.cluster.scheduler_file
     for path in config.cluster.tls_files or ():
         yield "a TLS file of [cluster]", path
+
+
+def _with_ranges(model: Any, ranges: Mapping[str, tuple[float, float]], check: Checker) -> Any:
+    """``model`` with the starting ranges of ``[start]`` (``name = [minimum, maximum]``)."""
+    from laddu_dask.expr.updates import ParameterUpdate
+
+    updates = {n: ParameterUpdate(initial=r) for n, r in ranges.items()
+               if n in model.parameters and not model.parameters[n].is_fixed}
+    try:
+        return model.with_parameters(updates) if updates else model
+    except ParameterError as exc:
+        raise check.error("[start]", str(exc)) from exc
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -207,21 +222,27 @@ def run_fit(config: FitConfig | str | os.PathLike[str], *, scheduler: str | None
             built[key] = build_model(term.model, check)
         term_models.append(built[key])
     free: dict[str, Any] = {}
-    fixed: set[str] = set()
+    fixed: dict[str, float] = {}
     for model in term_models:
         for name, spec in model.parameters.items():
             if spec.is_fixed:
-                fixed.add(name)
+                fixed[name] = spec.fixed
             else:
                 free.setdefault(name, spec)
-    for name, value in config.start.items():
+    if not free:
+        raise check.error("model", nothing_free_message(fixed))
+    for name, value in [*config.start.items(), *config.start_ranges.items()]:
         if name not in free:
             why = "is fixed in the model" if name in fixed else "is not a parameter of the model"
             raise check.error(f"[start] {name}", f"{why} (free parameters: {', '.join(free)})")
         lo, hi = free[name].bounds
-        if (lo is not None and value < lo) or (hi is not None and value > hi):
-            raise check.error(f"[start] {name}", f"start value {value!r} lies outside the "
-                                                 f"parameter's bounds [{lo}, {hi}]")
+        ends = value if isinstance(value, tuple) else (value, value)
+        if (lo is not None and ends[0] < lo) or (hi is not None and ends[1] > hi):
+            what = f"starting range {list(value)}" if isinstance(value, tuple) else f"start value {value!r}"
+            raise check.error(f"[start] {name}", f"{what} lies outside the parameter's bounds [{lo}, {hi}]")
+    if config.start_ranges:
+        ranged = {id(m): _with_ranges(m, config.start_ranges, check) for m in term_models}
+        term_models = [ranged[id(m)] for m in term_models]
 
     # datasets: only metadata is read here
     t0 = time.perf_counter()

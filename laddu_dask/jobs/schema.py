@@ -200,6 +200,7 @@ class FitConfig:
     execution: ExecutionSettings
     cluster: ClusterSettings
     bins: BinSettings | None = None
+    start_ranges: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
     @property
     def folder(self) -> str:

@@ -31,6 +31,14 @@ import numpy as np
 from laddu_dask.compile.layout import ParameterValues
 from laddu_dask.files import read_json, write_json
 from laddu_dask.likelihood.cost import MinuitCost
+from laddu_dask.likelihood.fit_messages import (
+    covariance_problems,
+    fit_message,
+    migrad_problems,
+    minuit_output,
+    outside_minuit,
+)
+from laddu_dask.likelihood.likelihood import require_free
 from laddu_dask.likelihood.progress import ProgressLine
 from laddu_dask.options import FitMethod, HessianSource
 from laddu_dask.views import format_bounds, table
@@ -211,19 +219,21 @@ class _Watched(MinuitCost):
         return self.likelihood
 
     def _compute(self, x: np.ndarray, with_gradient: bool) -> tuple[float, Any]:
-        value, grad = super()._compute(x, with_gradient)
-        self.calls += 1
-        self.last_value = value
-        if self.callback is not None:
-            self.callback(self.calls, value)
+        with outside_minuit():  # what the likelihood or the progress line prints is theirs
+            value, grad = super()._compute(x, with_gradient)
+            self.calls += 1
+            self.last_value = value
+            if self.callback is not None:
+                self.callback(self.calls, value)
         return value, grad
 
     def _points(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        values, grads = super()._points(points)
-        for _ in points:  # a Hessian's points: each is an evaluation
-            self.calls += 1
-            if self.callback is not None:
-                self.callback(self.calls, self.last_value)
+        with outside_minuit():
+            values, grads = super()._points(points)
+            for _ in points:  # a Hessian's points: each is an evaluation
+                self.calls += 1
+                if self.callback is not None:
+                    self.callback(self.calls, self.last_value)
         return values, grads
 
 
@@ -247,50 +257,6 @@ def _hesse(objective: _Watched, names: list[str], x: np.ndarray, tolerance: floa
     m.tol = tolerance  # the EDM goal it reports
     m.hesse()
     return m
-
-
-def _migrad_problems(fmin: Any) -> list[str]:
-    """What kept MIGRAD's minimum from being valid, in plain words."""
-    problems = []
-    if fmin.has_reached_call_limit:
-        problems.append("call limit reached")
-    if fmin.is_above_max_edm:
-        problems.append("above EDM goal")
-    if not fmin.is_valid and not problems:
-        problems.append("MIGRAD did not converge")
-    return problems
-
-
-def _covariance_problems(fmin: Any) -> list[str]:
-    """What is wrong with HESSE's covariance, in plain words."""
-    if fmin is None:
-        return ["HESSE did not run"]
-    if fmin.hesse_failed:
-        return ["HESSE failed"]
-    if fmin.has_made_posdef_covar:
-        return ["covariance forced positive-definite"]
-    if not fmin.has_covariance:
-        return ["no covariance"]
-    if not fmin.has_accurate_covar:
-        return ["covariance not accurate"]
-    return []
-
-
-def _message(problems: list[str], fmin: Any, note: str = "") -> str:
-    """``"valid minimum; EDM 1.2e-05 < goal 0.0002"`` or ``"invalid minimum: " + problems``."""
-    parts = ["valid minimum" if not problems else "invalid minimum: " + ", ".join(problems)]
-    if fmin is not None:
-        edm, goal = float(fmin.edm), float(fmin.edm_goal)
-        if edm < goal:
-            parts.append(f"EDM {edm:.2g} < goal {goal:.2g}")
-        else:  # MIGRAD accepts up to 10 times the goal
-            where = "above" if fmin.is_above_max_edm else "within"
-            parts.append(f"EDM {edm:.2g} {where} 10 x goal {goal:.2g}")
-        if fmin.has_parameters_at_limit:
-            parts.append("some parameters at a limit")
-    if note:
-        parts.append(note)
-    return "; ".join(parts)
 
 
 def fit(
@@ -341,6 +307,7 @@ def fit(
     hessian = HessianSource.check(hessian, "hessian")
     if not hasattr(likelihood, "values_and_gradients"):
         hessian = "minuit"
+    require_free(likelihood)
     names = list(likelihood.parameter_names)
     x0 = likelihood.resolve({} if initial is None else initial)
     bounds = likelihood.bounds()
@@ -354,10 +321,11 @@ def fit(
     objective = _Watched(likelihood, printer or progress or None, hessian)
     start = time.perf_counter()
     try:
-        if method == "migrad":
-            run = _run_migrad(objective, names, x0, tolerance, max_calls, strategy)
-        else:
-            run = _run_lbfgsb(objective, names, x0, bounds, tolerance, max_calls)
+        with minuit_output() as said:  # Minuit's own messages: to the log and the message
+            if method == "migrad":
+                run = _run_migrad(objective, names, x0, tolerance, max_calls, strategy)
+            else:
+                run = _run_lbfgsb(objective, names, x0, bounds, tolerance, max_calls)
     except BaseException:
         if printer is not None:
             printer.finish(None)
@@ -381,7 +349,7 @@ def fit(
         covariance=cov,
         parameter_names=names,
         minuit=minuit,
-        message=_message(problems, fmin, note),
+        message=fit_message(problems, fmin, note, said),
         wall_time=time.perf_counter() - start,
         edm=math.nan if fmin is None else float(fmin.edm),
         correlation=corr,
@@ -398,7 +366,7 @@ def _run_migrad(objective: _Watched, names: list[str], x0: np.ndarray, tolerance
     m.strategy = strategy
     m.tol = tolerance
     m.migrad(ncall=max_calls)
-    problems = _migrad_problems(m.fmin)
+    problems = migrad_problems(m.fmin)
     if problems:
         problems.append("HESSE not run")
     else:
@@ -408,7 +376,7 @@ def _run_migrad(objective: _Watched, names: list[str], x0: np.ndarray, tolerance
             m = _hesse(objective, names, np.array(m.values, dtype=np.float64), tolerance, strategy)
         else:
             m.hesse()
-        problems = _covariance_problems(m.fmin)
+        problems = covariance_problems(m.fmin)
         if not problems and not m.fmin.is_valid:
             problems = ["minimum not valid after HESSE"]
     return m, np.array(m.values, dtype=np.float64), float(m.fval), problems, ""
@@ -431,5 +399,5 @@ def _run_lbfgsb(objective: _Watched, names: list[str], x0: np.ndarray, bounds: l
     problems = []
     if not res.success:
         problems.append("call limit reached" if res.status == 1 else "L-BFGS-B did not converge")
-    problems += _covariance_problems(minuit.fmin)
+    problems += covariance_problems(minuit.fmin)
     return minuit, values, float(fval), problems, f"L-BFGS-B: {' '.join(str(res.message).split())}"

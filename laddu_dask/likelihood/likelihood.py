@@ -84,6 +84,8 @@ class Likelihood(MinuitCost):
         Free parameters: each term's, in term order, first appearance wins.
     parameters : dict[str, ParameterSpec]
         Their definitions.
+    fixed_parameters : dict[str, float]
+        The fixed parameters and the values they are held at.
     """
 
     def __init__(self, terms: Sequence[Term], execution: Execution | None = None) -> None:
@@ -114,6 +116,7 @@ class Likelihood(MinuitCost):
             n: s for n, s in specs.items() if not s.is_fixed
         }
         self.parameter_names: list[str] = list(self.parameters)
+        self.fixed_parameters: dict[str, float] = {n: s.fixed for n, s in specs.items() if s.is_fixed}
         self._index = [
             np.array([self.parameter_names.index(n) for n in t.parameter_names], dtype=int)
             for t in terms
@@ -348,3 +351,26 @@ class Likelihood(MinuitCost):
         from laddu_dask.likelihood.fit import fit
 
         return fit(self, initial=initial, method=method, **options)
+
+
+def require_free(likelihood: Any) -> None:
+    """The check of every fit entry point (fits, restarts, bins, bootstrap, MCMC, closure
+    studies, the batch job): ``likelihood`` (or a model) has a free parameter.
+
+    Raises
+    ------
+    ParameterError
+        When every parameter is fixed, naming them: there is nothing to fit.
+    """
+    if len(likelihood.parameter_names):
+        return
+    raise ParameterError(nothing_free_message(getattr(likelihood, "fixed_parameters", {})))
+
+
+def nothing_free_message(fixed: dict[str, float]) -> str:
+    """``"nothing to fit: every parameter is fixed (a = 1.0, b = 2.0); ..."``, with the remedy."""
+    if not fixed:
+        return "nothing to fit: the likelihood has no parameters"
+    held = ", ".join(f"{n} = {v!r}" for n, v in fixed.items())
+    return (f"nothing to fit: every parameter is fixed ({held}); free one with "
+            "model.with_parameters({name: ld.ParameterUpdate(fixed=None)})")

@@ -60,7 +60,7 @@ from laddu_dask.errors import ClosureError, ParameterError
 from laddu_dask.expr.model import Model
 from laddu_dask.files import read_json, write_json
 from laddu_dask.likelihood.fit import FitResult
-from laddu_dask.likelihood.likelihood import Likelihood
+from laddu_dask.likelihood.likelihood import Likelihood, require_free
 from laddu_dask.likelihood.terms import NLL, ExtendedNLL
 from laddu_dask.options import FitMethod
 from laddu_dask.results.pseudo_data import GeneratorSource, PoolSource, event_count, replica_stream
@@ -270,6 +270,7 @@ def _within_bounds(model: Model, values: dict[str, float], what: str) -> dict[st
 
 def _truth(model: Model, truth: Any) -> dict[str, float]:
     """``truth`` as a full mapping of the free parameters, inside their bounds."""
+    require_free(model)  # before any replica is drawn
     names = model.parameter_names
     if not isinstance(truth, Mapping) and isinstance(truth, (str, bytes)) or truth is None:
         raise ParameterError(f"truth must be a mapping or sequence of the free parameters, got {truth!r}")
