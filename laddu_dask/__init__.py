@@ -19,6 +19,8 @@ Examples
 ['a']
 """
 
+import logging
+
 from laddu_dask.compile import CompiledModel, ReductionPlan
 from laddu_dask.data import (
     Bin,
@@ -312,3 +314,7 @@ __all__ += ["Axis", "BinnedEstimate", "ComponentYieldProjection", "CrossSectionP
 __all__ += ["ClosureError", "ClosureResult", "closure_study"]
 # outputs that would replace what laddu-dask did not write (issue 23)
 __all__ += ["UnsafeOutputError"]
+
+# A library logs, the application decides where to: without a handler of the user's, Python's
+# last-resort handler would print every warning a second time next to its warnings.warn.
+logging.getLogger("laddu_dask").addHandler(logging.NullHandler())
