@@ -62,3 +62,59 @@ def test_worker_with_two_threads_sums_every_threads_share_of_a_large_partition()
             assert value == pytest.approx(ref_value, rel=1e-12)
             np.testing.assert_allclose(grad, ref_grad, rtol=1e-11)
             assert lik.value([a, b]) == value
+
+
+# ---------------------------------------------------------------------------
+# analysis/binned.py: fit_bins(extended=True) fits each bin with the extended likelihood
+# ---------------------------------------------------------------------------
+def test_fit_bins_extended_gives_each_bins_closed_form_yield():
+    """I = s x: the extended likelihood 2 (s sum_mc w x - sum_data w ln(s x)) has its minimum
+    at s = sum_data w / sum_mc w x, with the value 2 (W - W ln s - sum_data w ln x); a plain
+    NLL does not depend on s at all (the scale cancels).  Each bin, by hand from its events."""
+    from laddu_dask.analysis.binned import fit_bins
+    from laddu_dask.data.operations import Bin
+
+    rng = np.random.default_rng(31)
+    xd, md, wd = rng.uniform(0.2, 1.0, 600), rng.uniform(0.0, 1.0, 600), rng.uniform(0.5, 1.5, 600)
+    xm, mm = rng.uniform(0.2, 1.0, 3000), rng.uniform(0.0, 1.0, 3000)
+    s = parameter("s", initial=20.0, bounds=(1e-3, 1e3))
+    data = Dataset.from_arrays(scalars={"x": xd, "m": md}, weights=wd, chunk_size=256)
+    mc = Dataset.from_arrays(scalars={"x": xm, "m": mm}, chunk_size=1024)
+    fits = fit_bins(Model(s * X), data=data, accepted_mc=mc, by=scalar("m"),
+                    bins=Bin.uniform(2, low=0, high=1), extended=True)
+    assert [(f.low, f.high) for f in fits] == [(0.0, 0.5), (0.5, 1.0)]
+    for fit in fits:
+        d, m = (fit.low <= md) & (md < fit.high), (fit.low <= mm) & (mm < fit.high)
+        w = math.fsum(wd[d])
+        s_hat = w / math.fsum(xm[m])
+        fval = 2.0 * (w - w * math.log(s_hat) - math.fsum(wd[d] * np.log(xd[d])))
+        best = fit.best
+        assert best is not None
+        assert best.values["s"] == pytest.approx(s_hat, rel=1e-4)
+        assert best.fval == pytest.approx(fval, rel=1e-9, abs=1e-7)
+
+
+# ---------------------------------------------------------------------------
+# likelihood/hessian.py: a narrow parameter's step shrinks even when the others are wide
+# ---------------------------------------------------------------------------
+def test_hessian_of_a_narrow_parameter_among_wide_ones_matches_its_closed_form():
+    """-2 ln L = x^2 / 1e4 + 2 cosh(y / sigma), sigma = 5e-5: x is wide (its first step is far
+    below its error), y narrow (the first step, 1e-4, is two sigma).  The Hessian is
+    diag(2e-4, 2 cosh(y / sigma) / sigma^2); a step left at 1e-4 in y overestimates it by
+    sinh(2) / 2 = 1.81 (the difference quotient of sinh over two widths)."""
+    from laddu_dask.likelihood.hessian import gradient_hessian
+
+    sigma = 5e-5
+
+    def values_and_gradients(points):
+        p = np.asarray(points)
+        u = p[:, 1] / sigma
+        return (p[:, 0] ** 2 / 1e4 + 2.0 * np.cosh(u),
+                np.stack([2.0 * p[:, 0] / 1e4, 2.0 * np.sinh(u) / sigma], axis=1))
+
+    y = 0.5 * sigma
+    hessian = gradient_hessian(values_and_gradients, np.array([30.0, y]), [(None, None)] * 2, ["x", "y"])
+    assert hessian[0, 0] == pytest.approx(2e-4, rel=1e-9)
+    assert hessian[1, 1] == pytest.approx(2.0 * math.cosh(0.5) / sigma**2, rel=1e-4)
+    assert abs(hessian[0, 1]) <= 1e-6 * math.sqrt(hessian[0, 0] * hessian[1, 1])
+    assert hessian[0, 1] == hessian[1, 0]
