@@ -118,3 +118,32 @@ def test_hessian_of_a_narrow_parameter_among_wide_ones_matches_its_closed_form()
     assert hessian[1, 1] == pytest.approx(2.0 * math.cosh(0.5) / sigma**2, rel=1e-4)
     assert abs(hessian[0, 1]) <= 1e-6 * math.sqrt(hessian[0, 0] * hessian[1, 1])
     assert hessian[0, 1] == hessian[1, 0]
+
+
+# ---------------------------------------------------------------------------
+# results/yields.py: the corrected yield's data error is divided by the acceptance
+# ---------------------------------------------------------------------------
+def test_corrected_yield_and_observed_cross_section_errors_by_hand():
+    """I = a (x^2 + 1) at a = 2; data x = (0.5, 1) with weights (3, 4); accepted MC x = (0, 1);
+    generated MC x = (0, 0.5, 1, 2).  By hand: N = 7, its error sqrt(9 + 16) = 5, accepted
+    yield 2 + 4 = 6, generated 2 + 2.5 + 4 + 10 = 18.5, acceptance 6 / 18.5; the corrected
+    yield N / acceptance = 7 * 18.5 / 6 with the data error 5 * 18.5 / 6; over L = 2 pb the
+    observed cross section is half of each.  (laddu 0.28.1 has no corrected yield.)"""
+    import laddu_dask as ld
+
+    model = Model(parameter("a", initial=1.0) * (X * X + 1.0))
+    data = Dataset.from_arrays(scalars={"x": np.array([0.5, 1.0])}, weights=np.array([3.0, 4.0]))
+    mc = Dataset.from_arrays(scalars={"x": np.array([0.0, 1.0])})
+    gen = Dataset.from_arrays(scalars={"x": np.array([0.0, 0.5, 1.0, 2.0])})
+    lik = Likelihood([ld.ExtendedNLL(model, data=data, accepted_mc=mc, name="t")])
+    y = lik.yield_context("t", generated_mc=gen, parameters=[2.0])
+    assert y.selected_yield().central == 7.0
+    assert y.selected_yield().components["data_fill"] == 5.0
+    assert y.acceptance().central == pytest.approx(6.0 / 18.5, rel=1e-15)
+    corrected = y.corrected_yield()
+    assert corrected.central == pytest.approx(7.0 * 18.5 / 6.0, rel=1e-15)
+    assert corrected.components["data_fill"] == pytest.approx(5.0 * 18.5 / 6.0, rel=1e-15)
+    assert corrected.error().error == pytest.approx(5.0 * 18.5 / 6.0, rel=1e-15)
+    observed = lik.cross_section("t", gen, ld.Luminosity(2.0, ld.AreaUnit.PICOBARN), [2.0]).observed
+    assert observed.central == pytest.approx(7.0 * 18.5 / 6.0 / 2.0, rel=1e-15)
+    assert observed.components["data_fill"] == pytest.approx(5.0 * 18.5 / 6.0 / 2.0, rel=1e-15)
