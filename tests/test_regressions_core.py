@@ -147,3 +147,54 @@ def test_corrected_yield_and_observed_cross_section_errors_by_hand():
     observed = lik.cross_section("t", gen, ld.Luminosity(2.0, ld.AreaUnit.PICOBARN), [2.0]).observed
     assert observed.central == pytest.approx(7.0 * 18.5 / 6.0 / 2.0, rel=1e-15)
     assert observed.components["data_fill"] == pytest.approx(5.0 * 18.5 / 6.0 / 2.0, rel=1e-15)
+
+
+# ---------------------------------------------------------------------------
+# likelihood/terms.py: a non-finite gradient is an error naming its parameter
+# ---------------------------------------------------------------------------
+def test_gradient_beyond_the_float_range_in_a_term_is_an_error_naming_the_parameter():
+    """I = q y + p x; ExtendedNLL, 2 (sum_mc I - sum_data ln I).  Accepted MC: ten events at
+    x = 1e307; data: three at x = 1.  At (q, p) = (1, 1e-300) every per-dataset sum is finite
+    (sum_mc x = 1e308), and so is the value, but the exact gradient in p,
+    2 (sum_mc x - sum_data x / I), is 2e308 - 6: beyond the float range (exact rational
+    arithmetic below), whatever order or scaling computes it.  The term must say so."""
+    from fractions import Fraction
+
+    from laddu_dask.errors import NonFiniteError
+    from laddu_dask.likelihood import ExtendedNLL
+
+    q, p = parameter("q", initial=1.0), parameter("p", initial=1.0)
+    y = scalar("y")
+    xm, xd = np.full(10, 1e307), np.ones(3)
+    mc = Dataset.from_arrays(scalars={"x": xm, "y": np.ones(10)})
+    data = Dataset.from_arrays(scalars={"x": xd, "y": np.ones(3)})
+    lik = Likelihood([ExtendedNLL(Model(q * y + p * X), data=data, accepted_mc=mc, name="t")])
+    assert lik.parameter_names == ["q", "p"]
+    point = [1.0, 1e-300]
+    i_m, i_d = 1.0 + 1e-300 * xm, 1.0 + 1e-300 * xd
+    assert lik.value(point) == pytest.approx(2.0 * (math.fsum(i_m) - math.fsum(np.log(i_d))), rel=1e-15)
+    exact = 2 * (sum(Fraction(v) for v in xm) - sum(Fraction(v) / (1 + Fraction(1e-300) * Fraction(v))
+                                                    for v in xd))
+    assert exact > Fraction(np.finfo(np.float64).max)
+    with pytest.raises(NonFiniteError, match=r"gradient .*in parameter 'p'"):
+        lik.value_and_gradient(point)
+    with pytest.raises(NonFiniteError, match=r"gradient .*in parameter 'p'"):
+        lik.gradient(point)
+
+
+def test_infinite_derivative_at_a_finite_value_is_an_error_naming_the_parameter():
+    """I = sqrt(p) x + q at p = 0: the intensity and the likelihood are finite, but
+    dI/dp = x / (2 sqrt(p)) is infinite at every event with x != 0."""
+    from laddu_dask.errors import NonFiniteError
+    from laddu_dask.likelihood import ExtendedNLL
+
+    p, q = parameter("p", initial=1.0, bounds=(0.0, 10.0)), parameter("q", initial=1.0)
+    data = Dataset.from_arrays(scalars={"x": np.array([0.5, 1.0])})
+    mc = Dataset.from_arrays(scalars={"x": np.array([0.0, 0.5, 1.0])})
+    for term in (NLL, ExtendedNLL):
+        lik = Likelihood([term(Model(p.sqrt() * X + q), data=data, accepted_mc=mc, name="t")])
+        assert lik.parameter_names == ["p", "q"]
+        want = 6.0 if term is ExtendedNLL else 4.0 * math.log(3.0)  # I = 1 everywhere
+        assert lik.value([0.0, 1.0]) == pytest.approx(want, rel=1e-15)
+        with pytest.raises(NonFiniteError, match=r"gradient .*in parameter 'p'"):
+            lik.value_and_gradient([0.0, 1.0])
