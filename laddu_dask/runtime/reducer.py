@@ -469,10 +469,11 @@ class PartitionReducer:
             j = int(np.argmin(np.isfinite(grad)))
             raise NonFiniteError(
                 f"the gradient of the sum over {label} is {grad[j]!r} in parameter "
-                f"{self.compiled.parameter_names[j]!r}: it overflows the float range (an "
-                "intermediate of the likelihood's gradient, which may itself be finite: an NLL's "
-                "gradient does not change when the accepted MC's weights are all scaled down by "
-                "one factor)"
+                f"{self.compiled.parameter_names[j]!r}: either the model's derivative is not finite "
+                "at this point (a square root, power or log at zero, a pole), or an intermediate "
+                "overflows the float range (the likelihood's gradient may itself be finite: an "
+                "NLL's gradient does not change when the accepted MC's weights are all scaled down "
+                "by one factor)"
             )
         return value, grad
 
