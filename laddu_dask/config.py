@@ -52,7 +52,9 @@ from typing import Any
 
 import dask
 
-__all__ = ["DEFAULTS", "get"]
+from laddu_dask.validate import duration as _duration
+
+__all__ = ["DEFAULTS", "duration", "get"]
 
 #: The defaults, as they are registered with Dask (``dask.config.update_defaults``).
 DEFAULTS: dict[str, Any] = {
@@ -80,3 +82,15 @@ dask.config.update_defaults(DEFAULTS)
 def get(key: str) -> Any:
     """The current value of ``laddu-dask.<key>`` (``"cluster.worker-timeout"``, ``"split-every"``)."""
     return dask.config.get(f"laddu-dask.{key}")
+
+
+def duration(key: str) -> float:
+    """Seconds of the duration ``laddu-dask.<key>`` (``"cluster.fit-timeout"``, ``"compile-timeout"``).
+
+    Raises
+    ------
+    ParameterError
+        Naming the key, unless it is a positive, finite duration (a NaN or an infinite
+        timeout would make a wait unbounded).
+    """
+    return _duration(get(key), f"the Dask config laddu-dask.{key}")

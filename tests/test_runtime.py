@@ -489,7 +489,7 @@ def test_execution_takes_laddus_signature():
 RUNTIME = Path(__file__).resolve().parents[1] / "laddu_dask" / "runtime"
 
 #: The runtime's modules, lowest first: each may import only those before it.
-LAYERS = ("accumulate", "grouped", "memory", "reduction", "cluster_waits", "direct_calls", "cuda_backend",
+LAYERS = ("accumulate", "grouped", "memory", "reduction", "direct_calls", "cuda_backend",
           "reducer", "preparation", "jobs", "wire", "placement", "dashboard", "worker", "threaded", "local",
           "cluster", "execution",
           "normalization", "prepared", "__init__")

@@ -40,6 +40,7 @@ from laddu_dask.analysis.restarts import (
 from laddu_dask.analysis.tasks import fit_as_tasks, runs_as_tasks
 from laddu_dask.data.operations import Bin
 from laddu_dask.expr.node import Expr
+from laddu_dask.likelihood.fit import check_fit_options
 from laddu_dask.likelihood.likelihood import Likelihood
 from laddu_dask.likelihood.terms import NLL, ExtendedNLL
 
@@ -96,6 +97,7 @@ def fit_bins(model: Any, *, data: Any, accepted_mc: Any, by: Expr, bins: Bin | S
     list of BinFit
         In bin order.
     """
+    options = check_fit_options(options)
     built = binned_likelihoods(model, data=data, accepted_mc=accepted_mc, by=by, bins=bins,
                                execution=execution, extended=extended)
     seeds = replica_seeds(seed, len(built))

@@ -59,7 +59,7 @@ from laddu_dask.data.dataset import Dataset
 from laddu_dask.errors import ClosureError, ParameterError
 from laddu_dask.expr.model import Model
 from laddu_dask.files import read_json, write_json
-from laddu_dask.likelihood.fit import FitResult
+from laddu_dask.likelihood.fit import FitResult, check_fit_options
 from laddu_dask.likelihood.likelihood import Likelihood
 from laddu_dask.likelihood.terms import NLL, ExtendedNLL
 from laddu_dask.options import FitMethod
@@ -360,6 +360,7 @@ def closure_study(model: Model, truth: Any, *, source: Any, accepted_mc: Dataset
     if unknown:
         raise ParameterError(f"closure_study got unknown keyword(s) {', '.join(map(repr, unknown))}; the fit "
                              f"options are {', '.join(_FIT_OPTIONS)}")
+    fit_options = check_fit_options(fit_options)
     try:
         method = FitMethod.check(method, "method")
     except ValueError as exc:

@@ -61,6 +61,7 @@ from typing import Any
 import dask
 import numpy as np
 
+from laddu_dask.cluster_waits import compute
 from laddu_dask.data.dataset import Dataset
 from laddu_dask.data.parquet import read_parquet
 from laddu_dask.errors import GenerationError, ParameterError
@@ -174,7 +175,7 @@ class Generator:
 
     def _run(self, tasks: list[Any], execution: Execution, concurrency: int) -> list[Any]:
         if execution.client is not None:
-            return execution.client.gather(execution.client.compute(tasks))
+            return list(compute(*tasks, what="the Generator's partitions", scheduler=execution.client))
         return list(dask.compute(*tasks, scheduler="threads", num_workers=concurrency))
 
     def _collect(self, results: list[Any], path: Any, proposer: Proposer) -> Dataset:
