@@ -204,3 +204,58 @@ def test_the_scheduler_closing_during_a_generator_run_is_scheduler_lost(stalled)
     assert not thread.is_alive(), "the Generator still waits on a closed scheduler"
     assert isinstance(errors.get("error"), ld.SchedulerLostError), repr(errors.get("error"))
     assert "is gone" in str(errors["error"])
+
+
+#: (the fit task started, the test lets it go on): module globals, so that the task pickles
+#: :func:`_held_fits` by reference and the in-process worker sees the same events.
+_HELD = (threading.Event(), threading.Event())
+_HELD_FITS = type("HeldFits", (), {"fits": None})
+
+
+def _held_fits(*args, **kwargs):
+    _HELD[0].set()
+    _HELD[1].wait(30)
+    return _HELD_FITS.fits(*args, **kwargs)
+
+
+@pytest.mark.slow
+def test_the_scheduler_closing_during_fit_bins_is_scheduler_lost(monkeypatch):
+    """fit_bins' fits run as tasks; the scheduler closes while they run (held by an event
+    on an in-process worker): SchedulerLostError, not distributed's FutureCancelledError."""
+    distributed = pytest.importorskip("distributed")
+    from laddu_dask.analysis import tasks
+
+    entered, release = _HELD
+    entered.clear()
+    release.clear()
+    monkeypatch.setattr(_HELD_FITS, "fits", tasks._fits_on_worker)
+    monkeypatch.setattr(tasks, "_fits_on_worker", _held_fits)
+    model, data, mc, _ = _likelihood()
+    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                       dashboard_address=":0", silence_logs=50)
+    client = distributed.Client(cluster)
+    out: dict = {}
+
+    def run():
+        try:
+            ld.fit_bins(model, data=data, accepted_mc=mc, by=ld.scalar("x"), bins=[0.0, 0.5, 1.0],
+                        execution=ld.Execution(client=client))
+        except BaseException as err:  # noqa: BLE001 - handed to the test
+            out["error"] = err
+
+    thread = threading.Thread(target=run, daemon=True)
+    try:
+        thread.start()
+        assert entered.wait(60), "the fit task never started"
+        cluster.sync(cluster.scheduler.close)
+        thread.join(30)
+        assert not thread.is_alive(), "fit_bins still waits on a closed scheduler"
+    finally:
+        release.set()
+        client.close(timeout=5)
+        try:
+            cluster.close(timeout=5)
+        except (TimeoutError, OSError):
+            pass  # its scheduler was closed on purpose
+    assert isinstance(out.get("error"), ld.SchedulerLostError), repr(out.get("error"))
+    assert "is gone" in str(out["error"])
