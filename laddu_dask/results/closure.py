@@ -65,6 +65,7 @@ from laddu_dask.likelihood.terms import NLL, ExtendedNLL
 from laddu_dask.options import FitMethod
 from laddu_dask.results.pseudo_data import GeneratorSource, PoolSource, event_count, replica_stream
 from laddu_dask.runtime.execution import Execution
+from laddu_dask.validate import integer
 from laddu_dask.views import format_bounds
 
 __all__ = ["ClosureResult", "closure_study"]
@@ -255,9 +256,7 @@ class ClosureResult:
 
 
 def _count(value: Any, what: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ParameterError(f"{what} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
+    return integer(value, what, minimum=minimum)
 
 
 def _within_bounds(model: Model, values: dict[str, float], what: str) -> dict[str, float]:

@@ -75,6 +75,7 @@ from laddu_dask.results.phase_space import PhaseSpacePlan
 from laddu_dask.results.report import GenerationReport, merge_stats
 from laddu_dask.runtime.execution import Execution
 from laddu_dask.runtime.memory import MemoryPlan
+from laddu_dask.validate import integer, number
 
 __all__ = ["Generator"]
 
@@ -89,19 +90,11 @@ _PILOT_CHUNK = 1024
 
 
 def _count(value: Any, what: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ParameterError(f"{what} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
+    return integer(value, what, minimum=minimum)
 
 
 def _positive(value: Any, what: str) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ParameterError(f"{what} must be a number, got {value!r}") from None
-    if not (math.isfinite(number) and number > 0.0):
-        raise ParameterError(f"{what} must be finite and positive, got {value!r}")
-    return number
+    return number(value, what, above=0.0)
 
 
 class Generator:
