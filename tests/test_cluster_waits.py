@@ -259,3 +259,11 @@ def test_the_scheduler_closing_during_fit_bins_is_scheduler_lost(monkeypatch):
             pass  # its scheduler was closed on purpose
     assert isinstance(out.get("error"), ld.SchedulerLostError), repr(out.get("error"))
     assert "is gone" in str(out["error"])
+
+
+def test_mcmc_refuses_an_infinite_scale_and_a_nan_step_count():
+    *_, lik = _likelihood()
+    with pytest.raises(ParameterError, match=r"scale must be a finite number > 0, got inf"):
+        lik.walker_positions([0.3], 4, scale=INF)
+    with pytest.raises(ParameterError, match=r"n_steps must be an integer >= 1, got nan"):
+        lik.sample(n_walkers=4, n_steps=NAN)
