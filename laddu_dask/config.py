@@ -51,10 +51,12 @@ from __future__ import annotations
 from typing import Any
 
 import dask
+from dask.utils import parse_bytes
 
+from laddu_dask.errors import ParameterError
 from laddu_dask.validate import duration as _duration
 
-__all__ = ["DEFAULTS", "duration", "get"]
+__all__ = ["DEFAULTS", "duration", "get", "nbytes"]
 
 #: The defaults, as they are registered with Dask (``dask.config.update_defaults``).
 DEFAULTS: dict[str, Any] = {
@@ -94,3 +96,23 @@ def duration(key: str) -> float:
         timeout would make a wait unbounded).
     """
     return _duration(get(key), f"the Dask config laddu-dask.{key}")
+
+
+def nbytes(key: str) -> int:
+    """Bytes of the size ``laddu-dask.<key>`` (``"analysis.task-bytes"``): a number of bytes or a
+    string such as ``"256 MiB"`` (Dask's :func:`~dask.utils.parse_bytes`).
+
+    Raises
+    ------
+    ParameterError
+        Naming the key, unless it is a finite size of at least 0 bytes.
+    """
+    value = get(key)
+    try:
+        out = parse_bytes(str(value)) if not isinstance(value, bool) else -1
+    except (ValueError, TypeError, OverflowError):
+        out = -1
+    if out < 0:
+        raise ParameterError(f"the Dask config laddu-dask.{key} must be a size such as '256 MiB' or a "
+                             f"number of bytes >= 0, got {value!r}")
+    return out

@@ -267,3 +267,14 @@ def test_mcmc_refuses_an_infinite_scale_and_a_nan_step_count():
         lik.walker_positions([0.3], 4, scale=INF)
     with pytest.raises(ParameterError, match=r"n_steps must be an integer >= 1, got nan"):
         lik.sample(n_walkers=4, n_steps=NAN)
+
+
+@pytest.mark.parametrize("value", [NAN, "inf", "1e400", -1, True])
+def test_task_bytes_refuses_what_is_not_a_size(value):
+    from laddu_dask import config
+
+    with dask.config.set({"laddu-dask.analysis.task-bytes": value}):
+        with pytest.raises(ParameterError, match=r"Dask config laddu-dask\.analysis\.task-bytes must be a size"):
+            config.nbytes("analysis.task-bytes")
+    with dask.config.set({"laddu-dask.analysis.task-bytes": "1 KiB"}):
+        assert config.nbytes("analysis.task-bytes") == 1024

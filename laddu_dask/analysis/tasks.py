@@ -30,8 +30,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from dask.utils import parse_bytes
-
 from laddu_dask import config
 from laddu_dask.analysis.batching import fit_batched
 from laddu_dask.analysis.ensembles import failed_fit
@@ -80,7 +78,7 @@ def runs_as_tasks(likelihood: Likelihood) -> bool:
     most ``laddu-dask.analysis.task-bytes``."""
     if likelihood.execution.client is None:
         return False
-    return FitRecipe.of(likelihood).nbytes() <= parse_bytes(str(config.get("analysis.task-bytes")))
+    return FitRecipe.of(likelihood).nbytes() <= config.nbytes("analysis.task-bytes")
 
 
 def _fits_on_worker(recipe: FitRecipe, starts: list[list[float]], method: str, options: dict,
