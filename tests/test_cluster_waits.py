@@ -274,7 +274,8 @@ def test_task_bytes_refuses_what_is_not_a_size(value):
     from laddu_dask import config
 
     with dask.config.set({"laddu-dask.analysis.task-bytes": value}):
-        with pytest.raises(ParameterError, match=r"Dask config laddu-dask\.analysis\.task-bytes must be a size"):
+        with pytest.raises(ParameterError,
+                           match=r"Dask config laddu-dask\.analysis\.task-bytes must be a size"):
             config.nbytes("analysis.task-bytes")
     with dask.config.set({"laddu-dask.analysis.task-bytes": "1 KiB"}):
         assert config.nbytes("analysis.task-bytes") == 1024

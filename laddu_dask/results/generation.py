@@ -167,9 +167,9 @@ class Generator:
         return sizes, per_event, cap, concurrency
 
     def _run(self, tasks: list[Any], execution: Execution, concurrency: int) -> list[Any]:
-        if execution.client is not None:
-            return list(compute(*tasks, what="the Generator's partitions", scheduler=execution.client))
-        return list(dask.compute(*tasks, scheduler="threads", num_workers=concurrency))
+        scheduler = "threads" if execution.client is None else execution.client
+        return list(compute(*tasks, what="the Generator's partitions", scheduler=scheduler,
+                            num_workers=concurrency))
 
     def _collect(self, results: list[Any], path: Any, proposer: Proposer) -> Dataset:
         if path is not None:
