@@ -51,8 +51,12 @@ from __future__ import annotations
 from typing import Any
 
 import dask
+from dask.utils import parse_bytes
 
-__all__ = ["DEFAULTS", "get"]
+from laddu_dask.errors import ParameterError
+from laddu_dask.validate import duration as _duration
+
+__all__ = ["DEFAULTS", "duration", "get", "nbytes"]
 
 #: The defaults, as they are registered with Dask (``dask.config.update_defaults``).
 DEFAULTS: dict[str, Any] = {
@@ -80,3 +84,35 @@ dask.config.update_defaults(DEFAULTS)
 def get(key: str) -> Any:
     """The current value of ``laddu-dask.<key>`` (``"cluster.worker-timeout"``, ``"split-every"``)."""
     return dask.config.get(f"laddu-dask.{key}")
+
+
+def duration(key: str) -> float:
+    """Seconds of the duration ``laddu-dask.<key>`` (``"cluster.fit-timeout"``, ``"compile-timeout"``).
+
+    Raises
+    ------
+    ParameterError
+        Naming the key, unless it is a positive, finite duration (a NaN or an infinite
+        timeout would make a wait unbounded).
+    """
+    return _duration(get(key), f"the Dask config laddu-dask.{key}")
+
+
+def nbytes(key: str) -> int:
+    """Bytes of the size ``laddu-dask.<key>`` (``"analysis.task-bytes"``): a number of bytes or a
+    string such as ``"256 MiB"`` (Dask's :func:`~dask.utils.parse_bytes`).
+
+    Raises
+    ------
+    ParameterError
+        Naming the key, unless it is a finite size of at least 0 bytes.
+    """
+    value = get(key)
+    try:
+        out = parse_bytes(str(value)) if not isinstance(value, bool) else -1
+    except (ValueError, TypeError, OverflowError):
+        out = -1
+    if out < 0:
+        raise ParameterError(f"the Dask config laddu-dask.{key} must be a size such as '256 MiB' or a "
+                             f"number of bytes >= 0, got {value!r}")
+    return out

@@ -159,7 +159,7 @@ BAD = {
     "bad type": (BASE + "[fit]\ntolerance = 'small'\n", "[fit] tolerance", "expected a number"),
     "bad method": (BASE + "[fit]\nmethod = 'newton'\n", "[fit] method", "'newton'"),
     "bad chunk size": (BASE.replace("[accmc]", "chunk_size = 0\n[accmc]"), "[data] chunk_size",
-                       "must be >= 1, got 0"),
+                       "must be an integer >= 1, got 0"),
     "unknown model": (BASE.replace('{{ builtin = "ksks", fixed_lineshapes = true }}', '"kskss"'),
                       "unknown model 'kskss'", "built-in models: ksks"),
     "bad lineshape": (BASE.replace("fixed_lineshapes = true", 'lineshape = "flat"'),
@@ -196,6 +196,16 @@ BAD = {
                            "[cluster]", "only one of scheduler"),
     "jobqueue key without kind": (BASE + "[cluster]\ncores = 4\n", "[cluster] cores", "needs kind"),
     "not toml": ("model = \n", "not valid TOML", ""),
+    # issue 23 item 4/8: NaN passes both `>= 0` and `<= 0`; every TOML number is finite
+    "nan wait_timeout": (BASE + "[cluster]\nwait_timeout = nan\n", "[cluster] wait_timeout",
+                         "must be a finite number > 0, got nan"),
+    "inf wait_timeout": (BASE + "[cluster]\nwait_timeout = inf\n", "[cluster] wait_timeout",
+                         "must be a finite number > 0, got inf"),
+    "nan tolerance": (BASE + "[fit]\ntolerance = nan\n", "[fit] tolerance", "finite number > 0, got nan"),
+    "inf tolerance": (BASE + "[fit]\ntolerance = +inf\n", "[fit] tolerance", "finite number > 0, got inf"),
+    "nan start": (BASE + "[start]\nd0_re = nan\n", "[start] d0_re", "must be a finite number, got nan"),
+    "inf bins low": (BASE + "[bins]\nscalar = 'x'\ncount = 2\nlow = -inf\nhigh = 1.0\n", "[bins] low",
+                     "finite number, got -inf"),
 }
 
 MODEL_FILE = '''\

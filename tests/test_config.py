@@ -27,7 +27,8 @@ def test_execution_takes_split_every_and_scheduler_from_the_config():
         assert ex.split_every == 3 and ex.scheduler == "dask"
         assert ld.Execution(split_every=5, scheduler="pool").split_every == 5  # arguments win
     with dask.config.set({"laddu-dask.split-every": 1}):
-        with pytest.raises(ValueError, match="split_every must be an integer >= 2, got 1"):
+        with pytest.raises(ld.ParameterError,
+                           match="Dask config laddu-dask.split-every must be an integer >= 2, got 1"):
             ld.Execution()
 
 

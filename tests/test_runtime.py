@@ -21,7 +21,7 @@ from laddu_dask.compile.compiled import CompiledModel
 from laddu_dask.compile.plan import ReductionPlan
 from laddu_dask.data.dataset import Dataset
 from laddu_dask.data.parquet import read_parquet
-from laddu_dask.errors import BudgetError, NonPositiveIntensityError
+from laddu_dask.errors import BudgetError, NonPositiveIntensityError, ParameterError
 from laddu_dask.expr import parameter, scalar
 from laddu_dask.runtime.execution import Execution
 from laddu_dask.runtime.memory import MemoryPlan
@@ -447,8 +447,10 @@ def test_execution_validates_its_arguments():
         Execution(split_every=1)
     with pytest.raises(ValueError, match="device must be one of"):
         Execution(device="tpu")
-    with pytest.raises(ValueError, match="num_workers must be a positive integer"):
+    with pytest.raises(ParameterError, match="num_workers must be an integer >= 1, got 0"):
         Execution(num_workers=0)
+    with pytest.raises(ParameterError, match="split_every must be an integer >= 2, got 2.0"):
+        Execution(split_every=2.0)
 
 
 def test_execution_takes_laddus_signature():
@@ -489,8 +491,7 @@ def test_execution_takes_laddus_signature():
 RUNTIME = Path(__file__).resolve().parents[1] / "laddu_dask" / "runtime"
 
 #: The runtime's modules, lowest first: each may import only those before it.
-LAYERS = ("accumulate", "finite", "grouped", "memory", "reduction", "cluster_waits", "direct_calls",
-          "cuda_backend",
+LAYERS = ("accumulate", "finite", "grouped", "memory", "reduction", "direct_calls", "cuda_backend",
           "reducer", "preparation", "jobs", "wire", "placement", "dashboard", "worker", "threaded", "local",
           "cluster", "execution",
           "normalization", "prepared", "__init__")

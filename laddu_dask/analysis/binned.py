@@ -42,6 +42,7 @@ from laddu_dask.analysis.restarts import (
 from laddu_dask.analysis.tasks import fit_as_tasks, runs_as_tasks
 from laddu_dask.data.operations import Bin
 from laddu_dask.expr.node import Expr
+from laddu_dask.likelihood.fit import check_fit_options
 from laddu_dask.likelihood.likelihood import Likelihood
 from laddu_dask.likelihood.terms import NLL, ExtendedNLL
 
@@ -105,6 +106,7 @@ def fit_bins(model: Any, *, data: Any, accepted_mc: Any, by: Expr, bins: Bin | S
         Once, when no free parameter has a starting range, so that every bin's restarts
         start at one point (also logged by the ``laddu_dask`` logger).
     """
+    options = check_fit_options(options)
     built = binned_likelihoods(model, data=data, accepted_mc=accepted_mc, by=by, bins=bins,
                                execution=execution, extended=extended)
     seeds = replica_seeds(seed, len(built))

@@ -39,6 +39,7 @@ import numpy as np
 
 from laddu_dask.likelihood.fit import FitResult
 from laddu_dask.likelihood.likelihood import Likelihood, require_free
+from laddu_dask.validate import integer, number
 
 #: Draws of a starting position outside the bounds before giving up.
 MAX_REDRAWS = 1000
@@ -162,8 +163,7 @@ def walker_positions(likelihood: Likelihood, center: Any, n_walkers: int, *, sca
     """
     if n_walkers < 2:
         raise ValueError(f"an ensemble sampler needs at least two walkers, got {n_walkers}")
-    if not scale > 0:
-        raise ValueError(f"scale must be positive, got {scale!r}")
+    scale = number(scale, "scale", above=0.0)
     x0 = _center(likelihood, center)
     rng = np.random.default_rng(seed)
     specs = list(likelihood.parameters.values())
@@ -254,8 +254,7 @@ def sample(likelihood: Likelihood, init: Any = None, *, n_walkers: int | None = 
     if walkers.shape[1:] != (n,) or len(walkers) < max(2, 2 * n):
         raise ValueError(f"the starting walkers must be an array of shape (n_walkers >= {max(2, 2 * n)}, "
                          f"{n}), got {walkers.shape}")
-    if n_steps < 1:
-        raise ValueError(f"n_steps must be at least 1, got {n_steps}")
+    n_steps = integer(n_steps, "n_steps", minimum=1)
     counter = [0, 0]
     log_prob = log_probability(likelihood, counter)
     start = log_prob(walkers)

@@ -52,7 +52,7 @@ from laddu_dask.errors import (
     ParameterError,
     RestartWarning,
 )
-from laddu_dask.likelihood.fit import ProgressLine
+from laddu_dask.likelihood.fit import ProgressLine, check_fit_options
 from laddu_dask.likelihood.likelihood import Likelihood, require_free
 
 __all__ = ["FIT_FAILURES", "Progress", "bootstrap_fit", "fit_each", "fit_restarts", "replica_seeds",
@@ -97,6 +97,7 @@ def fit_each(likelihoods: list[Any], starts: list[Any], *, method: str, label: s
     likelihood run in lockstep with their evaluations merged (``batch``,
     :mod:`laddu_dask.analysis.batching`); on a cluster, fits whose data are small run as
     tasks next to their data (:mod:`laddu_dask.analysis.tasks`)."""
+    options = check_fit_options(options)
     names = likelihoods[0].parameter_names
     if batch and len(likelihoods) > 1 and all(lik is likelihoods[0] for lik in likelihoods) \
             and not runs_as_tasks(likelihoods[0]):

@@ -30,12 +30,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from dask.utils import parse_bytes, parse_timedelta
-
 from laddu_dask import config
 from laddu_dask.analysis.batching import fit_batched
 from laddu_dask.analysis.ensembles import failed_fit
-from laddu_dask.errors import ClusterTimeoutError
+from laddu_dask.cluster_waits import gather
 from laddu_dask.likelihood.fit import FitResult
 from laddu_dask.likelihood.likelihood import Likelihood
 from laddu_dask.likelihood.terms import NLL, ExtendedNLL
@@ -80,7 +78,7 @@ def runs_as_tasks(likelihood: Likelihood) -> bool:
     most ``laddu-dask.analysis.task-bytes``."""
     if likelihood.execution.client is None:
         return False
-    return FitRecipe.of(likelihood).nbytes() <= parse_bytes(str(config.get("analysis.task-bytes")))
+    return FitRecipe.of(likelihood).nbytes() <= config.nbytes("analysis.task-bytes")
 
 
 def _fits_on_worker(recipe: FitRecipe, starts: list[list[float]], method: str, options: dict,
@@ -143,8 +141,6 @@ def fit_as_tasks(likelihoods: Sequence[Likelihood], starts: Sequence[Sequence[fl
                  **options: Any) -> list[FitResult]:
     """Run fit ``i`` of ``likelihoods[i]`` from ``starts[i]`` as one task each on the
     likelihoods' cluster; results in order (see the module)."""
-    from distributed import as_completed
-
     client = likelihoods[0].execution.client
     groups = _groups(likelihoods)  # the fits of one likelihood are one task: prepared once
     futures = []
@@ -153,21 +149,14 @@ def fit_as_tasks(likelihoods: Sequence[Likelihood], starts: Sequence[Sequence[fl
         futures.append(client.submit(_fits_on_worker, recipe, [list(starts[i]) for i in members], method,
                                      dict(options), failures, pure=False,
                                      key=f"laddu-dask-fit-{label.replace(' ', '-')}-{n}-{id(futures)}"))
-    index = {f.key: members for f, members in zip(futures, groups, strict=True)}
     results: list[FitResult | None] = [None] * len(likelihoods)
-    timeout = parse_timedelta(config.get("cluster.fit-timeout"))
-    try:
-        for future in as_completed(futures, timeout=timeout * max(1, len(likelihoods))):
-            for i, result in zip(index[future.key], future.result(), strict=True):
-                results[i] = result
-                if note is not None:
-                    note(i, result)
-    except TimeoutError:
-        pending = [i for i, r in enumerate(results) if r is None]
-        for f in futures:
-            f.cancel()
-        raise ClusterTimeoutError(
-            f"{len(pending)} of {len(likelihoods)} fits ({label}) did not finish within "
-            f"laddu-dask.cluster.fit-timeout ({config.get('cluster.fit-timeout')}) each; "
-            f"the first waiting is fit {pending[0]}") from None
+
+    def arrived(n: int, fitted: list[FitResult]) -> None:
+        for i, result in zip(groups[n], fitted, strict=True):
+            results[i] = result
+            if note is not None:
+                note(i, result)
+
+    gather(client, futures, f"the fits ({label}), each within laddu-dask.cluster.fit-timeout",
+           timeout="fit-timeout", times=len(likelihoods), on_result=arrived)
     return results  # type: ignore[return-value]

@@ -56,13 +56,11 @@ def compile_in_child(fused: Any, with_gradient: bool, timeout: float | None = No
     could not run, failed or was stopped (the caller then compiles in this process, where
     a failure raises as usual).
     """
-    from dask.utils import parse_timedelta
-
     from laddu_dask import config
     from laddu_dask.compile.kernel_cache import safe_cache_dir
 
     if timeout is None:
-        timeout = parse_timedelta(config.get("compile-timeout"))
+        timeout = config.duration("compile-timeout")
 
     if not sys.executable or not fused.module_source:
         return False

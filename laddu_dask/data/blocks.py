@@ -38,15 +38,14 @@ from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 from dask.local import get_sync
 from dask.optimization import cull
-from dask.utils import format_time, parse_timedelta
 
-from laddu_dask import config
+from laddu_dask.cluster_waits import gather
 from laddu_dask.data.arrays import load_columns
 from laddu_dask.data.batch import EventBatch
 from laddu_dask.data.checks import check_dtype, resolve_columns, split_rows
 from laddu_dask.data.partition import Partition
 from laddu_dask.data.schema import WEIGHT_COLUMN, Schema
-from laddu_dask.errors import ClusterError, ClusterTimeoutError, DataError
+from laddu_dask.errors import ClusterError, DataError
 
 
 class BlockReader(Protocol):
@@ -117,7 +116,6 @@ def read_piece(reader: BlockReader, value: Any, columns: list[str], dtype: np.dt
 
 def _wait(future: Any, piece: Piece) -> Any:
     """The value of a distributed future, waiting at most the preparation timeout."""
-    timeout = parse_timedelta(config.get("cluster.preparation-timeout"))
     if future.client is None:  # unpickled where no client was current (in an actor, say)
         from distributed import get_client
 
@@ -128,14 +126,7 @@ def _wait(future: Any, piece: Piece) -> Any:
                 f"the persisted {piece.block} is held by a cluster, but no distributed client "
                 "or worker is reachable here to fetch it"
             ) from None
-    try:
-        return future.result(timeout=timeout)
-    except TimeoutError:
-        raise ClusterTimeoutError(
-            f"waited {format_time(timeout)} for the persisted {piece.block} (key {future.key!r}) "
-            "on the cluster; raise "
-            "laddu-dask.cluster.preparation-timeout or check the cluster's workers"
-        ) from None
+    return gather(future.client, future, f"fetching the persisted {piece.block} (key {future.key!r})")
 
 
 def _is_future(value: Any) -> bool:

@@ -27,6 +27,7 @@ import numpy as np
 from dask.base import DaskMethodsMixin, dont_optimize, tokenize
 from dask.highlevelgraph import HighLevelGraph
 
+from laddu_dask.cluster_waits import compute
 from laddu_dask.data.batch import EventBatch
 from laddu_dask.data.blocks import BatchState, batch_origin
 
@@ -106,7 +107,9 @@ class DatasetCollection(DaskMethodsMixin):
         return super().persist(**kwargs)
 
     def compute(self, **kwargs: Any) -> Any:
-        """The same dataset with every partition computed into this process (as ``dask.compute``).
+        """The same dataset with every partition computed into this process (as ``dask.compute``;
+        on a ``distributed`` cluster within ``laddu-dask.cluster.preparation-timeout``, with
+        :class:`~laddu_dask.errors.ClusterTimeoutError` or ``SchedulerLostError``).
 
         Examples
         --------
@@ -115,4 +118,4 @@ class DatasetCollection(DaskMethodsMixin):
         >>> [p.n_events for p in ds.partitions]
         [2, 2, 1]
         """
-        return super().compute(**kwargs)
+        return compute(self, what="computing the partitions of a dataset", **kwargs)[0]

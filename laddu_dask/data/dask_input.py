@@ -33,6 +33,7 @@ from dask.base import is_dask_collection, tokenize
 from dask.delayed import Delayed
 from dask.highlevelgraph import HighLevelGraph
 
+from laddu_dask.cluster_waits import compute
 from laddu_dask.data.arrays import ArrayInput, array_inputs, as_numbers, check_real
 from laddu_dask.data.blocks import BlockOrigin, Piece
 from laddu_dask.data.checks import block_numbers
@@ -194,7 +195,6 @@ class ArraysReader:
 def _count_lengths(graph: HighLevelGraph, inputs: list[Any], length: Callable[[Any], int],
                    token: str) -> tuple[int, ...]:
     """Rows of every block, counted by computing the blocks once (``lengths=True``)."""
-    import dask
 
     name = f"laddu-lengths-{token}"
     layer = {}
@@ -202,7 +202,8 @@ def _count_lengths(graph: HighLevelGraph, inputs: list[Any], length: Callable[[A
         refs = List(*map(TaskRef, inp)) if isinstance(inp, list) else TaskRef(inp)
         layer[(name, i)] = Task((name, i), length, refs)
     full = HighLevelGraph({**graph.layers, name: layer}, {**graph.dependencies, name: set(graph.layers)})
-    return tuple(int(n) for n in dask.compute(*[Delayed(k, full, layer=name) for k in layer]))
+    return tuple(int(n) for n in compute(*[Delayed(k, full, layer=name) for k in layer],
+                                         what="the lengths of the blocks of a Dask collection"))
 
 
 def _resolve_lengths(given: Sequence[int] | bool | None, known: tuple[int, ...] | None,

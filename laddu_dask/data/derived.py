@@ -40,6 +40,7 @@ import numpy as np
 from dask._task_spec import Task
 from dask.base import tokenize
 
+from laddu_dask.cluster_waits import compute
 from laddu_dask.compile.selection import predicate_mask
 from laddu_dask.data.batch import EventBatch
 from laddu_dask.data.checks import check_dtype, split_rows
@@ -245,7 +246,7 @@ def map_batches(dataset: Any, columns: list[str], func: Any) -> list[Any]:
         graph, keys = dataset.partition_graph(columns, np.float64, name="laddu-map")
         tasks = [dask.delayed(functools.partial(_loaded, func, p, columns))(Delayed(k, graph, layer=k[0]))
                  for p, k in zip(parts, keys, strict=True)]
-    return list(dask.compute(*tasks))
+    return list(compute(*tasks, what="a pass over the partitions of a dataset"))
 
 
 def _kept(rule: RowRule, part: Partition, batch: EventBatch) -> int:

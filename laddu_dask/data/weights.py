@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from dask.highlevelgraph import HighLevelGraph
 
+from laddu_dask.cluster_waits import compute
 from laddu_dask.data.batch import EventBatch
 from laddu_dask.data.checks import split_rows
 from laddu_dask.data.partition import Partition
@@ -60,7 +61,6 @@ def exact_weight_sum(partitions: Sequence[Partition],
     NonFiniteError
         The sum overflows the float range (naming ``label``).
     """
-    import dask
     from dask import delayed
     from dask.delayed import Delayed
 
@@ -77,7 +77,7 @@ def exact_weight_sum(partitions: Sequence[Partition],
         tasks = [delayed(_load_partials)(*partitions[a:b])
                  for a, b in split_rows(len(partitions), size)]
     try:
-        partials = dask.compute(*tasks, **bounded)
+        partials = compute(*tasks, what=f"the sum of the weights of {label}", **bounded)
         total = math.fsum(itertools.chain.from_iterable(partials))
     except OverflowError:
         total = math.inf

@@ -109,15 +109,13 @@ def load_config(path: str | os.PathLike[str]) -> FitConfig:
     check.keys(fit_table, "[fit]", FIT_KEYS)
     fit = FitSettings(
         method=check.get(fit_table, "method", "[fit]", "str", "migrad", choices=FitMethod.values()),
-        tolerance=check.get(fit_table, "tolerance", "[fit]", "number", 0.1, minimum=0.0),
+        tolerance=check.get(fit_table, "tolerance", "[fit]", "number", 0.1, above=0.0),
         strategy=check.get(fit_table, "strategy", "[fit]", "int", 1, choices=(0, 1, 2)),
         max_calls=check.get(fit_table, "max_calls", "[fit]", "int", None, minimum=1),
         restarts=check.get(fit_table, "restarts", "[fit]", "int", 1, minimum=1),
         seed=check.get(fit_table, "seed", "[fit]", "int", 0, minimum=0),
         bootstrap=check.get(fit_table, "bootstrap", "[fit]", "int", 0, minimum=0),
     )
-    if fit.tolerance <= 0:
-        raise check.error("[fit] tolerance", f"must be > 0, got {fit_table['tolerance']!r}")
 
     execution = _load_execution(doc, check)
     cluster = _load_cluster(doc, check, folder)
@@ -374,7 +372,7 @@ def _load_cluster(doc: Mapping[str, Any], check: Checker, folder: str) -> Cluste
         options=options,
         jobs=check.get(table, "jobs", where, "int", 1, minimum=1),
         wait_for_workers=check.get(table, "wait_for_workers", where, "int", 1, minimum=0),
-        wait_timeout=check.get(table, "wait_timeout", where, "number", 3600.0, minimum=0.0),
+        wait_timeout=check.get(table, "wait_timeout", where, "number", 3600.0, above=0.0),
         scheduler_host=network.get("scheduler_host"),
         scheduler_interface=network.get("scheduler_interface"),
         dashboard_address=network.get("dashboard_address", DEFAULT_DASHBOARD),
@@ -382,8 +380,6 @@ def _load_cluster(doc: Mapping[str, Any], check: Checker, folder: str) -> Cluste
         tls_files=tls_files,
         shared_temp_directory=network.get("shared_temp_directory"),
     )
-    if settings.wait_timeout <= 0:
-        raise check.error(f"{where} wait_timeout", f"must be > 0, got {table['wait_timeout']!r}")
     if settings.scheduler is not None and not settings.scheduler.strip():
         raise check.error(f"{where} scheduler", "is empty")
     return settings

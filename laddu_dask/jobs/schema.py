@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from laddu_dask.errors import LadduDaskError
+from laddu_dask.errors import LadduDaskError, ParameterError
+from laddu_dask.validate import integer, number
 
 
 class ConfigError(LadduDaskError, ValueError):
@@ -233,7 +234,9 @@ class Checker:
 
     def get(self, table: Mapping[str, Any], key: str, where: str, kind: str,
             default: Any = None, required: bool = False, choices: Sequence[Any] | None = None,
-            minimum: float | None = None) -> Any:
+            minimum: float | None = None, above: float | None = None) -> Any:
+        """``table[key]`` checked to be of ``kind`` (a TOML number is finite, never NaN or an
+        infinity, and within ``minimum`` and ``above`` when given)."""
         if key not in table:
             if required:
                 raise self.error(where, f"missing required key {key!r}")
@@ -263,10 +266,14 @@ class Checker:
         if choices is not None and value not in choices:
             raise self.error(f"{where} {key}", f"expected one of "
                                                f"{', '.join(map(repr, choices))}, got {value!r}")
-        if minimum is not None and value < minimum:
+        if kind in ("int", "number"):
+            try:
+                value = (number(value, "the value", minimum=minimum, above=above) if kind == "number"
+                         else integer(value, "the value", minimum=None if minimum is None else int(minimum)))
+            except ParameterError as err:
+                raise self.error(f"{where} {key}", str(err).replace("the value ", "", 1)) from None
+        elif minimum is not None and value < minimum:
             raise self.error(f"{where} {key}", f"must be >= {minimum:g}, got {value!r}")
-        if kind == "number":
-            value = float(value)
         return value
 
 

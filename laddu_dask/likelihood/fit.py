@@ -41,6 +41,7 @@ from laddu_dask.likelihood.fit_messages import (
 from laddu_dask.likelihood.likelihood import require_free
 from laddu_dask.likelihood.progress import ProgressLine
 from laddu_dask.options import FitMethod, HessianSource
+from laddu_dask.validate import integer, number
 from laddu_dask.views import format_bounds, table
 
 METHODS = FitMethod.values()
@@ -259,6 +260,25 @@ def _hesse(objective: _Watched, names: list[str], x: np.ndarray, tolerance: floa
     return m
 
 
+def check_fit_options(options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` of :func:`fit` (``strategy``, ``tolerance``, ``max_calls``) checked: a
+    NaN or infinite tolerance would let MIGRAD stop anywhere and call it valid.
+
+    Raises
+    ------
+    ParameterError
+        Naming the keyword and its allowed values.
+    """
+    out = dict(options)
+    if "strategy" in out:
+        out["strategy"] = integer(out["strategy"], "strategy", minimum=0, maximum=2)
+    if "tolerance" in out:
+        out["tolerance"] = number(out["tolerance"], "tolerance", above=0.0)
+    if out.get("max_calls") is not None:
+        out["max_calls"] = integer(out["max_calls"], "max_calls", minimum=1)
+    return out
+
+
 def fit(
     likelihood: Any,
     initial: ParameterValues | None = None,
@@ -305,6 +325,8 @@ def fit(
     """
     method = FitMethod.check(method, "method")
     hessian = HessianSource.check(hessian, "hessian")
+    checked = check_fit_options({"strategy": strategy, "tolerance": tolerance, "max_calls": max_calls})
+    strategy, tolerance, max_calls = checked["strategy"], checked["tolerance"], checked["max_calls"]
     if not hasattr(likelihood, "values_and_gradients"):
         hessian = "minuit"
     require_free(likelihood)

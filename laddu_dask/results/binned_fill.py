@@ -39,6 +39,7 @@ import numpy as np
 from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 
+from laddu_dask.cluster_waits import wait_for_workers
 from laddu_dask.compile.compiled import CompiledModel
 from laddu_dask.compile.dtypes import real_dtype
 from laddu_dask.compile.selection import expression_values
@@ -46,7 +47,6 @@ from laddu_dask.data.batch import EventBatch
 from laddu_dask.data.dataset import Dataset
 from laddu_dask.results.binned import Axis
 from laddu_dask.results.events import host, intensity, prepare
-from laddu_dask.runtime.cluster_waits import wait_for_workers
 from laddu_dask.runtime.grouped import WORK_BYTES as GROUPED_WORK_BYTES
 from laddu_dask.runtime.grouped import GroupedPartials
 from laddu_dask.runtime.memory import decide_storage, format_bytes

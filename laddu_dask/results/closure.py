@@ -59,12 +59,13 @@ from laddu_dask.data.dataset import Dataset
 from laddu_dask.errors import ClosureError, ParameterError
 from laddu_dask.expr.model import Model
 from laddu_dask.files import read_json, write_json
-from laddu_dask.likelihood.fit import FitResult
+from laddu_dask.likelihood.fit import FitResult, check_fit_options
 from laddu_dask.likelihood.likelihood import Likelihood, require_free
 from laddu_dask.likelihood.terms import NLL, ExtendedNLL
 from laddu_dask.options import FitMethod
 from laddu_dask.results.pseudo_data import GeneratorSource, PoolSource, event_count, replica_stream
 from laddu_dask.runtime.execution import Execution
+from laddu_dask.validate import integer
 from laddu_dask.views import format_bounds
 
 __all__ = ["ClosureResult", "closure_study"]
@@ -255,9 +256,7 @@ class ClosureResult:
 
 
 def _count(value: Any, what: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ParameterError(f"{what} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
+    return integer(value, what, minimum=minimum)
 
 
 def _within_bounds(model: Model, values: dict[str, float], what: str) -> dict[str, float]:
@@ -361,6 +360,7 @@ def closure_study(model: Model, truth: Any, *, source: Any, accepted_mc: Dataset
     if unknown:
         raise ParameterError(f"closure_study got unknown keyword(s) {', '.join(map(repr, unknown))}; the fit "
                              f"options are {', '.join(_FIT_OPTIONS)}")
+    fit_options = check_fit_options(fit_options)
     try:
         method = FitMethod.check(method, "method")
     except ValueError as exc:

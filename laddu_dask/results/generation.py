@@ -63,6 +63,7 @@ from typing import Any
 import dask
 import numpy as np
 
+from laddu_dask.cluster_waits import compute
 from laddu_dask.data.dataset import Dataset
 from laddu_dask.data.parquet import read_parquet
 from laddu_dask.errors import GenerationError, ParameterError
@@ -77,6 +78,7 @@ from laddu_dask.results.report import GenerationReport, merge_stats
 from laddu_dask.runtime.execution import Execution
 from laddu_dask.runtime.memory import MemoryPlan, decide_storage
 from laddu_dask.runtime.prepared import budget_chunk
+from laddu_dask.validate import integer, number
 
 __all__ = ["Generator"]
 
@@ -91,19 +93,11 @@ _PILOT_CHUNK = 1024
 
 
 def _count(value: Any, what: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ParameterError(f"{what} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
+    return integer(value, what, minimum=minimum)
 
 
 def _positive(value: Any, what: str) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ParameterError(f"{what} must be a number, got {value!r}") from None
-    if not (math.isfinite(number) and number > 0.0):
-        raise ParameterError(f"{what} must be finite and positive, got {value!r}")
-    return number
+    return number(value, what, above=0.0)
 
 
 class Generator:
@@ -190,9 +184,9 @@ class Generator:
         return sizes, per_event, cap, concurrency
 
     def _run(self, tasks: list[Any], execution: Execution, concurrency: int) -> list[Any]:
-        if execution.client is not None:
-            return execution.client.gather(execution.client.compute(tasks))
-        return list(dask.compute(*tasks, scheduler="threads", num_workers=concurrency))
+        scheduler = "threads" if execution.client is None else execution.client
+        return list(compute(*tasks, what="the Generator's partitions", scheduler=scheduler,
+                            num_workers=concurrency))
 
     def _collect(self, results: list[Any], path: Any, proposer: Proposer) -> Dataset:
         if path is not None:

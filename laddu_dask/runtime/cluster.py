@@ -20,7 +20,7 @@ worker that joined is given its share of the partitions at the next evaluation. 
 a partition is not where it was (moved, or lost with its worker), the evaluation waits
 for Dask to move or recompute it and asks again: the numbers do not change, since
 every merge is exact.  Every wait has a timeout and a typed error
-(:mod:`laddu_dask.runtime.cluster_waits`).
+(:mod:`laddu_dask.cluster_waits`).
 
 Examples
 --------
@@ -41,10 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from laddu_dask.data.dataset import Dataset
-from laddu_dask.errors import ClusterError
-from laddu_dask.runtime.accumulate import fsum_rows
-from laddu_dask.runtime.cluster_waits import (
+from laddu_dask.cluster_waits import (
     POLL,
     Deadline,
     check_scheduler,
@@ -53,6 +50,9 @@ from laddu_dask.runtime.cluster_waits import (
     wait_for_workers,
     who_has,
 )
+from laddu_dask.data.dataset import Dataset
+from laddu_dask.errors import ClusterError
+from laddu_dask.runtime.accumulate import fsum_rows
 from laddu_dask.runtime.dashboard import record_client_evaluation
 from laddu_dask.runtime.jobs import PointPartials, ReductionJob, Runner, WorkerJob
 from laddu_dask.runtime.memory import MemoryDecision
@@ -207,7 +207,7 @@ class ClusterRunner(Runner):
         """Run ``graph`` on the cluster, within ``laddu-dask.cluster.preparation-timeout``."""
         from dask.utils import key_split
 
-        from laddu_dask.runtime.cluster_waits import gather
+        from laddu_dask.cluster_waits import gather
 
         first = keys[0] if isinstance(keys, list) and keys else keys
         futures = self.client.get(dict(graph), keys, sync=False)

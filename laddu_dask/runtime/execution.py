@@ -37,6 +37,7 @@ from laddu_dask.runtime.jobs import Runner
 from laddu_dask.runtime.local import PoolRunner
 from laddu_dask.runtime.memory import MemoryBudget, MemoryDecision, MemoryPlan, decisions_html
 from laddu_dask.runtime.threaded import ThreadedRunner
+from laddu_dask.validate import integer
 from laddu_dask.views import bytes_text, key_values, link
 
 DEVICES = Device.values()
@@ -236,16 +237,16 @@ class Execution:
             _check_gpu(gpu)  # on a cluster, the workers' GPUs are what counts
         precision = Precision.check(precision, "precision")
         if split_every is None:
-            split_every = config.get("split-every")
+            split_every = integer(config.get("split-every"), "the Dask config laddu-dask.split-every",
+                                  minimum=2)
         if scheduler is None:
             scheduler = config.get("scheduler")
-        if isinstance(split_every, bool) or not isinstance(split_every, int) or split_every < 2:
-            raise ValueError(f"split_every must be an integer >= 2, got {split_every!r}")
+        split_every = integer(split_every, "split_every", minimum=2)
         kernel = Kernel.check(kernel, "kernel")
         normalization = Normalization.check(normalization, "normalization")
         scheduler = Scheduler.check(scheduler, "scheduler")
-        if num_workers is not None and (not isinstance(num_workers, int) or num_workers < 1):
-            raise ValueError(f"num_workers must be a positive integer, got {num_workers!r}")
+        if num_workers is not None:
+            num_workers = integer(num_workers, "num_workers", minimum=1)
         if isinstance(memory, MemoryPlan):
             plan = memory
         elif memory is None:

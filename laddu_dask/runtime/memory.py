@@ -35,6 +35,7 @@ from dask.utils import parse_bytes as dask_parse_bytes
 
 from laddu_dask.errors import BudgetError
 from laddu_dask.options import MemoryPolicy
+from laddu_dask.validate import integer
 from laddu_dask.views import bytes_text, table
 
 __all__ = [
@@ -339,9 +340,7 @@ def decisions_html(decisions: list[MemoryDecision], caption: str | None = None) 
 
 
 def _check_count(name: str, value: int, minimum: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return value
+    return integer(value, name, minimum=minimum)
 
 
 def decide_storage(

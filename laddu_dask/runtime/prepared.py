@@ -37,13 +37,13 @@ from typing import Any
 
 import numpy as np
 
+from laddu_dask.cluster_waits import wait_for_workers
 from laddu_dask.compile.compiled import CompiledModel, real_dtype
 from laddu_dask.compile.layout import ParameterValues
 from laddu_dask.compile.plan import ReductionPlan
 from laddu_dask.data.batch import EventBatch
 from laddu_dask.data.dataset import Dataset
 from laddu_dask.runtime.accumulate import Uncertified, work_bytes
-from laddu_dask.runtime.cluster_waits import wait_for_workers
 from laddu_dask.runtime.execution import Execution
 from laddu_dask.runtime.jobs import ReductionJob
 from laddu_dask.runtime.memory import decide_storage

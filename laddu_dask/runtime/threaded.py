@@ -93,7 +93,7 @@ def fetched(graph: Mapping[Hashable, Any]) -> tuple[Mapping[Hashable, Any], dict
     held = {k: v for k, v in graph.items() if isinstance(v, TaskRef) and hasattr(v, "result")}
     if not held:
         return graph, {}
-    from laddu_dask.runtime.cluster_waits import gather
+    from laddu_dask.cluster_waits import gather
 
     futures = list(held.values())
     values = gather(futures[0].client, futures, "the persisted partitions of a dataset held by a cluster")

@@ -23,7 +23,7 @@ evaluation of a few milliseconds) costs no extra round trip to the scheduler.
 Examples
 --------
 >>> import dask
->>> from laddu_dask.runtime.cluster_waits import cluster_timeout
+>>> from laddu_dask.cluster_waits import cluster_timeout
 >>> cluster_timeout("worker-timeout")
 60.0
 >>> with dask.config.set({"laddu-dask.cluster.worker-timeout": "5 minutes"}):
@@ -37,9 +37,9 @@ import time
 from collections.abc import Callable, Hashable
 from typing import Any
 
-import dask
-from dask.utils import format_time, parse_timedelta
+from dask.utils import format_time
 
+from laddu_dask import config
 from laddu_dask.config import DEFAULTS
 from laddu_dask.errors import ClusterTimeoutError, SchedulerLostError
 
@@ -51,25 +51,22 @@ POLL = 0.5
 
 
 def cluster_timeout(name: str) -> float:
-    """Seconds of the cluster timeout ``name`` (see :data:`TIMEOUTS`), from the Dask config."""
-    key = f"laddu-dask.cluster.{name}"
-    value = dask.config.get(key)
-    try:
-        seconds = parse_timedelta(value, default="s")
-    except (ValueError, TypeError, KeyError):
-        seconds = None
-    if seconds is None or not seconds > 0:
-        raise ValueError(f"the Dask config {key} must be a positive duration such as '90s', "
-                         f"got {value!r}")
-    return float(seconds)
+    """Seconds of the cluster timeout ``name`` (see :data:`TIMEOUTS`), from the Dask config.
+
+    Raises
+    ------
+    ParameterError
+        Naming the key unless it is a positive, finite duration.
+    """
+    return config.duration(f"cluster.{name}")
 
 
 class Deadline:
     """The end of a wait bounded by the cluster timeout ``name``."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, times: int = 1) -> None:
         self.name = name
-        self.seconds = cluster_timeout(name)
+        self.seconds = cluster_timeout(name) * max(1, times)
         self.end = time.monotonic() + self.seconds
 
     def remaining(self) -> float:
@@ -167,8 +164,26 @@ def wait_for_workers(client: Any, what: str) -> dict[str, int]:
         delay = min(2 * delay, POLL)
 
 
+def scheduler_lost(client: Any, err: BaseException) -> SchedulerLostError | None:
+    """The :class:`SchedulerLostError` that ``err`` (raised by a wait) means, or None.
+
+    distributed cancels every future of a client whose scheduler connection broke
+    (``FutureCancelledError``, reason ``scheduler-connection-lost``), and a wait on a
+    closed connection raises ``OSError``: both mean the scheduler is gone.
+    """
+    reason = str(getattr(err, "reason", "") or err)
+    if "scheduler-connection-lost" in reason or (isinstance(err, OSError) and client.status != "running"):
+        return SchedulerLostError(
+            f"the Dask scheduler at {scheduler_address(client)} is gone (lost the connection while "
+            "waiting); what was prepared or computed on its workers is lost: connect a new client "
+            "and run again under a new Execution"
+        )
+    return None
+
+
 def wait_for_futures(client: Any, pending: dict[Hashable, tuple[str | None, Any]], deadline: Deadline,
-                     what: str, is_lost: Callable[[BaseException], bool]
+                     what: str, is_lost: Callable[[BaseException], bool],
+                     on_result: Callable[[Hashable, Any], None] | None = None,
                      ) -> tuple[dict[Hashable, Any], list[Hashable]]:
     """Results of ``{key: (worker or None, future)}``, and the keys whose worker was lost.
 
@@ -176,8 +191,30 @@ def wait_for_futures(client: Any, pending: dict[Hashable, tuple[str | None, Any]
     that worker is gone: it is cancelled and its key returned among the lost ones.  A
     task that fails with an error ``is_lost`` accepts is lost too; any other error is
     raised.  While the cluster has no worker at all (unpinned tasks wait for one),
-    ``worker-timeout`` applies.
+    ``worker-timeout`` applies.  ``on_result(key, value)`` is called as each result comes.
+
+    Raises
+    ------
+    ClusterTimeoutError
+        When ``deadline`` passes (the message names the busy workers).
+    SchedulerLostError
+        When the scheduler is gone (also where distributed cancelled the futures for it).
     """
+    from concurrent.futures import CancelledError
+
+    try:
+        return _wait_for_futures(client, pending, deadline, what, is_lost, on_result)
+    except (CancelledError, OSError) as err:
+        lost = scheduler_lost(client, err)
+        if lost is None:
+            raise
+        raise lost from err
+
+
+def _wait_for_futures(client: Any, pending: dict[Hashable, tuple[str | None, Any]], deadline: Deadline,
+                      what: str, is_lost: Callable[[BaseException], bool],
+                      on_result: Callable[[Hashable, Any], None] | None,
+                      ) -> tuple[dict[Hashable, Any], list[Hashable]]:
     from distributed import wait
 
     results: dict[Hashable, Any] = {}
@@ -197,6 +234,8 @@ def wait_for_futures(client: Any, pending: dict[Hashable, tuple[str | None, Any]
                     results[key] = fut.result(timeout=POLL)
                 except TimeoutError:  # its worker went away: found below, or fetched next time
                     continue
+                if on_result is not None:
+                    on_result(key, results[key])
             elif fut.status == "error":
                 if not is_lost(fut.exception(timeout=POLL)):
                     fut.result()  # raises the task's own error, with its traceback
@@ -233,12 +272,56 @@ def wait_for_futures(client: Any, pending: dict[Hashable, tuple[str | None, Any]
     return results, lost
 
 
-def gather(client: Any, futures: Any, what: str) -> Any:
-    """The results of ``futures`` (one or a list), within ``preparation-timeout``."""
+def gather(client: Any, futures: Any, what: str, timeout: str = "preparation-timeout",
+           times: int = 1, on_result: Callable[[int, Any], None] | None = None) -> Any:
+    """The results of ``futures`` (one or a list), within the cluster timeout ``timeout``
+    (``times`` over, for as many tasks that each may take it); ``on_result(i, value)`` is
+    called as the ``i``-th comes.  Every wait of laddu-dask on a cluster's futures goes
+    through here (or :func:`wait_for_futures`).
+
+    Raises
+    ------
+    ClusterTimeoutError, SchedulerLostError
+        As :func:`wait_for_futures`; the futures are cancelled on a timeout.
+    """
     single = not isinstance(futures, list)
     flat = [futures] if single else list(futures)
     pending = {k: (None, f) for k, f in enumerate(flat)}
-    results, _ = wait_for_futures(client, pending, Deadline("preparation-timeout"), what,
-                                  lambda err: False)
+    try:
+        results, _ = wait_for_futures(client, pending, Deadline(timeout, times), what,
+                                      lambda err: False, on_result)
+    except ClusterTimeoutError:
+        client.cancel(flat)
+        raise
     out = [results[k] for k in range(len(flat))]
     return out[0] if single else out
+
+
+def distributed_client(scheduler: Any = None) -> Any:
+    """The ``distributed`` client that :func:`dask.compute` would run on (``scheduler``, or
+    the current default), or None when it would run in this process."""
+    if scheduler is not None and not hasattr(scheduler, "compute"):
+        return None
+    if scheduler is not None:
+        return scheduler
+    from dask.base import get_scheduler
+
+    try:
+        from distributed import Client
+    except ImportError:  # pragma: no cover - distributed is a dependency
+        return None
+    client = getattr(get_scheduler(), "__self__", None)
+    return client if isinstance(client, Client) else None
+
+
+def compute(*collections: Any, what: str, **kwargs: Any) -> tuple[Any, ...]:
+    """:func:`dask.compute` of ``collections``; on a ``distributed`` cluster (the default
+    client, or ``scheduler=client``) its wait has ``preparation-timeout`` and typed errors
+    (see :func:`gather`)."""
+    import dask
+
+    client = distributed_client(kwargs.get("scheduler"))
+    if client is None:
+        return dask.compute(*collections, **kwargs)
+    check_scheduler(client)
+    return tuple(gather(client, client.compute(list(collections)), what))
