@@ -253,20 +253,23 @@ def test_valid_partial_waves_match_laddu(laddu):
 def test_evaluate_and_selection_inputs_are_checked_as_in_laddu(laddu):
     pi = ld.particles.PI_PLUS
     rules = ld.RuleSet.strong()
-    for l, s in [(0.5, 0), (-1, 0), (1, -1), (1, 0.3)]:
+    for l, s, message in [(0.5, 0, "orbital angular momentum must be an integer, got 0.5"),
+                          (-1, 0, "orbital angular momentum must be nonnegative, got -1"),
+                          (1, -1, "spin must be nonnegative, got -1"),
+                          (1, 0.3, "spin must be an integer or half-integer, got 0.3")]:
         with pytest.raises(laddu.LadduError):
             laddu.RuleSet.strong().evaluate(laddu.particles.PI_PLUS, daughter_a=laddu.particles.PI_PLUS,
                                             daughter_b=laddu.particles.PI_PLUS, l=l, s=s)
-        with pytest.raises(ModelError):
+        with pytest.raises(ModelError, match=f"^{re.escape(message)}$"):
             rules.evaluate(pi, daughter_a=pi, daughter_b=pi, l=l, s=s)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="takes 2 positional arguments but 6 were given"):
         rules.evaluate(pi, pi, pi, 1, 0)  # the daughters, l and s are keyword-only, as in laddu
     with pytest.raises(TypeError, match="not an instance of 'Particle'"):
         rules.evaluate("pi+", daughter_a=pi, daughter_b=pi, l=0, s=0)
-    for max_l in (-1, 1.5):
+    for max_l, message in [(-1, "must be nonnegative, got -1"), (1.5, "must be an integer, got 1.5")]:
         with pytest.raises(laddu.LadduError):
             laddu.SelectionRules.strong(max_l)
-        with pytest.raises(ModelError):
+        with pytest.raises(ModelError, match=f"^orbital angular momentum {message}$"):
             ld.SelectionRules.strong(max_l)
     with pytest.raises(TypeError, match="not an instance of 'RuleSet'"):
         ld.SelectionRules("strong", max_l=2)
