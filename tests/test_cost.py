@@ -120,5 +120,7 @@ def test_a_sum_keeps_the_execution_it_was_given_and_refuses_two(samples):
         lik + ld.Likelihood([second], execution=ld.Execution(kernel="numpy"))
     with pytest.raises(ValueError, match="two likelihood terms are named 'first'"):
         first + first
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"unsupported operand type\(s\) for \+: 'NLL' and 'float'"):
         first + 1.0
+    with pytest.raises(TypeError, match=r"unsupported operand type\(s\) for \+: 'float' and 'NLL'"):
+        1.0 + first

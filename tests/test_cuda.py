@@ -86,7 +86,7 @@ def every_op_model() -> ld.Expr:
     return total
 
 
-def test_models() -> dict[str, CompiledModel]:
+def compiled_models() -> dict[str, CompiledModel]:
     """Prefix -> compiled model of every model the CUDA tests compile."""
     return {
         "ops_": CompiledModel.from_expr(every_op_model()),
@@ -95,9 +95,6 @@ def test_models() -> dict[str, CompiledModel]:
         "rbw_": CompiledModel.from_expr(ksks.model("rbw")),
         "fixed_": CompiledModel.from_expr(ksks.model("rbw", fixed_lineshapes=True)),
     }
-
-
-test_models.__test__ = False  # a helper, not a test
 
 
 # ---------------------------------------------------------------------------------------
@@ -217,7 +214,7 @@ def test_kernels_object_needs_no_gpu_until_a_launch():
 def test_nvcc_compiles_every_model(tmp_path):
     """PTX for all models (front end and code generation; quick), and a cubin (ptxas too)
     for one KsKs model in each precision."""
-    models = test_models()
+    models = compiled_models()
     jobs = []
     for precision in ("f64", "f32"):
         sources = [generate_cuda_source(cm.split, precision, prefix) for prefix, cm in models.items()]
@@ -584,7 +581,7 @@ def _device_cache(cm: CompiledModel, columns: dict, precision: str):
 def test_gpu_reductions_match_cpu(name, precision):
     import cupy
 
-    cm = test_models()[name + "_"]
+    cm = compiled_models()[name + "_"]
     transform = "real" if name == "ops" else "log_positive_real"
     real = np.float32 if precision == "f32" else np.float64
     weights = np.linspace(0.5, 1.5, N_EVENTS)

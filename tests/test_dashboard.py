@@ -188,14 +188,39 @@ def test_a_scheduler_that_refuses_the_plugin_warns_once(caplog, monkeypatch):
     assert "will not show in the dashboard's Task Stream" in warnings[0] and "laddu_dask" in warnings[0]
 
 
-def test_harmless_with_a_worker_or_client_that_is_not_running():
-    class Stopped:
-        status = "closed"
+def test_a_worker_or_client_that_is_not_running_does_not_raise_and_queues_nothing():
+    """A note from a closed worker or client (or from no worker at all) is dropped at once:
+    no exception, no outbox kept for it, nothing scheduled on its loop; a running one's
+    note is queued (the control that shows the probes see a note)."""
+    from distributed.core import Status
 
-    record_worker_evaluation(Stopped(), "nll", 0.001, 10)
-    record_client_evaluation(Stopped(), "nll", 1, 1.0, 0.001)
-    record_worker_evaluation(None, "nll", 0.001, 10)
+    from laddu_dask.runtime import dashboard
+
+    class Loop:
+        def __init__(self):
+            self.callbacks = []
+
+        def add_callback(self, callback):
+            self.callbacks.append(callback)
+
+    class Owner:
+        def __init__(self, status):
+            self.status = status
+            self.loop = Loop()
+
+    stopped = [Owner("closed"), Owner(Status.closed), Owner(Status.closing), Owner(Status.failed)]
+    for owner in stopped:
+        record_worker_evaluation(owner, "nll", 0.001, 10)
+        record_client_evaluation(owner, "nll", 1, 1.0, 0.001)
+    record_worker_evaluation(None, "nll", 0.001, 10)  # no worker: dropped, not raised
     record_client_evaluation(None, "nll", 1, 1.0, 0.001)
+    assert [len(owner.loop.callbacks) for owner in stopped] == [0] * len(stopped)
+    assert not [owner for owner in stopped if owner in dashboard._outboxes]
+
+    running = Owner(Status.running)
+    record_worker_evaluation(running, "nll", 0.5, 10, stop=5.0, thread=7)
+    assert len(running.loop.callbacks) == 1
+    assert dashboard._outboxes[running]._notes == [("laddu-dask-nll", 1, 4.5, 5.0, 7, {"events": 10})]
 
 
 def test_a_likelihood_on_a_cluster_shows_each_evaluation():

@@ -76,5 +76,6 @@ def test_write_to_sinks_laddu_reads(tmp_path, precision):
 
 
 def test_laddu_error_catches_what_laddu_dask_raises():
-    with pytest.raises(ld.LadduError):
+    with pytest.raises(ld.LadduError, match=r"^parameter 'a': initial range \[2.0, 1.0\] is empty") as caught:
         ld.parameter("a", initial=(2.0, 1.0))
+    assert isinstance(caught.value, ld.errors.ParameterError)  # the typed error, caught as laddu's

@@ -10,6 +10,7 @@ missing inputs, message) and as JSON text; partial-wave lists must agree wave by
 from __future__ import annotations
 
 import itertools
+import re
 from fractions import Fraction
 
 import pytest
@@ -201,25 +202,36 @@ def test_allowed_partial_waves_match_laddu(laddu, kind, max_l):
             parent, a, b)
 
 
-BAD = [(-1, 0, 1), (0.3, 0, 1), (1, 0.5, 0.5), (1, -1, 0), (1, 1, -0.5), (2, 0, 0), (1.5, 1, 1),
-       (float("nan"), 1, 0), (1, 1, 0.25), (Fraction(1, 3), 1, 0)]
+BAD = [(-1, 0, 1, "angular momentum must be nonnegative, got -1"),
+       (0.3, 0, 1, "angular momentum must be an integer or half-integer, got 0.3"),
+       (1, 0.5, 0.5, "orbital angular momentum must be an integer, got 0.5"),
+       (1, -1, 0, "orbital angular momentum must be nonnegative, got -1"),
+       (1, 1, -0.5, "spin must be nonnegative, got -0.5"),
+       (2, 0, 0, "j, l, and s must be compatible, got j = 2, l = 0, s = 0"),
+       (1.5, 1, 1, "j, l, and s must be compatible, got j = 3/2, l = 1, s = 1"),
+       (float("nan"), 1, 0, "angular momentum must be an integer or half-integer, got nan"),
+       (1, 1, 0.25, "spin must be an integer or half-integer, got 0.25"),
+       (Fraction(1, 3), 1, 0, "angular momentum must be an integer or half-integer, got Fraction(1, 3)")]
 
 
-@pytest.mark.parametrize("j, l, s", BAD)
-def test_invalid_partial_waves_are_value_errors_as_in_laddu(laddu, j, l, s):
+@pytest.mark.parametrize("j, l, s, message", BAD)
+def test_invalid_partial_waves_are_value_errors_as_in_laddu(laddu, j, l, s, message):
     with pytest.raises(laddu.LadduError):
         laddu.PartialWave(j, l, s)
-    with pytest.raises(ModelError):  # a ValueError and an ld.LadduError
+    with pytest.raises(ModelError, match=f"^{re.escape(message)}$"):  # a ValueError and an ld.LadduError
         ld.PartialWave(j, l, s)
 
 
 @pytest.mark.parametrize("bad", ["1", None, [1], ld.Parity(1)])
 def test_non_numbers_are_type_errors(laddu, bad):
+    # laddu's words: l takes an integer, j and s a half-integer too
+    half = "expected J, S, L, an integer, a half-integer float, or fractions.Fraction"
+    whole = "expected L, an integer, an integer-valued float, or fractions.Fraction"
     if not isinstance(bad, ld.Parity):
-        with pytest.raises(TypeError):
+        with pytest.raises(TypeError, match=f"^{re.escape(half)}$"):
             laddu.PartialWave(bad, 1, 1)
-    for args in [(bad, 1, 1), (1, bad, 1), (1, 1, bad)]:
-        with pytest.raises(TypeError):
+    for args, message in [((bad, 1, 1), half), ((1, bad, 1), whole), ((1, 1, bad), half)]:
+        with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
             ld.PartialWave(*args)
 
 
@@ -241,20 +253,23 @@ def test_valid_partial_waves_match_laddu(laddu):
 def test_evaluate_and_selection_inputs_are_checked_as_in_laddu(laddu):
     pi = ld.particles.PI_PLUS
     rules = ld.RuleSet.strong()
-    for l, s in [(0.5, 0), (-1, 0), (1, -1), (1, 0.3)]:
+    for l, s, message in [(0.5, 0, "orbital angular momentum must be an integer, got 0.5"),
+                          (-1, 0, "orbital angular momentum must be nonnegative, got -1"),
+                          (1, -1, "spin must be nonnegative, got -1"),
+                          (1, 0.3, "spin must be an integer or half-integer, got 0.3")]:
         with pytest.raises(laddu.LadduError):
             laddu.RuleSet.strong().evaluate(laddu.particles.PI_PLUS, daughter_a=laddu.particles.PI_PLUS,
                                             daughter_b=laddu.particles.PI_PLUS, l=l, s=s)
-        with pytest.raises(ModelError):
+        with pytest.raises(ModelError, match=f"^{re.escape(message)}$"):
             rules.evaluate(pi, daughter_a=pi, daughter_b=pi, l=l, s=s)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="takes 2 positional arguments but 6 were given"):
         rules.evaluate(pi, pi, pi, 1, 0)  # the daughters, l and s are keyword-only, as in laddu
     with pytest.raises(TypeError, match="not an instance of 'Particle'"):
         rules.evaluate("pi+", daughter_a=pi, daughter_b=pi, l=0, s=0)
-    for max_l in (-1, 1.5):
+    for max_l, message in [(-1, "must be nonnegative, got -1"), (1.5, "must be an integer, got 1.5")]:
         with pytest.raises(laddu.LadduError):
             laddu.SelectionRules.strong(max_l)
-        with pytest.raises(ModelError):
+        with pytest.raises(ModelError, match=f"^orbital angular momentum {message}$"):
             ld.SelectionRules.strong(max_l)
     with pytest.raises(TypeError, match="not an instance of 'RuleSet'"):
         ld.SelectionRules("strong", max_l=2)

@@ -478,8 +478,8 @@ def test_execution_takes_laddus_signature():
         Execution("jit", kernel="numpy")
     with pytest.raises(ValueError, match="GPUs by index, not by name or PCI bus ID"):
         Execution(device="0000:01:00.0")
-    with pytest.raises(TypeError):  # precision and the rest are keywords, as in laddu
-        Execution("cpu", "f64")  # type: ignore[misc]
+    with pytest.raises(TypeError, match="takes from 1 to 2 positional arguments but 3 were given"):
+        Execution("cpu", "f64")  # precision and the rest are keywords, as in laddu  # type: ignore[misc]
     if not Execution("auto").device == "gpu":  # no GPU here: an explicit GPU index is a clear error
         with pytest.raises(ValueError, match="device='gpu'"):
             Execution(device=0)
