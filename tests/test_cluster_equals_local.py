@@ -1,0 +1,166 @@
+"""A cluster equals the local path to the last bit, at every size (issue 30, point 2).
+
+The property walks the sizes at which the runtime changes path, on both sides of each:
+
+* ``INLINE_EVENTS`` (16,384): a cluster worker's share (data and MC together) at most this
+  large runs inline on the worker's event loop, above it on the worker's threads, one unit
+  per thread share; the local pool runs an evaluation of at most this many events in the
+  calling thread;
+* ``MIN_SLICE_EVENTS`` (8,192): a worker or pool with fewer than two partitions per thread
+  cuts them into ``min(threads, events // 8192)`` slices, so 2 x 8,192 (2 threads) and
+  3 x 8,192 (3 threads) are where one thread share becomes several;
+* the exact sums' pass of ``2**15`` events: a partition longer than that is summed in
+  several passes;
+* resident and streaming storage (streamed partitions always go to the worker's threads,
+  at most ``stream_threads`` groups).
+
+Events per partition are 1, T - 1, T, T + 1, 2 T, 2 T + 1 and k T + r (T = 16,384), in one
+to three partitions plus a remainder, data and accepted MC sized independently, with unit
+weights, or negative and mixed-magnitude ones (2**-20 to 2**20).  The value and gradient
+of an NLL of ``I = a x^2 + b y + c`` on a cluster (two workers, with two and three threads)
+must equal those of the local path with the same partitions (one to three threads) and of a
+one-partition local evaluation with ``==``, and all of them the ``math.fsum`` reference over
+the per-event terms computed here with NumPy (closed-form gradient), so that the paths
+cannot agree by being equally wrong.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+import laddu_dask as ld
+from laddu_dask.runtime.accumulate import _SUB as EXACT_PASS
+from laddu_dask.runtime.jobs import INLINE_EVENTS as T
+from laddu_dask.runtime.jobs import MIN_SLICE_EVENTS
+
+distributed = pytest.importorskip("distributed")
+
+#: Events per partition: each threshold, one below and one above it, and k T + r.
+EDGE_SIZES = sorted({1, T - 1, T, T + 1, 2 * MIN_SLICE_EVENTS, 3 * MIN_SLICE_EVENTS,
+                     3 * MIN_SLICE_EVENTS + 1, EXACT_PASS, EXACT_PASS + 1})
+PER_PARTITION = st.sampled_from(EDGE_SIZES) | st.builds(lambda k, r: k * T + r, st.integers(1, 2),
+                                                       st.integers(1, T - 1))
+#: Full partitions, then what is left over (none, one event, half a partition).
+PARTITIONS = st.integers(1, 3)
+REMAINDER = st.sampled_from(["none", "one", "half"])
+WEIGHTS = st.sampled_from(["unit", "mixed"])
+MAX_EVENTS = 3 * (3 * T) + 3 * T // 2
+
+POINT = (1.3, 0.7, 0.25)
+#: Worker threads of the module's cluster: one worker of each.
+WORKER_THREADS = (2, 3)
+
+
+def _columns(seed: int) -> dict[str, np.ndarray]:
+    """``x``, ``y`` and mixed weights for the largest sample, sliced by every example."""
+    rng = np.random.default_rng(seed)
+    n = MAX_EVENTS
+    sign = rng.choice([-1.0, 1.0], n, p=[0.25, 0.75])
+    # negative weights at most 1, positive ones up to 2**20, the first 2**20: the sums stay positive
+    exponent = np.where(sign > 0, rng.integers(-20, 21, n), rng.integers(-20, 1, n))
+    weight = sign * np.ldexp(rng.uniform(0.5, 1.0, n), exponent)
+    weight[0] = 2.0**20
+    return {"x": rng.uniform(-1.0, 1.0, n), "y": rng.uniform(0.0, 2.0, n), "w": weight}
+
+
+COLUMNS = {"data": _columns(301), "mc": _columns(302)}
+
+
+@pytest.fixture(scope="module")
+def client():
+    """One in-process cluster for the module: two workers, of two and of three threads."""
+    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None,
+                                  silence_logs=50) as cluster:
+        for k, threads in enumerate(WORKER_THREADS):
+            cluster.worker_spec[f"w{k}"] = {"cls": distributed.Nanny if cluster.processes
+                                            else distributed.Worker, "options": {"nthreads": threads}}
+        cluster.sync(cluster._correct_state)
+        with distributed.Client(cluster) as c:
+            c.wait_for_workers(len(WORKER_THREADS), timeout=60)
+            yield c
+
+
+def _model() -> ld.Model:
+    x, y = ld.scalar("x"), ld.scalar("y")
+    a, b, c = (ld.parameter(name, initial=v) for name, v in zip("abc", POINT))
+    return ld.Model(a * x * x + b * y + c)
+
+
+def _arrays(kind: str, n: int, weights: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    cols = COLUMNS[kind]
+    w = cols["w"][:n] if weights == "mixed" else np.ones(n)
+    if kind == "data":
+        w = np.abs(w)  # data weights: mixed magnitudes; negative ones only in the MC
+    return cols["x"][:n], cols["y"][:n], w
+
+
+def _size(per_partition: int, partitions: int, remainder: str) -> int:
+    return per_partition * partitions + {"none": 0, "one": 1, "half": per_partition // 2}[remainder]
+
+
+def _dataset(kind: str, n: int, chunk: int, weights: str, policy: str) -> ld.Dataset:
+    x, y, w = _arrays(kind, n, weights)
+    return ld.Dataset.from_arrays(scalars={"x": x, "y": y}, weights=w, chunk_size=chunk,
+                                  memory_policy=policy)
+
+
+def _evaluate(execution: ld.Execution, sizes: dict, chunks: dict, weights: str, policy: str):
+    data = _dataset("data", sizes["data"], chunks["data"], weights, policy)
+    mc = _dataset("mc", sizes["mc"], chunks["mc"], weights, policy)
+    lik = ld.Likelihood([ld.NLL(_model(), data=data, accepted_mc=mc, name="prop")], execution=execution)
+    value, grad = lik.value_and_gradient(np.array(POINT))
+    assert [d.strategy for d in execution.memory_decisions()] == [policy, policy]
+    return value, grad
+
+
+def _reference(sizes: dict, weights: str) -> tuple[float, np.ndarray]:
+    """``-2 (sum_data w ln I - N_w ln sum_mc w I)`` and its gradient, each sum ``math.fsum``
+    over per-event terms, rounded as the chain rule from the outside in rounds them: with
+    ``u = w / I`` on data and ``u = w`` on MC, ``dI/da = (u x) x``, ``dI/db = u y``, ``dI/dc = u``."""
+    a, b, c = POINT
+    xd, yd, wd = _arrays("data", sizes["data"], weights)
+    xm, ym, wm = _arrays("mc", sizes["mc"], weights)
+    i_data, i_mc = a * xd * xd + b * yd + c, a * xm * xm + b * ym + c
+    s_data, n_w, s_mc = math.fsum(wd * np.log(i_data)), math.fsum(wd), math.fsum(wm * i_mc)
+    u = wd / i_data
+    g_data = np.array([math.fsum(t) for t in (u * xd * xd, u * yd, u)])
+    g_mc = np.array([math.fsum(t) for t in (wm * xm * xm, wm * ym, wm)])
+    return -2.0 * (s_data - n_w * math.log(s_mc)), -2.0 * (g_data - n_w * g_mc / s_mc)
+
+
+@pytest.mark.timeout(300)
+@settings(max_examples=24, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data_n=PER_PARTITION, data_parts=PARTITIONS, data_rest=REMAINDER,
+       mc_n=PER_PARTITION, mc_parts=st.integers(1, 2), mc_rest=REMAINDER,
+       weights=WEIGHTS, policy=st.sampled_from(["resident", "streaming"]),
+       local_threads=st.integers(1, 3))
+# one partition just above the inline threshold: the worker holding it cuts it into one
+# share per thread; just at it: inline; a streamed run of several partitions: threads
+@example(data_n=T + 1, data_parts=1, data_rest="none", mc_n=1, mc_parts=1, mc_rest="none",
+         weights="mixed", policy="resident", local_threads=2)
+@example(data_n=T, data_parts=1, data_rest="none", mc_n=T, mc_parts=1, mc_rest="none",
+         weights="unit", policy="resident", local_threads=1)
+@example(data_n=3 * MIN_SLICE_EVENTS + 1, data_parts=2, data_rest="one", mc_n=T - 1, mc_parts=2,
+         mc_rest="half", weights="mixed", policy="resident", local_threads=3)
+@example(data_n=T - 1, data_parts=3, data_rest="one", mc_n=T + 1, mc_parts=2, mc_rest="none",
+         weights="mixed", policy="streaming", local_threads=2)
+def test_cluster_equals_local_bitwise_at_every_size(client, data_n, data_parts, data_rest, mc_n,
+                                                   mc_parts, mc_rest, weights, policy, local_threads):
+    sizes = {"data": _size(data_n, data_parts, data_rest), "mc": _size(mc_n, mc_parts, mc_rest)}
+    chunks = {"data": data_n, "mc": mc_n}
+    whole = {"data": sizes["data"], "mc": sizes["mc"]}  # one partition each
+    ref_value, ref_grad = _reference(sizes, weights)
+    one_value, one_grad = _evaluate(ld.Execution(normalization="general", threads=1), sizes, whole,
+                                    weights, policy)
+    local_value, local_grad = _evaluate(ld.Execution(normalization="general", threads=local_threads),
+                                        sizes, chunks, weights, policy)
+    remote_value, remote_grad = _evaluate(ld.Execution(client=client, normalization="general"),
+                                          sizes, chunks, weights, policy)
+    assert one_value == ref_value and np.array_equal(one_grad, ref_grad), (one_value, ref_value)
+    assert local_value == ref_value and np.array_equal(local_grad, ref_grad), (local_value, ref_value)
+    assert remote_value == ref_value and np.array_equal(remote_grad, ref_grad), (remote_value, ref_value)
