@@ -74,14 +74,14 @@ COLUMNS = {"data": _columns(301), "mc": _columns(302)}
 @pytest.fixture(scope="module")
 def client():
     """One in-process cluster for the module: two workers, of two and of three threads."""
-    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None,
-                                  silence_logs=50) as cluster:
-        for k, threads in enumerate(WORKER_THREADS):
-            cluster.worker_spec[f"w{k}"] = {"cls": distributed.Nanny if cluster.processes
-                                            else distributed.Worker, "options": {"nthreads": threads}}
-        cluster.sync(cluster._correct_state)
+    workers = {f"w{k}": {"cls": distributed.Worker, "options": {"nthreads": threads}}
+               for k, threads in enumerate(WORKER_THREADS)}
+    scheduler = {"cls": distributed.Scheduler, "options": {"protocol": "inproc://",
+                                                           "dashboard_address": None}}
+    with distributed.SpecCluster(workers=workers, scheduler=scheduler, silence_logs=50) as cluster:
         with distributed.Client(cluster) as c:
             c.wait_for_workers(len(WORKER_THREADS), timeout=60)
+            assert sorted(c.nthreads().values()) == sorted(WORKER_THREADS)
             yield c
 
 
@@ -134,7 +134,7 @@ def _reference(sizes: dict, weights: str) -> tuple[float, np.ndarray]:
 
 
 @pytest.mark.timeout(300)
-@settings(max_examples=24, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data_n=PER_PARTITION, data_parts=PARTITIONS, data_rest=REMAINDER,
        mc_n=PER_PARTITION, mc_parts=st.integers(1, 2), mc_rest=REMAINDER,
        weights=WEIGHTS, policy=st.sampled_from(["resident", "streaming"]),
