@@ -22,6 +22,10 @@ must equal those of the local path with the same partitions (one to three thread
 one-partition local evaluation with ``==``, and all of them the ``math.fsum`` reference over
 the per-event terms computed here with NumPy (closed-form gradient), so that the paths
 cannot agree by being equally wrong.
+
+A reported exact sum is held to the same: the data and fit histograms of a projection
+(per-bin sums of ``w``, ``w^2`` and the scaled ``w I``), local and on the cluster, against
+``math.fsum`` per bin.
 """
 
 from __future__ import annotations
@@ -164,3 +168,46 @@ def test_cluster_equals_local_bitwise_at_every_size(client, data_n, data_parts, 
     assert one_value == ref_value and np.array_equal(one_grad, ref_grad), (one_value, ref_value)
     assert local_value == ref_value and np.array_equal(local_grad, ref_grad), (local_value, ref_value)
     assert remote_value == ref_value and np.array_equal(remote_grad, ref_grad), (remote_value, ref_value)
+
+
+EDGES = np.linspace(-1.0, 1.0, 9)
+
+
+def _binned(values: np.ndarray, terms: np.ndarray) -> np.ndarray:
+    """``math.fsum`` of ``terms`` in each bin of ``EDGES`` (half-open, the last closed)."""
+    index = np.searchsorted(EDGES, values, side="right") - 1
+    index[values == EDGES[-1]] = len(EDGES) - 2
+    return np.array([math.fsum(terms[index == k]) for k in range(len(EDGES) - 1)])
+
+
+def _projection(execution: ld.Execution, sizes: dict, chunks: dict, weights: str):
+    data = _dataset("data", sizes["data"], chunks["data"], weights, "resident")
+    mc = _dataset("mc", sizes["mc"], chunks["mc"], weights, "resident")
+    lik = ld.Likelihood([ld.NLL(_model(), data=data, accepted_mc=mc, name="proj")], execution=execution)
+    return ld.projection_histograms(lik, "proj", list(POINT), ld.scalar("x"), bins=EDGES)
+
+
+@pytest.mark.timeout(300)
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data_n=PER_PARTITION, data_parts=PARTITIONS, mc_n=PER_PARTITION, mc_parts=st.integers(1, 2),
+       weights=WEIGHTS)
+@example(data_n=T + 1, data_parts=2, mc_n=T - 1, mc_parts=2, weights="mixed")
+def test_projection_histograms_on_a_cluster_equal_the_local_ones_bitwise(client, data_n, data_parts,
+                                                                       mc_n, mc_parts, weights):
+    """A reported exact sum: the data and fit histograms of a projection, per bin."""
+    sizes = {"data": data_n * data_parts, "mc": mc_n * mc_parts}
+    chunks = {"data": data_n, "mc": mc_n}
+    one = _projection(ld.Execution(normalization="general", threads=1), sizes, sizes, weights)
+    local = _projection(ld.Execution(normalization="general"), sizes, chunks, weights)
+    remote = _projection(ld.Execution(client=client, normalization="general"), sizes, chunks, weights)
+    xd, _, wd = _arrays("data", sizes["data"], weights)
+    xm, ym, wm = _arrays("mc", sizes["mc"], weights)
+    a, b, c = POINT
+    fit_terms = wm * (a * xm * xm + b * ym + c)
+    ref_data = _binned(xd, wd)
+    ref_fit = _binned(xm, fit_terms) * (math.fsum(wd) / math.fsum(fit_terms))
+    for h in (one, local, remote):
+        assert np.array_equal(np.asarray(h.data.counts), ref_data), (h.data.counts, ref_data)
+        assert np.array_equal(np.asarray(h.fit.counts), ref_fit), (h.fit.counts, ref_fit)
+        assert np.array_equal(np.asarray(h.data.errors), np.sqrt(_binned(xd, wd * wd)))
+        assert np.array_equal(np.asarray(h.fit.errors), np.asarray(one.fit.errors))
