@@ -14,14 +14,15 @@ The property walks the sizes at which the runtime changes path, on both sides of
 * resident and streaming storage (streamed partitions always go to the worker's threads,
   at most ``stream_threads`` groups).
 
-Events per partition are 1, T - 1, T, T + 1, 2 T, 2 T + 1 and k T + r (T = 16,384), in one
-to three partitions plus a remainder, data and accepted MC sized independently, with unit
-weights, or negative and mixed-magnitude ones (2**-20 to 2**20).  The value and gradient
-of an NLL of ``I = a x^2 + b y + c`` on a cluster (two workers, with two and three threads)
-must equal those of the local path with the same partitions (one to three threads) and of a
-one-partition local evaluation with ``==``, and all of them the ``math.fsum`` reference over
-the per-event terms computed here with NumPy (closed-form gradient), so that the paths
-cannot agree by being equally wrong.
+Events per partition are 1, T - 1, T, T + 1, 2 T, 2 T + 1, 3 x 8,192 (+ 1) and k T + r
+(T = 16,384), in one to three partitions plus a remainder, data and accepted MC sized
+independently, with unit weights, or negative and mixed-magnitude ones (2**-20 to 2**20),
+evaluated at one, two or three points in one round (the local inline test counts events
+times points).  The value and gradient of an NLL of ``I = a x^2 + b y + c`` on a cluster
+(two workers, of two and three threads) must equal those of the local path with the same
+partitions (one to three threads) and of a one-partition local evaluation with ``==``, and
+all of them the ``math.fsum`` reference over the per-event terms computed here with NumPy
+(closed-form gradient), so that the paths cannot agree by being equally wrong.
 
 A reported exact sum is held to the same: the data and fit histograms of a projection
 (per-bin sums of ``w``, ``w^2`` and the scaled ``w I``), local and on the cluster, against
@@ -56,6 +57,8 @@ WEIGHTS = st.sampled_from(["unit", "mixed"])
 MAX_EVENTS = 3 * (3 * T) + 3 * T // 2
 
 POINT = (1.3, 0.7, 0.25)
+#: The points of a K-point evaluation (one round, as MCMC walkers): K = 1, 2 or 3.
+POINTS = (POINT, (0.6, 1.9, 0.125), (2.5, 0.3, 1.75))
 #: Worker threads of the module's cluster: one worker of each.
 WORKER_THREADS = (2, 3)
 
@@ -113,20 +116,26 @@ def _dataset(kind: str, n: int, chunk: int, weights: str, policy: str) -> ld.Dat
                                   memory_policy=policy)
 
 
-def _evaluate(execution: ld.Execution, sizes: dict, chunks: dict, weights: str, policy: str):
+def _evaluate(execution: ld.Execution, sizes: dict, chunks: dict, weights: str, policy: str,
+              k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Values ``(k,)`` and gradients ``(k, 3)`` at the first ``k`` points, in one round."""
     data = _dataset("data", sizes["data"], chunks["data"], weights, policy)
     mc = _dataset("mc", sizes["mc"], chunks["mc"], weights, policy)
     lik = ld.Likelihood([ld.NLL(_model(), data=data, accepted_mc=mc, name="prop")], execution=execution)
-    value, grad = lik.value_and_gradient(np.array(POINT))
-    assert [d.strategy for d in execution.memory_decisions()] == [policy, policy]
-    return value, grad
+    if k == 1:
+        value, grad = lik.value_and_gradient(np.array(POINT))
+        values, grads = np.array([value]), np.array([grad])
+    else:
+        values, grads = lik.values_and_gradients(np.array(POINTS[:k]))
+    assert {d.strategy for d in execution.memory_decisions()} == {policy}
+    return values, grads
 
 
-def _reference(sizes: dict, weights: str) -> tuple[float, np.ndarray]:
+def _reference(sizes: dict, weights: str, point: tuple) -> tuple[float, np.ndarray]:
     """``-2 (sum_data w ln I - N_w ln sum_mc w I)`` and its gradient, each sum ``math.fsum``
     over per-event terms, rounded as the chain rule from the outside in rounds them: with
     ``u = w / I`` on data and ``u = w`` on MC, ``dI/da = (u x) x``, ``dI/db = u y``, ``dI/dc = u``."""
-    a, b, c = POINT
+    a, b, c = point
     xd, yd, wd = _arrays("data", sizes["data"], weights)
     xm, ym, wm = _arrays("mc", sizes["mc"], weights)
     i_data, i_mc = a * xd * xd + b * yd + c, a * xm * xm + b * ym + c
@@ -142,32 +151,41 @@ def _reference(sizes: dict, weights: str) -> tuple[float, np.ndarray]:
 @given(data_n=PER_PARTITION, data_parts=PARTITIONS, data_rest=REMAINDER,
        mc_n=PER_PARTITION, mc_parts=st.integers(1, 2), mc_rest=REMAINDER,
        weights=WEIGHTS, policy=st.sampled_from(["resident", "streaming"]),
-       local_threads=st.integers(1, 3))
+       local_threads=st.integers(1, 3), k=st.integers(1, 3))
 # one partition just above the inline threshold: the worker holding it cuts it into one
 # share per thread; just at it: inline; a streamed run of several partitions: threads
 @example(data_n=T + 1, data_parts=1, data_rest="none", mc_n=1, mc_parts=1, mc_rest="none",
-         weights="mixed", policy="resident", local_threads=2)
+         weights="mixed", policy="resident", local_threads=2, k=1)
 @example(data_n=T, data_parts=1, data_rest="none", mc_n=T, mc_parts=1, mc_rest="none",
-         weights="unit", policy="resident", local_threads=1)
+         weights="unit", policy="resident", local_threads=1, k=1)
 @example(data_n=3 * MIN_SLICE_EVENTS + 1, data_parts=2, data_rest="one", mc_n=T - 1, mc_parts=2,
-         mc_rest="half", weights="mixed", policy="resident", local_threads=3)
+         mc_rest="half", weights="mixed", policy="resident", local_threads=3, k=2)
 @example(data_n=T - 1, data_parts=3, data_rest="one", mc_n=T + 1, mc_parts=2, mc_rest="none",
-         weights="mixed", policy="streaming", local_threads=2)
+         weights="mixed", policy="streaming", local_threads=2, k=3)
+# the local pool's inline test counts events (data and MC) times points: 8,192 + 8,192
+# events are inline at one point, on the pool's threads at two
+@example(data_n=MIN_SLICE_EVENTS, data_parts=1, data_rest="none", mc_n=MIN_SLICE_EVENTS,
+         mc_parts=1, mc_rest="none", weights="mixed", policy="resident", local_threads=2, k=1)
+@example(data_n=MIN_SLICE_EVENTS, data_parts=1, data_rest="none", mc_n=MIN_SLICE_EVENTS,
+         mc_parts=1, mc_rest="none", weights="mixed", policy="resident", local_threads=2, k=2)
 def test_cluster_equals_local_bitwise_at_every_size(client, data_n, data_parts, data_rest, mc_n,
-                                                   mc_parts, mc_rest, weights, policy, local_threads):
+                                                   mc_parts, mc_rest, weights, policy, local_threads,
+                                                   k):
     sizes = {"data": _size(data_n, data_parts, data_rest), "mc": _size(mc_n, mc_parts, mc_rest)}
     chunks = {"data": data_n, "mc": mc_n}
     whole = {"data": sizes["data"], "mc": sizes["mc"]}  # one partition each
-    ref_value, ref_grad = _reference(sizes, weights)
-    one_value, one_grad = _evaluate(ld.Execution(normalization="general", threads=1), sizes, whole,
-                                    weights, policy)
-    local_value, local_grad = _evaluate(ld.Execution(normalization="general", threads=local_threads),
-                                        sizes, chunks, weights, policy)
-    remote_value, remote_grad = _evaluate(ld.Execution(client=client, normalization="general"),
-                                          sizes, chunks, weights, policy)
-    assert one_value == ref_value and np.array_equal(one_grad, ref_grad), (one_value, ref_value)
-    assert local_value == ref_value and np.array_equal(local_grad, ref_grad), (local_value, ref_value)
-    assert remote_value == ref_value and np.array_equal(remote_grad, ref_grad), (remote_value, ref_value)
+    one = _evaluate(ld.Execution(normalization="general", threads=1), sizes, whole, weights,
+                    policy, k)
+    local = _evaluate(ld.Execution(normalization="general", threads=local_threads), sizes, chunks,
+                      weights, policy, k)
+    remote = _evaluate(ld.Execution(client=client, normalization="general"), sizes, chunks,
+                       weights, policy, k)
+    for values, grads in (local, remote):
+        assert np.array_equal(values, one[0]) and np.array_equal(grads, one[1]), (values, one[0])
+    refs = [_reference(sizes, weights, point) for point in POINTS[:k]]
+    ref_values, ref_grads = np.array([v for v, _ in refs]), np.array([g for _, g in refs])
+    # every sum is one correctly rounded sum over the events: the reference's, to the bit
+    assert np.array_equal(one[0], ref_values) and np.array_equal(one[1], ref_grads), (one, refs)
 
 
 EDGES = np.linspace(-1.0, 1.0, 9)
