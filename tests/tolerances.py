@@ -29,9 +29,9 @@ Numerical Algorithms*, 2nd ed., sections 1.6 and 3.1):
   (``n`` events): the "events times epsilon times the condition" of recursive summation.
 
 (1) and (2) are first-order bounds: the ``O(u**2)`` terms are far below them at the
-conditions met here (``D kappa u << 1``). For gradients, (2) uses the value's condition for
-its derivative (the reverse sweep rounds along the same chains); a derivative component near
-a zero of its own is then held to the value's scale, never to a looser constant.
+conditions met here (``kappa u << 1``). A derivative ``df/dp`` has its own condition
+(``condition(..., gradient=True)``); a sum of gradient terms may use the value's condition
+instead, the terms' sensitivities ``w df/dp`` then carrying the scale.
 """
 
 from __future__ import annotations
@@ -59,24 +59,46 @@ def rounding_depth(compiled) -> int:
     return depth[compiled.split.root.serial]
 
 
-def condition(compiled, columns: Mapping[str, np.ndarray], params: Sequence[float]) -> np.ndarray:
+def condition(compiled, columns: Mapping[str, np.ndarray], params: Sequence[float], *,
+              gradient: bool = False) -> np.ndarray:
     """``kappa_i = D (1 + cond_i)`` of bound (1) at every event, computed in float64.
 
-    ``cond_i`` sums ``|x df/dx| / |f|`` over the model's parameters (its compiled float64
-    Jacobian) and over its columns (central differences of relative step 2**-20).
+    ``cond_i`` sums ``|x df/dx| / |f|`` over the model's parameters and its columns:
+    the compiled float64 Jacobian for the parameters, central differences (relative step
+    2**-20) for the columns. With ``gradient=True`` the quantity is the Jacobian ``df/dp_j``
+    instead (the reverse sweep's result, shape ``(n, k)``), whose condition comes from central
+    differences of the Jacobian in the columns and the parameters, and whose chain of
+    roundings is ``2 D`` long (the forward sweep, then the reverse sweep along it).
     """
     cols = {c: np.asarray(columns[c], dtype=np.float64) for c in compiled.columns}
-    params = compiled.parameter_vector(list(params))
-    value, jac = compiled.values_and_jacobian(compiled.event_cache(cols), params)
-    size = np.abs(value)
-    sens = np.abs(jac * np.asarray(params, dtype=np.float64)).sum(axis=1)
+    p = np.asarray(compiled.parameter_vector(list(params)), dtype=np.float64)
+
+    def f(cols_: dict, p_: np.ndarray) -> np.ndarray:
+        cache = compiled.event_cache(cols_)
+        if gradient:
+            return compiled.values_and_jacobian(cache, tuple(p_))[1]
+        return compiled.values(cache, tuple(p_))
+
+    size = np.abs(f(cols, p))
+    if gradient:
+        sens = np.zeros(size.shape)
+    else:
+        sens = np.abs(compiled.values_and_jacobian(compiled.event_cache(cols), tuple(p))[1] * p).sum(axis=1)
     for name, x in cols.items():
         up, down = dict(cols), dict(cols)
         up[name], down[name] = x * (1 + _STEP), x * (1 - _STEP)
-        diff = (compiled.values(compiled.event_cache(up), params)
-                - compiled.values(compiled.event_cache(down), params))
-        sens = sens + np.abs(diff) / (2 * _STEP)
-    return rounding_depth(compiled) * (1.0 + sens / size)
+        sens = sens + np.abs(f(up, p) - f(down, p)) / (2 * _STEP)
+    for j in range(len(p) if gradient else 0):
+        up, down = p.copy(), p.copy()
+        up[j], down[j] = p[j] * (1 + _STEP), p[j] * (1 - _STEP)
+        sens = sens + np.abs(f(cols, up) - f(cols, down)) / (2 * _STEP)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # a value exactly zero with no sensitivity is computed exactly; one with a
+        # sensitivity has an infinite relative condition (and f32_bound a bound of 0: such
+        # an event must be left out of an elementwise comparison)
+        cond = np.where(sens == 0, 0.0, sens / size)
+    # the reverse sweep rounds along the forward chain and back: twice the depth
+    return (2 if gradient else 1) * rounding_depth(compiled) * (1.0 + cond)
 
 
 def f32_bound(sensitivity, kappa, *, axis: int | None = 0, total: float = 0.0):
@@ -92,7 +114,8 @@ def f32_bound(sensitivity, kappa, *, axis: int | None = 0, total: float = 0.0):
     k = k.reshape(k.shape + (1,) * (s.ndim - k.ndim))
     if axis is None:
         return U32 * k * s
-    per = k * s
+    with np.errstate(invalid="ignore"):
+        per = np.where(s == 0, 0.0, k * s)
     if per.ndim == 1:
         return U32 * math.fsum(per.tolist()) + U64 * abs(total)
     return np.array([math.fsum(col) for col in per.T.tolist()]) * U32 + U64 * np.abs(total)
