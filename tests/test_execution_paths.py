@@ -11,6 +11,7 @@ import pytest
 
 import laddu_dask as ld
 from laddu_dask import ksks
+from laddu_dask.compile.compiled import CompiledModel
 
 
 @pytest.fixture(scope="module")
@@ -24,37 +25,6 @@ def columns(ksks_sample):
         out[key] = ({f"{k}_{c}": v[:, j] for k, v in p4s.items()
                      for j, c in enumerate(("e", "px", "py", "pz"))}, w)
     return out
-
-
-def _nll_f32_bound(columns, point) -> tuple[float, np.ndarray]:
-    """The float32 error bound of ``NLL = -2 (S_d - N_w ln S_m)`` and its gradient at
-    ``point``: the bounds B of the exact sums ``S_d = sum_data w ln I`` and
-    ``S_m = sum_accmc w I`` (tests/tolerances.py) propagated to first order, plus the float64
-    roundings of the combination (fewer than 8 operations, each within u64 of its result,
-    itself below ``2 (|S_d| + |N_w ln S_m|)``)."""
-    from tolerances import U64, condition, f32_bound
-
-    cm = ld.CompiledModel.from_expr(ksks.model("bw"))
-    params = cm.parameter_vector(point)
-    sums, bounds = {}, {}
-    for key in ("data", "accmc"):
-        cols, w = columns[key]
-        kappa = condition(cm, cols, params)
-        value, jac = cm.values_and_jacobian(cm.event_cache({c: cols[c] for c in cm.columns}), params)
-        f, g = value.real, jac.real
-        if key == "data":  # terms w ln I, w I'/I: sensitivities w, w I'/I
-            sums[key] = (np.sum(w * np.log(f)), (w[:, None] * g / f[:, None]).sum(axis=0))
-            bounds[key] = (f32_bound(w, kappa), f32_bound(w[:, None] * g / f[:, None], kappa))
-        else:  # terms w I, w I': sensitivities w I, w I'
-            sums[key] = (np.sum(w * f), (w[:, None] * g).sum(axis=0))
-            bounds[key] = (f32_bound(w * f, kappa), f32_bound(w[:, None] * g, kappa))
-    n_w = float(np.sum(columns["data"][1]))
-    (s_d, g_d), (s_m, g_m) = sums["data"], sums["accmc"]
-    (b_d, bg_d), (b_m, bg_m) = bounds["data"], bounds["accmc"]
-    value = 2 * (b_d + n_w * b_m / s_m) + 8 * U64 * 2 * (abs(s_d) + abs(n_w * np.log(s_m)))
-    grad = (2 * (bg_d + n_w * (bg_m + np.abs(g_m) * b_m / s_m) / s_m)
-            + 8 * U64 * 2 * (np.abs(g_d) + np.abs(n_w * g_m / s_m)))
-    return value, grad
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +65,12 @@ def test_f32_likelihood_and_fit_agree_with_f64(samples, columns, kernel):
     assert v32 != v64  # f32 really ran
     # within the float32 error bound of the per-event values, summed exactly and propagated
     # through the NLL (tests/tolerances.py)
-    bound, gbound = _nll_f32_bound(columns, point)
+    from tolerances import nll_f32_bound
+
+    def bounds(at):
+        return nll_f32_bound(CompiledModel.from_expr(ksks.model("bw")), columns["data"], columns["accmc"], at)
+
+    bound, gbound = bounds(point)
     assert abs(v32 - v64) <= bound
     assert np.all(np.abs(g32 - g64) <= gbound)
     r64 = f64.fit(initial=point)
@@ -108,5 +83,5 @@ def test_f32_likelihood_and_fit_agree_with_f64(samples, columns, kernel):
         assert r32.errors[name] == pytest.approx(r64.errors[name], rel=0.08)
     # |min f32 - min f64| <= the larger bound at the two minima, plus what MIGRAD leaves
     # above each minimum (its EDM)
-    at = [_nll_f32_bound(columns, r.values)[0] for r in (r32, r64)]
+    at = [bounds(r.values)[0] for r in (r32, r64)]
     assert abs(r32.fval - r64.fval) <= max(at) + r32.edm + r64.edm
