@@ -399,15 +399,35 @@ def test_evaluate_batch_matches_numpy_truth_intensity(ksks_arrays):
 # ---------------------------------------------------------------------------
 @pytest.mark.parametrize(("key", "plan"), [("accmc", POSITIVE), ("data", LOG)])
 def test_f32_agrees_with_f64(ksks_sample, key, plan):
+    """Per event, the f32 values are within the float32 error bound of tests/tolerances.py
+    (``u D (1 + cond)`` relative) of the f64 values; the f32 reduction is the exact sum of
+    those events' terms (bitwise); its gradient is within the bound summed over the events."""
+    from conftest import read_p4s
+    from tolerances import condition, f32_bound
+
     model = ksks.model("rbw")
     ds = read_parquet(ksks_sample[key], chunk_size=700)
     r64 = _reduce(ds, model, OFF_TRUTH, plan, Execution(precision="f64"))
-    r32 = _reduce(ds, model, OFF_TRUTH, plan, Execution(precision="f32"))
+    ex = Execution(precision="f32")
+    pm = PreparedModel.prepare(CompiledModel.from_expr(model), ex)
+    r32 = pm.reduce_with_gradient(ex, OFF_TRUTH, pm.prepare_dataset(ex, ds), plan)
     assert isinstance(r32.value, float)
-    assert r32.value != r64.value  # f32 really ran
-    assert r32.value == pytest.approx(r64.value, rel=1e-5)
-    scale = np.max(np.abs(r64.gradient))
-    np.testing.assert_allclose(r32.gradient, r64.gradient, rtol=1e-4, atol=1e-4 * scale)
+    cm = pm.compiled
+    p4s, w = read_p4s(ksks_sample[key])
+    cols = {f"{k}_{c}": v[:, j] for k, v in p4s.items() for j, c in enumerate(("e", "px", "py", "pz"))}
+    params = cm.parameter_vector(OFF_TRUTH)
+    kappa = condition(cm, cols, params)
+    value, jac = cm.values_and_jacobian(cm.event_cache({c: cols[c] for c in cm.columns}), params)
+    v32 = np.real(pm.evaluate_batch(OFF_TRUTH, Dataset.from_arrays(p4s=p4s, weights=w).load_partition(0)))
+    assert v32.dtype == np.float32
+    assert np.all(np.abs(v32 - value.real) <= f32_bound(value.real, kappa, axis=None))
+    terms = w * (_log(pm.kernel, v32) if plan is LOG else v32).astype(np.float64)
+    assert r32.value == math.fsum(terms.tolist()) != r64.value
+    # a gradient term's sensitivity to a relative change of the event's value: w df/dp, over f
+    # under the log
+    scale = value.real if plan is LOG else np.ones_like(value.real)
+    gbound = f32_bound(w[:, None] * jac.real / scale[:, None], kappa, total=r64.gradient)
+    assert np.all(np.abs(r32.gradient - r64.gradient) <= gbound), (r32.gradient - r64.gradient, gbound)
 
 
 def test_precision_is_validated():
