@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import logging
+import os
+import select
 import time
+from pathlib import Path
 
 import pytest
 
@@ -38,12 +41,59 @@ def recomputed(client, prepared) -> int:
 
 
 def wait_until(condition, seconds: float, what: str) -> None:
-    """Poll ``condition`` until it holds; fail the test after ``seconds``."""
+    """Poll ``condition`` until it holds; fail the test after ``seconds``.
+
+    Only for state that no event announces (the scheduler's worker list, the client's
+    status): the condition decides, ``seconds`` only bounds a hang and is never asserted."""
     end = time.monotonic() + seconds
     while not condition():
         if time.monotonic() > end:
             pytest.fail(f"waited {seconds} s for {what}")
         time.sleep(0.02)
+
+
+class Signal:
+    """A one-shot signal between processes (the test and its cluster's workers) through a FIFO.
+
+    :meth:`set` writes one byte, which stays in the pipe; :func:`wait_signal` blocks in
+    ``select`` until it is there: no polling and no clock, only a bound on a hang.  The
+    test's process holds the pipe open (read-write, so that no open ever blocks) until
+    :meth:`close`, so a signal set before anyone waits is not lost.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = str(path)
+        os.mkfifo(self.path)
+        self._fd = os.open(self.path, os.O_RDWR | os.O_NONBLOCK)
+
+    def set(self) -> None:
+        set_signal(self.path)
+
+    def wait(self, seconds: float, what: str) -> None:
+        """Block until the signal is set; fail the test after ``seconds`` (a hang)."""
+        if not wait_signal(self.path, seconds):
+            pytest.fail(f"waited {seconds} s for {what}: it never came")
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+def set_signal(path: str) -> None:
+    """Set the :class:`Signal` at ``path`` (from any process, while its owner holds it open)."""
+    fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+    try:
+        os.write(fd, b"!")
+    finally:
+        os.close(fd)
+
+
+def wait_signal(path: str, seconds: float) -> bool:
+    """Whether the :class:`Signal` at ``path`` was set within ``seconds`` (any process)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        return bool(select.select([fd], [], [], seconds)[0])  # the byte is left for other waiters
+    finally:
+        os.close(fd)
 
 
 #: Loggers whose records a user sees (distributed's and tornado's do not propagate to the root).

@@ -3,7 +3,9 @@
 The worker-side and client-side functions of :mod:`laddu_dask.runtime.dashboard` are called
 as the per-evaluation call and the client would; the checks read what the dashboard's Task
 Stream draws from (the scheduler's ``TaskStreamPlugin`` buffer, through
-``Client.get_task_stream`` and the dashboard's own drawing code), never timings.
+``Client.get_task_stream`` and the dashboard's own drawing code), never timings.  The notes
+travel in the background; a test waits for them with :func:`_until`, a condition the
+scheduler checks each time an event arrives, never with a sleep.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ import asyncio
 import subprocess
 import sys
 import textwrap
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -21,6 +22,7 @@ import pytest
 from dask.utils import key_split
 from distributed.diagnostics.task_stream import rectangles
 
+from laddu_dask.runtime import dashboard
 from laddu_dask.runtime.dashboard import (
     TOPIC,
     EvaluationStream,
@@ -41,14 +43,47 @@ def _evaluations(dask_worker, label: str, n: int, seconds: float, events: int) -
     return dask_worker.address
 
 
-def _ours(client, expected: int, timeout: float = 30.0) -> list[dict]:
-    """The Task Stream's laddu-dask records, once ``expected`` of them have arrived."""
-    deadline = time.monotonic() + timeout
-    while True:
-        records = [r for r in client.get_task_stream() if key_split(r["key"]).startswith("laddu-dask")]
-        if len(records) >= expected or time.monotonic() > deadline:
-            return records
-        time.sleep(0.05)
+class _Waiter(distributed.diagnostics.plugin.SchedulerPlugin):
+    """Sets ``done`` once ``ready(scheduler)`` holds, checked after each event arrives (every
+    note reaches the scheduler as an event; the check runs once every plugin, the Task
+    Stream's feeder among them, has taken that event, whatever the plugins' order)."""
+
+    def __init__(self, scheduler, ready) -> None:
+        self.scheduler, self.ready, self.done = scheduler, ready, asyncio.Event()
+
+    def log_event(self, topic, msg) -> None:
+        asyncio.get_running_loop().call_soon(self._check)
+
+    def _check(self) -> None:
+        if self.ready(self.scheduler):
+            self.done.set()
+
+
+async def _until(dask_scheduler, ready, seconds: float, what: str) -> None:
+    """Wait until ``ready(dask_scheduler)``; an AssertionError naming ``what`` after ``seconds``
+    (a hang).  Runs on the scheduler's loop (``Client.run_on_scheduler``)."""
+    scheduler = dask_scheduler
+    waiter = _Waiter(scheduler, ready)
+    scheduler.add_plugin(waiter, name="laddu-dask-test-waiter")
+    try:
+        if not ready(scheduler):
+            await asyncio.wait_for(waiter.done.wait(), seconds)
+    except TimeoutError:
+        raise AssertionError(f"waited {seconds} s for {what}") from None
+    finally:
+        scheduler.remove_plugin(name="laddu-dask-test-waiter")
+
+
+def _stream(scheduler) -> list[dict]:
+    """The laddu-dask records of the scheduler's Task Stream buffer."""
+    plugin = scheduler.plugins.get("task-stream")
+    return [r for r in (plugin.buffer if plugin else []) if key_split(r["key"]).startswith("laddu-dask")]
+
+
+def _ours(client, ready, what: str, seconds: float = 120.0) -> list[dict]:
+    """The Task Stream's laddu-dask records, once ``ready(records)`` holds."""
+    client.run_on_scheduler(_until, ready=lambda s: ready(_stream(s)), seconds=seconds, what=what)
+    return [r for r in client.get_task_stream() if key_split(r["key"]).startswith("laddu-dask")]
 
 
 def _simulate_fit(client) -> list[dict]:
@@ -57,8 +92,8 @@ def _simulate_fit(client) -> list[dict]:
     client.run(_evaluations, label="bins", n=3, seconds=0.001, events=7)
     for i in range(1, N + 1):
         record_client_evaluation(client, "ksks nll", i, 1000.0 - i, 0.003)
-    n_workers = len(client.scheduler_info()["workers"])
-    return _ours(client, (N + 3) * n_workers + N)
+    expected = (N + 3) * len(client.scheduler_info()["workers"]) + N
+    return _ours(client, lambda records: len(records) >= expected, f"{expected} records")
 
 
 def _check(records: list[dict], workers: list[str]) -> None:
@@ -141,7 +176,8 @@ def test_harmless_without_bokeh_or_dashboard():
     assert "checked" in out.stdout and "Traceback" not in out.stderr
 
 
-def test_harmless_when_the_scheduler_is_gone(caplog):
+def test_harmless_when_the_scheduler_is_gone(caplog, monkeypatch):
+    monkeypatch.setattr(dashboard, "SEND_TIMEOUT", 1.0)  # a send to nowhere gives up sooner
     async def main() -> float:
         async with distributed.Scheduler(host="127.0.0.1", port=0, dashboard=False) as s, \
                 distributed.Worker(s.address, nthreads=1, dashboard=False) as w, \
@@ -150,17 +186,19 @@ def test_harmless_when_the_scheduler_is_gone(caplog):
                 record_worker_evaluation(w, "nll", 0.001, 10)
                 record_client_evaluation(c, "nll", i, 1.0, 0.001)
             await s.close()
-            t0 = time.monotonic()
+            # synchronous calls on the loop: a wait on the network here would hang the loop
+            # (the test's timeout), not return late
             for i in range(1000):
                 record_worker_evaluation(w, "nll", 0.001, 10)
                 record_client_evaluation(c, "nll", i, 1.0, 0.001)
-            took = time.monotonic() - t0
-            await asyncio.sleep(0.5)  # the pending flushes run and find no scheduler
-            return took
+            boxes = [dashboard._outboxes[w], dashboard._outboxes[c]]
+            for box in boxes:  # the pending flushes, run now: they find no scheduler
+                await box._flush()
+            return sum(len(box._notes) for box in boxes)
 
     with caplog.at_level("WARNING", logger="laddu_dask"):
-        took = asyncio.run(asyncio.wait_for(main(), 60))
-    assert took < 5.0  # returned at once (a hang would be a wait on the network: seconds)
+        left = asyncio.run(asyncio.wait_for(main(), 120))
+    assert left == 0  # taken by the flushes (and dropped: no scheduler)
     assert not [r for r in caplog.records if r.name.startswith("laddu_dask")]
 
 
@@ -173,15 +211,19 @@ def test_a_scheduler_that_refuses_the_plugin_warns_once(caplog, monkeypatch):
     async def main() -> int:
         async with distributed.Scheduler(host="127.0.0.1", port=0, dashboard=False) as s, \
                 distributed.Worker(s.address, nthreads=1, dashboard=False) as w:
-            for _ in range(3):
+            def delivered(scheduler) -> int:
+                return sum(len(msg["records"]) for _, msg in scheduler.get_events(TOPIC))
+
+            for k in range(1, 4):
                 for _ in range(4):
                     record_worker_evaluation(w, "nll", 0.001, 10)
-                await asyncio.sleep(0.3)  # one flush each
+                await dashboard._outboxes[w]._flush()  # one flush each, now
+                await _until(s, lambda s, n=4 * k: delivered(s) >= n, 120, f"{4 * k} records delivered")
             assert EvaluationStream.name not in s.plugins
-            return sum(len(msg["records"]) for _, msg in s.get_events(TOPIC))
+            return delivered(s)
 
     with caplog.at_level("WARNING", logger="laddu_dask"):
-        delivered = asyncio.run(asyncio.wait_for(main(), 60))
+        delivered = asyncio.run(asyncio.wait_for(main(), 120))
     assert delivered == 12  # still sent, as events
     warnings = [r.getMessage() for r in caplog.records if r.name.startswith("laddu_dask")]
     assert len(warnings) == 1
@@ -241,14 +283,16 @@ def test_a_likelihood_on_a_cluster_shows_each_evaluation():
         for a in (1.0, 1.5, 2.0, 2.5, 3.0):
             lik.value_and_gradient([a])
         workers = sorted(client.scheduler_info()["workers"])
-        deadline = time.monotonic() + 30
-        while True:  # the client's notes travel in the background: wait for all five
-            records = _ours(client, 0)
-            by_name = Counter(key_split(r["key"]) for r in records)
-            client_rows = {n: c for n, c in by_name.items() if n.endswith("-evaluation")}
-            if sum(client_rows.values()) >= 5 or time.monotonic() > deadline:
-                break
-            time.sleep(0.05)
+
+        def arrived(records) -> bool:  # the notes travel in the background: all of them
+            mine = [key_split(r["key"]).endswith("-evaluation") for r in records]
+            on_client = sum(mine)
+            events = sum(r.get("events", 0) for r, client_row in zip(records, mine) if not client_row)
+            return on_client >= 5 and events >= 5 * (400 + 800)
+
+        records = _ours(client, arrived, "the five evaluations' records")
+    by_name = Counter(key_split(r["key"]) for r in records)
+    client_rows = {n: c for n, c in by_name.items() if n.endswith("-evaluation")}
     assert len(client_rows) == 1 and sum(client_rows.values()) == 5
     name = next(iter(client_rows)).removesuffix("-evaluation")
     assert name == task_name("dash") == "laddu-dask-dash"  # named for the likelihood's term
