@@ -110,3 +110,25 @@ def test_overflowing_sum_is_a_non_finite_error_naming_the_source():
                                 chunk_size=2)
     with pytest.raises(NonFiniteError, match="sum to more than the largest double"):
         ds.sum_weights()
+
+
+@pytest.mark.parametrize(("n_partitions", "num_workers", "groups"),
+                         [(11, 2, [3, 3, 3, 2]), (11, 1, [6, 5]), (5, 3, [1, 1, 1, 1, 1]), (2, 4, [1, 1])])
+def test_streamed_sum_makes_two_tasks_a_thread(monkeypatch, n_partitions, num_workers, groups):
+    """The memory plan: ceil(partitions / (2 * num_workers)) partitions a task, in order."""
+    import laddu_dask.data.weights as weights
+
+    w = _cancelling_weights(10 * n_partitions)
+    ds = ld.Dataset.from_arrays(scalars={"x": np.zeros(w.size)}, weights=w, chunk_size=10)
+    assert ds.n_partitions == n_partitions
+    seen: list[int] = []
+    load_partials = weights._load_partials
+
+    def recording(*partitions):
+        seen.append(len(partitions))
+        return load_partials(*partitions)
+
+    monkeypatch.setattr(weights, "_load_partials", recording)
+    with dask.config.set(scheduler="sync"):
+        assert ds.sum_weights(num_workers=num_workers) == math.fsum(w.tolist())
+    assert sorted(seen, reverse=True) == groups
