@@ -84,3 +84,57 @@ def test_report_built_from_statistics_counts_the_rejected_proposals():
     assert report.acceptance_rate == 2 / 7
     empty = GenerationReport.build(PartitionStats.empty(), requested=0, seed=5)
     assert (empty.minimum_weight, empty.acceptance_rate, empty.rejected) == (0.0, 0.0, 0)
+
+
+def test_an_empty_partition_keeps_its_counts():
+    stats = PartitionStats.of(np.array([]), proposals=5, produced=0)
+    assert (stats.proposals, stats.produced, stats.maximum, stats.minimum) == (5, 0, 0.0, math.inf)
+    assert (stats.sum_weights, stats.sum_squared_weights) == (0.0, 0.0)
+
+
+def test_integer_weights_are_squared_as_doubles():
+    """int64 squares would wrap around silently; the report squares in float64."""
+    stats = PartitionStats.of(np.array([2**40, 3]), proposals=2, produced=2)
+    assert stats.sum_squared_weights == math.fsum([2.0**80, 9.0])
+
+
+def test_a_square_beyond_the_double_range_is_inf_without_a_warning():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        stats = PartitionStats.of(np.array([1e200, 1.0]), proposals=2, produced=2)
+    assert (stats.sum_weights, stats.sum_squared_weights) == (1e200, math.inf)
+
+
+def test_merging_nothing_is_the_empty_statistics():
+    merged = merge_stats([])
+    assert (merged.proposals, merged.produced, merged.maximum, merged.minimum) == (0, 0, 0.0, math.inf)
+    assert (merged.sum_weights, merged.sum_squared_weights) == (0.0, 0.0)
+
+
+def test_merged_extremes_are_those_of_every_partition():
+    parts = [PartitionStats.of(np.array([-0.5, 0.25]), proposals=3, produced=2),
+             PartitionStats.of(np.array([4.0]), proposals=1, produced=1), PartitionStats.empty()]
+    merged = merge_stats(parts)
+    assert (merged.maximum, merged.minimum, merged.proposals, merged.produced) == (4.0, -0.5, 4, 3)
+
+
+def test_every_field_of_a_built_report():
+    from types import SimpleNamespace
+
+    stats = PartitionStats.of(np.array([-1.5, 2.0, 0.5]), proposals=11, produced=3)
+    proof = SimpleNamespace(weight_interval=[0.25, 2.5], continuous_dimensions=2, piecewise_regions=3,
+                            subdivisions=7)
+    report = GenerationReport.build(stats, requested=4, seed=9, envelope=2.5, chunk_events=6, partitions=2,
+                                    pilot_proposals=50, estimated_peak_bytes=1024, proven=proof)
+    assert report == GenerationReport(
+        requested=4, produced=3, proposals=11, rejected=8, envelope=2.5, maximum_weight=2.0,
+        minimum_weight=-1.5, sum_weights=1.0, sum_squared_weights=2.25 + 4.0 + 0.25, seed=9,
+        chunk_events=6, partitions=2, pilot_proposals=50, estimated_peak_bytes=1024,
+        actual_high_water_bytes=None, proven_weight_interval=(0.25, 2.5), proven_continuous_dimensions=2,
+        proven_piecewise_regions=3, proven_subdivisions=7)
+    plain = GenerationReport.build(stats, requested=4, seed=9)
+    assert (plain.chunk_events, plain.partitions, plain.pilot_proposals, plain.estimated_peak_bytes,
+            plain.envelope, plain.actual_high_water_bytes, plain.proven_weight_interval,
+            plain.proven_subdivisions) == (0, 0, 0, 0, None, None, None, None)
