@@ -123,3 +123,13 @@ def test_the_room_to_an_upper_bound_is_measured_from_the_point():
     x = np.array([0.5])
     gradient_hessian(f, x, [(None, 0.5 + 3e-5)])
     np.testing.assert_array_equal(f.rounds[0], np.vstack([_displaced(x, [(1e-4, [-1, -2])]), x]))
+
+
+def test_without_names_the_error_names_the_parameters_by_index():
+    def evaluate(points):
+        p = np.asarray(points, dtype=np.float64)
+        return p.sum(axis=1), np.where(p > 0, np.inf, p)
+
+    with pytest.raises(NonFiniteError, match=r"in parameters 0 and 0 at \[0.0\]"):
+        gradient_hessian(evaluate, np.array([0.0]), [(None, None)])
+
