@@ -32,6 +32,11 @@ Numerical Algorithms*, 2nd ed., sections 1.6 and 3.1):
 (1) and (2) are first-order bounds: the ``O(u**2)`` terms are far below them at the
 conditions met here (``kappa u << 1``). A derivative ``df/dp`` has its own condition
 (``condition(..., gradient=True)``); a quotient ``(df/dp) / f`` the sum of both.
+
+Limit of the model: a quantity that vanishes identically at the point (a derivative in a
+parameter at 0, zero by symmetry) is computed as a cancellation of intermediate terms whose
+rounding no leaf sees; its condition here is 0. Compare such gradients normwise (against
+the largest component's bound), as tests/test_fused.py does for random models.
 """
 
 from __future__ import annotations
