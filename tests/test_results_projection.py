@@ -98,6 +98,8 @@ def test_intensity_integrals_match_laddu(gens, tags, term):
     want = theirs.intensity_integrals("t", generated_mc=gens[1], tags=tags)
     assert mine.accepted_integral(POINT) == pytest.approx(want.accepted_integral(POINT), rel=1e-10)
     assert mine.generated_integral(POINT) == pytest.approx(want.generated_integral(POINT), rel=1e-10)
+    # the project's sums are exact: the data weights' correctly rounded sum, bitwise
+    assert mine.data_weight_sum == math.fsum(DATA[1].tolist())
     assert mine.data_weight_sum == pytest.approx(want.data_weight_sum, rel=1e-15)
     assert mine.name == "t"
 
@@ -107,6 +109,7 @@ def test_integrals_are_exact_sums_and_partition_independent(pair, gens):
     proj = ours.projection("t", generated_mc=gens[0], tags=["S", "D"])
     w = proj.weights(POINT)
     assert proj.generated_integral(POINT) == math.fsum(w)
+    assert ours.intensity_integrals("t", generated_mc=gens[0]).data_weight_sum == math.fsum(DATA[1].tolist())
     other = ld.Dataset.from_arrays(scalars=GEN[0], weights=GEN[1], chunk_size=97)
     again = ours.projection("t", generated_mc=other, tags=["S", "D"])
     assert again.generated_integral(POINT) == proj.generated_integral(POINT)
@@ -359,6 +362,7 @@ def test_yields_and_cross_sections_of_tagged_waves(pair, gens):
     want = theirs.intensity_integrals("t", generated_mc=gens[1], tags=["S", "P"])
     assert y.accepted_fitted_yield().central == pytest.approx(want.accepted_integral(POINT), rel=1e-10)
     assert y.generated_fitted_yield().central == pytest.approx(want.generated_integral(POINT), rel=1e-10)
+    assert y.selected_yield().central == math.fsum(DATA[1].tolist())
     assert y.selected_yield().central == pytest.approx(want.data_weight_sum, rel=1e-15)
     xs = ours.cross_section("t", gens[0], ld.Luminosity(0.5, ld.AreaUnit.FEMTOBARN), POINT, tags=["D"])
     d = theirs.intensity_integrals("t", generated_mc=gens[1], tags=["D"]).generated_integral(POINT)

@@ -24,14 +24,19 @@ Numerical Algorithms*, 2nd ed., sections 1.6 and 3.1):
 
   where ``s_i`` is the sensitivity of the term to a relative change of the event's value:
   ``w_i f_i`` for a weighted sum of values, ``w_i`` for a weighted sum of ``log f_i``, and
-  per parameter ``w_i df_i/dp`` (or ``w_i (df_i/dp) / f_i`` under the log) for gradients.
+  per parameter ``w_i df_i/dp`` (or ``w_i (df_i/dp) / f_i`` under the log) for gradients,
+  with the derivative's own ``kappa``.
   A sum accumulated in float32 instead of exactly would add ``(n - 1) u sum_i |t_i|``
   (``n`` events): the "events times epsilon times the condition" of recursive summation.
 
 (1) and (2) are first-order bounds: the ``O(u**2)`` terms are far below them at the
 conditions met here (``kappa u << 1``). A derivative ``df/dp`` has its own condition
-(``condition(..., gradient=True)``); a sum of gradient terms may use the value's condition
-instead, the terms' sensitivities ``w df/dp`` then carrying the scale.
+(``condition(..., gradient=True)``); a quotient ``(df/dp) / f`` the sum of both.
+
+Limit of the model: a quantity that vanishes identically at the point (a derivative in a
+parameter at 0, zero by symmetry) is computed as a cancellation of intermediate terms whose
+rounding no leaf sees; its condition here is 0. Compare such gradients normwise (against
+the largest component's bound), as tests/test_fused.py does for random models.
 """
 
 from __future__ import annotations
@@ -132,13 +137,14 @@ def nll_f32_bound(compiled, data, accmc, point) -> tuple[float, np.ndarray]:
     params = compiled.parameter_vector(point)
     sums, bounds = [], []
     for (cols, w), log in ((data, True), (accmc, False)):
-        kappa = condition(compiled, cols, params)
+        kappa, gkappa = condition(compiled, cols, params), condition(compiled, cols, params, gradient=True)
         value, jac = compiled.values_and_jacobian(
             compiled.event_cache({c: cols[c] for c in compiled.columns}), params)
         f, g = value.real, jac.real
         s, sg = (w, w[:, None] * g / f[:, None]) if log else (w * f, w[:, None] * g)
         sums.append((math.fsum((w * np.log(f) if log else s).tolist()), sg.sum(axis=0)))
-        bounds.append((f32_bound(s, kappa), f32_bound(sg, kappa)))
+        # I'/I: the relative errors of I' and of I add
+        bounds.append((f32_bound(s, kappa), f32_bound(sg, gkappa + kappa[:, None] if log else gkappa)))
     n_w = math.fsum(data[1].tolist())
     (s_d, g_d), (s_m, g_m) = sums
     (b_d, bg_d), (b_m, bg_m) = bounds
