@@ -134,15 +134,28 @@ class ReductionPlan:
             raise rejected_value_error(float(real_value[i]), offset + i, source, self.transform)
 
     def terms(self, real_value: Any, weights: Any, *, offset: int = 0, source: str = "events") -> Any:
-        """Per-event terms ``w t(v)`` after :meth:`check`."""
+        """Per-event terms ``w t(v)`` after :meth:`check`, in float64.
+
+        The value and the weight are widened to float64 before the transform, as the fused
+        and CUDA kernels do: in single precision only the model value is rounded to float32,
+        never its logarithm, so which kernel runs does not change the precision of a term.
+        """
         self.check(real_value, offset=offset, source=source)
+        xp = array_module(real_value)
+        v, w = xp.asarray(real_value, dtype=xp.float64), xp.asarray(weights, dtype=xp.float64)
         if self.transform == "log_positive_real":
-            return weights * array_module(real_value).log(real_value)
-        return weights * real_value
+            return w * xp.log(v)
+        return w * v
 
     def seed(self, real_value: Any, weights: Any) -> Any:
-        """``d (w t(v)) / d v`` per event, the reverse-mode seed."""
+        """``d (w t(v)) / d v`` per event, the reverse-mode seed, in the value's precision.
+
+        ``w / v`` is computed in float64 and rounded once to the value's precision (the
+        precision of the reverse sweep), as the fused kernel does.
+        """
         if self.transform == "log_positive_real":
-            return weights / real_value
+            xp = array_module(real_value)
+            seed = xp.asarray(weights, dtype=xp.float64) / xp.asarray(real_value, dtype=xp.float64)
+            return seed.astype(xp.asarray(real_value).dtype, copy=False)
         return weights
 
