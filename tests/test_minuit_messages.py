@@ -98,3 +98,23 @@ def test_minuit_chatter_at_a_higher_print_level_is_debug_only(capfd, caplog):
     chatter = [r for r in caplog.records if r.getMessage().startswith("Minuit: I ")]
     assert chatter and all(r.levelno == logging.DEBUG for r in chatter)
     assert "Minuit: I " not in result.message and result.message.count(RAW) == 1
+
+
+def test_a_library_log_record_never_reaches_stderr_without_the_users_logging(tmp_path):
+    """Importing laddu_dask gives its logger a NullHandler: an application that configured
+    no logging sees no record twice (Python's last-resort handler would print a WARNING to
+    stderr beside the matching warnings.warn); one that did configure it gets the record."""
+    import subprocess
+    from pathlib import Path
+
+    root = str(Path(ld.__file__).resolve().parents[1])
+    code = ("import logging, sys; sys.path.insert(0, sys.argv[1]); import laddu_dask; "
+            "logging.getLogger('laddu_dask.fit').warning('RECORD %s', sys.argv[2])")
+    quiet = subprocess.run([sys.executable, "-I", "-c", code, root, "quiet"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=120)
+    assert quiet.returncode == 0, quiet.stderr
+    assert "RECORD" not in quiet.stderr and quiet.stdout == ""
+    configured = subprocess.run(
+        [sys.executable, "-I", "-c", "import logging; logging.basicConfig(); " + code, root, "configured"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert "WARNING:laddu_dask.fit:RECORD configured" in configured.stderr
