@@ -1,12 +1,12 @@
 """Tests of the project's K_S K_S toy generator and of the laddu reference likelihood.
 
-References: the shared benchmark generator (``shared/bench/ksks.py``, imported by path when
-present), closed-form kinematics, scipy's spherical harmonics, ``math.fsum`` and laddu.
+References: ``tests/ksks_reference.py`` (the toy's definition computed another way: a 4x4
+Lorentz matrix and Lorentz invariants for the angles, SciPy's spherical harmonics, the
+generating densities integrated by quadrature), hand-computed values, ``math.fsum`` and laddu.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import os
@@ -20,27 +20,13 @@ from laddu_dask import ksks
 from laddu_dask.errors import ParameterError, SchemaError
 
 try:
+    from tests import ksks_reference as kr
     from tests import laddu_reference as lr
 except ImportError:  # pytest's default "prepend" import mode puts tests/ on sys.path
+    import ksks_reference as kr
     import laddu_reference as lr
 
-REPO = Path(__file__).resolve().parents[1]
-#: The shared generator lives beside the repository (``../shared``) in the development tree.
-_SHARED_CANDIDATES = (REPO.parent / "shared/bench/ksks.py",)
-
 needs_laddu = pytest.mark.skipif(not lr.laddu_available(), reason="laddu is not installed")
-
-
-@pytest.fixture(scope="module")
-def shared():
-    """The shared benchmark generator, imported by path, or skip."""
-    path = next((p for p in _SHARED_CANDIDATES if p.is_file()), None)
-    if path is None:
-        pytest.skip("shared/bench/ksks.py not found (only present in the development tree)")
-    spec = importlib.util.spec_from_file_location("shared_bench_ksks", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -49,70 +35,81 @@ def sample():
     return ksks.generate(n_data=4000, n_mc=12000, seed=2024)
 
 
-# --- agreement with the shared benchmark generator ----------------------------------------
+# --- agreement with the toy's definition (tests/ksks_reference.py) --------------------------
 
 
 def test_truth_and_names_match_the_laddu_reference():
-    """The toy's truth is the one the laddu reference likelihood fits (runs in every clone)."""
+    """The toy's truth is the one the laddu reference likelihood fits."""
     assert ksks.TRUTH == lr.TRUTH
     assert ksks.PARAMETER_NAMES == lr.PARAMETER_NAMES == tuple(lr.TRUTH)
 
 
-def test_constants_and_truth_match_shared(shared):
-    assert ksks.TRUTH == shared.TRUTH
-    assert lr.TRUTH == shared.TRUTH
-    assert ksks.PARAMETER_NAMES == lr.PARAMETER_NAMES == tuple(shared.TRUTH)
-    assert (ksks.M_KS, ksks.M_PROTON, ksks.E_BEAM) == (shared.M_KS, shared.M_PROTON, shared.E_BEAM)
+def test_constants_are_the_definition():
+    """PDG masses, the 8.5 GeV beam, m(X) in [1, 2] GeV and the |t| slope of 3 GeV^-2."""
+    assert (ksks.M_KS, ksks.M_PROTON, ksks.E_BEAM) == (kr.M_KS, kr.M_PROTON, kr.E_BEAM)
+    assert (ksks.MASS_RANGE, ksks.T_SLOPE) == (kr.MASS_RANGE, kr.T_SLOPE)
 
 
-def test_angles_and_intensity_match_shared_on_its_four_vectors(shared):
-    p4, m, costheta, phi = shared.phase_space(np.random.default_rng(11), 3000)
+def test_angles_match_a_lorentz_matrix_boost_and_the_invariants():
+    p4, m, costheta, phi = ksks.phase_space(3000, np.random.default_rng(11))
     s, ct, ph = ksks.angles(p4)
-    np.testing.assert_allclose(s, m**2, rtol=1e-12)
-    np.testing.assert_allclose(ct, costheta, rtol=0, atol=1e-9)
-    np.testing.assert_allclose(ph, phi, rtol=0, atol=1e-9)
-    # same intensity and acceptance functions at the same points
+    s_ref, ct_ref, ph_ref = kr.angles(p4)
+    np.testing.assert_allclose(s, s_ref, rtol=1e-12)
+    np.testing.assert_allclose(ct, ct_ref, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(ph, ph_ref, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(ct, kr.costheta_invariant(p4), rtol=0, atol=1e-9)
+    # and the generator put kshort1 at the angles it drew
+    np.testing.assert_allclose(ct_ref, costheta, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(ph_ref, phi, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("params", [ksks.TRUTH, dict(ksks.TRUTH, d1_re=0.3, s_width=0.2)])
+def test_intensity_matches_scipy_harmonics_and_breit_wigners(params):
+    rng = np.random.default_rng(12)
+    m = rng.uniform(1.0, 2.0, 2000)
+    ct, phi = rng.uniform(-1, 1, 2000), rng.uniform(-math.pi, math.pi, 2000)
     np.testing.assert_allclose(
-        ksks.truth_intensity(m**2, costheta, phi), shared.intensity(m**2, costheta, phi), rtol=1e-13
-    )
-    np.testing.assert_allclose(
-        ksks.acceptance(costheta, phi, m), shared.acceptance(costheta, phi, m), rtol=1e-15
-    )
-    other = dict(ksks.TRUTH, d1_re=0.3, s_width=0.2)
-    np.testing.assert_allclose(
-        ksks.truth_intensity(m**2, costheta, phi, other),
-        shared.intensity(m**2, costheta, phi, other),
-        rtol=1e-13,
+        ksks.truth_intensity(m**2, ct, phi, params), kr.intensity(m**2, ct, phi, params), rtol=1e-12
     )
 
 
-def test_spherical_harmonics_match_shared(shared):
-    rng = np.random.default_rng(3)
-    ct, phi = rng.uniform(-1, 1, 500), rng.uniform(-math.pi, math.pi, 500)
-    for l, m in [(0, 0), (2, 0), (2, 1), (2, 2)]:
-        np.testing.assert_allclose(
-            ksks.spherical_harmonic(l, m, ct, phi),
-            shared.ylm(l, m, ct, phi),
-            rtol=1e-13,
-            atol=1e-15,
-        )
+def test_acceptance_hand_computed():
+    """0.5 (1 + 0.3 cos theta) (1 - 0.2 cos 2 phi) (0.7 + 0.3 (m - 1 GeV)), at hand-worked points."""
+    ct = np.array([1.0, -1.0, 0.0, 0.5])
+    phi = np.array([0.0, math.pi / 2, math.pi / 4, math.pi])
+    m = np.array([2.0, 1.0, 1.5, 1.2])
+    # 0.5*1.3*0.8*1.0; 0.5*0.7*1.2*0.7; 0.5*1.0*1.0*0.85; 0.5*1.15*0.8*0.76
+    want = np.array([0.52, 0.294, 0.425, 0.3496])
+    np.testing.assert_allclose(ksks.acceptance(ct, phi, m), want, rtol=1e-14)
 
 
-def test_phase_space_distribution_matches_shared(shared):
-    """Same production kinematics: mean |t| and mean lab proton momentum agree statistically."""
+@pytest.mark.parametrize(
+    ("observable", "reference"),
+    [
+        ("abs_t", lambda t: t),
+        ("proton_momentum", kr.proton_lab_momentum),
+    ],
+)
+def test_phase_space_distribution_matches_the_generating_densities(observable, reference):
+    """Mean |t| and mean lab proton momentum of 40,000 events against the integrals of the
+    densities (m flat, |t| exponential between its limits): pulls within 5 standard errors."""
     n = 40_000
-    ours, _, _, _ = ksks.phase_space(n, np.random.default_rng(1))
-    theirs, _, _, _ = shared.phase_space(np.random.default_rng(2), n)
+    p4, _, _, _ = ksks.phase_space(n, np.random.default_rng(1))
+    target = np.array([ksks.M_PROTON, 0.0, 0.0, 0.0])
+    q = target - p4["proton"]
+    values = {"abs_t": -(q[:, 0] ** 2 - (q[:, 1:] ** 2).sum(1)),
+              "proton_momentum": np.linalg.norm(p4["proton"][:, 1:], axis=1)}[observable]
+    want = kr.expectation(reference)
+    pull = (values.mean() - want) / (values.std() / math.sqrt(n))
+    assert abs(pull) < 5.0, (observable, values.mean(), want)
 
-    def observables(p4):
-        target = np.array([ksks.M_PROTON, 0.0, 0.0, 0.0])
-        q = target - p4["proton"]
-        abs_t = -(q[:, 0] ** 2 - (q[:, 1:] ** 2).sum(1))
-        return abs_t, np.linalg.norm(p4["proton"][:, 1:], axis=1)
 
-    for a, b in zip(observables(ours), observables(theirs), strict=True):
-        pull = (a.mean() - b.mean()) / math.sqrt(a.var() / n + b.var() / n)
-        assert abs(pull) < 5.0
+def test_abs_t_stays_within_its_kinematic_limits():
+    p4, m, _, _ = ksks.phase_space(5000, np.random.default_rng(7))
+    q = np.array([ksks.M_PROTON, 0.0, 0.0, 0.0]) - p4["proton"]
+    abs_t = -(q[:, 0] ** 2 - (q[:, 1:] ** 2).sum(1))
+    limits = np.array([kr.abs_t_limits(x) for x in m])
+    assert (abs_t >= limits[:, 0] - 1e-9).all() and (abs_t <= limits[:, 1] + 1e-9).all()
 
 
 def test_spherical_harmonics_match_scipy():

@@ -100,11 +100,16 @@ def test_setup_and_test_commands_are_what_ci_runs():
 
     blocks = code_blocks(README.read_text(), "bash")
     setup = _commands(blocks[0])
-    assert setup == ['pip install -e ".[test]"', "laddu-dask demo", "python3 -m pytest -q"]
-    ci = (ROOT / ".ci" / "run").read_text()
-    assert 'pip install --quiet -e ".[test]"' in ci and "python3 -m pytest -q" in ci
-    markers = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"][
-        "markers"]
+    test_command = "python3 -m pytest -q -n auto --dist loadfile"  # in parallel, a file per process
+    assert setup == ['pip install -e ".[test]"', "laddu-dask demo", test_command]
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert 'python3 -m pip install --quiet -e ".[test]"' in ci and ci[-1] == test_command
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    test_extra = " ".join(project["project"]["optional-dependencies"]["test"])
+    assert "pytest-xdist" in test_extra and "pytest-randomly" in test_extra
+    # the serial run stays the default of a bare pytest (mutmut runs it with these addopts)
+    assert "-n" not in project["tool"]["pytest"]["ini_options"]["addopts"].split()
+    markers = project["tool"]["pytest"]["ini_options"]["markers"]
     declared = {m.split(":")[0] for m in markers}
     subsets = _commands(blocks[1])
     used = re.findall(r'pytest -q -m "?(?:not )?(\w+)', " ".join(subsets))

@@ -62,7 +62,7 @@ def ksks_angles_expr() -> tuple[Any, Any, Any]:
 
     Examples
     --------
-    >>> s, costheta, phi = ksks_angles_expr()               # doctest: +SKIP
+    >>> s, costheta, phi = ksks_angles_expr()               # laddu expressions (needs laddu)
     """
     import laddu as ld
 
@@ -92,7 +92,7 @@ def ksks_intensity_expr(lineshape: str = "bw", fixed_lineshapes: bool = False) -
 
     Examples
     --------
-    >>> expr = ksks_intensity_expr("rbw")                   # doctest: +SKIP
+    >>> expr = ksks_intensity_expr("rbw")                   # a laddu expression (needs laddu)
     """
     import laddu as ld
 
@@ -232,8 +232,10 @@ def laddu_ksks_nll(
 
     Examples
     --------
-    >>> nll = laddu_ksks_nll("data.parquet", "accmc.parquet")    # doctest: +SKIP
-    >>> nll.value(TRUTH)                                        # doctest: +SKIP
+    With a sample written by ``ksks.write_sample`` (``tests/test_ksks_generator.py`` fits one)::
+
+        nll = laddu_ksks_nll("data.parquet", "accmc.parquet")
+        nll.value(TRUTH)
     """
     import laddu as ld
 
@@ -251,8 +253,10 @@ def laddu_nll(model: Any, data_path: Any, mc_path: Any, execution: Any = None,
 
     Examples
     --------
-    >>> import laddu                                            # doctest: +SKIP
-    >>> nll = laddu_nll(laddu.Model(expr), "data.parquet", "accmc.parquet")  # doctest: +SKIP
+    With a laddu expression ``expr`` and a sample written by ``ksks.write_sample``::
+
+        import laddu
+        nll = laddu_nll(laddu.Model(expr), "data.parquet", "accmc.parquet")
     """
     import laddu as ld
 

@@ -331,8 +331,10 @@ def read_parquet(path: PathArg | Sequence[PathArg], chunk_size: int | None = Non
 
     Examples
     --------
-    >>> ds = read_parquet("accmc/*.parquet", chunk_size=100_000)  # doctest: +SKIP
-    >>> ds = read_parquet("s3://bucket/accmc/", storage_options={"anon": True})  # doctest: +SKIP
+    Local files and an object store (the README's tour runs the first form)::
+
+        ds = read_parquet("accmc/*.parquet", chunk_size=100_000)
+        ds = read_parquet("s3://bucket/accmc/", storage_options={"anon": True})
     """
     if is_dask_collection(path):
         raise TypeError(f"read_parquet reads files; for a Dask collection ({type(path).__name__}) "

@@ -439,8 +439,9 @@ def read_root(path: PathArg | Sequence[PathArg], tree: str | None = None, *,
 
     Examples
     --------
-    >>> ds = read_root("mc/*.root", tree="kin",
-    ...                amptools=["beam", "proton", "kshort1", "kshort2"])  # doctest: +SKIP
+    AmpTools files (``tests/test_root.py`` writes and reads such files)::
+
+        ds = read_root("mc/*.root", tree="kin", amptools=["beam", "proton", "kshort1", "kshort2"])
     """
     if is_dask_collection(path):
         raise TypeError(f"read_root reads files; for a Dask collection ({type(path).__name__}) "

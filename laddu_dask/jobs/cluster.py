@@ -252,10 +252,9 @@ def job_script(config: FitConfig | str | os.PathLike[str]) -> str:
 
     Examples
     --------
-    >>> print(job_script("examples/slurm_fit.toml"))  # doctest: +SKIP
-    #!/usr/bin/env bash
-    #SBATCH -J dask-worker
-    ...
+    From the repository's root (``tests/test_batch_cluster.py`` checks the script)::
+
+        print(job_script("examples/slurm_fit.toml"))   # #!/usr/bin/env bash, #SBATCH -J dask-worker, ...
     """
     if not isinstance(config, FitConfig):
         config = load_config(config)

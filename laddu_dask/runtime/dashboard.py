@@ -230,8 +230,10 @@ def record_worker_evaluation(worker: Any, label: str, seconds: float, events: in
 
     Examples
     --------
-    >>> from distributed import get_worker                                # doctest: +SKIP
-    >>> record_worker_evaluation(get_worker(), "ksks nll", 0.0012, 50_000)  # doctest: +SKIP
+    In a task running on a worker (``tests/test_dashboard.py`` runs it on a cluster)::
+
+        from distributed import get_worker
+        record_worker_evaluation(get_worker(), "ksks nll", 0.0012, 50_000)
     """
     try:
         if not _running(worker):
@@ -267,7 +269,9 @@ def record_client_evaluation(client: Any, label: str, number: int, value: float 
 
     Examples
     --------
-    >>> record_client_evaluation(client, "ksks nll", 17, 1234.5, 0.0021)  # doctest: +SKIP
+    With a ``distributed.Client`` ``client`` (``tests/test_dashboard.py`` runs it on a cluster)::
+
+        record_client_evaluation(client, "ksks nll", 17, 1234.5, 0.0021)
     """
     try:
         if not _running(client):
