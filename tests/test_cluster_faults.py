@@ -26,7 +26,7 @@ from laddu_dask import ksks
 
 distributed = pytest.importorskip("distributed")
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]  # a hang fails in minutes
 
 ROOT = Path(__file__).resolve().parent.parent
 POINT = np.array([ksks.TRUTH[n] for n in ksks.TRUTH]) * 1.01
