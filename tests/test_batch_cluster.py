@@ -525,7 +525,10 @@ def test_sigint_while_waiting_for_slurm_workers_exits_130(tmp_path, sample, monk
 
 @pytest.mark.timeout(300)
 def test_sigint_during_a_local_fit_exits_130(tmp_path, sample):
-    config = write_config(tmp_path, sample, "[fit]\nstrategy = 2\ntolerance = 1e-6\n"
+    # a fit, then 100,000 bootstrap fits: hours of work, so that the SIGINT sent once the fit
+    # starts lands in it however the machine's load delays the sender (a fit alone of this
+    # sample ends in seconds, and an interrupt sent late would find it done: exit 0)
+    config = write_config(tmp_path, sample, "[fit]\nstrategy = 2\ntolerance = 1e-6\nbootstrap = 100000\n"
                                             "[execution]\nkernel = 'numpy'\n")
     status, out, err = interrupt_when(["fit", str(config)], "prepared in")
     assert (status, err) == (130, INTERRUPTED)

@@ -124,7 +124,7 @@ def test_scale_up_mid_fit_gives_the_new_worker_partitions(cluster, ksks_sample, 
     def scale_once(calls, value):
         if calls == 6 and not scaled:
             lc.scale(3)
-            client.wait_for_workers(3, timeout=30)
+            client.wait_for_workers(3, timeout=120)  # a bound on a hang
             scaled.append(time.monotonic())
 
     result = _fit(lik, scale_once)
