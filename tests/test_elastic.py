@@ -33,8 +33,8 @@ def cluster(printed):  # noqa: F811 - after the capture started, so the workers 
                                   dashboard_address=":0", silence_logs=logging.ERROR)
     client = distributed.Client(lc)
     yield lc, client
-    client.close(timeout=10)
-    lc.close(timeout=20)
+    client.close(timeout=60)
+    lc.close(timeout=120)
 
 
 def _likelihood(sample, execution):
