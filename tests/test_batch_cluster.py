@@ -30,6 +30,10 @@ from laddu_dask.jobs.cluster import jobqueue_cluster
 
 #: Seconds a ``laddu-dask`` command may run: a bound on a hang, never reached under load.
 COMMAND_BOUND = 240
+#: A SLURM/PBS scheduler's dashboard on a free port, for a test that reads the command's whole
+#: stderr: the default 127.0.0.1:8787 may be held by another process on the machine (another
+#: test, under pytest-xdist), and distributed then warns on stderr that it took another port.
+FREE_DASHBOARD = 'dashboard_address = "127.0.0.1:0"\n'
 
 
 @pytest.mark.timeout(300)
@@ -367,7 +371,7 @@ def test_failed_submission_exits_3_without_waiting_for_wait_timeout(tmp_path, sa
                                     'Invalid account or account/partition combination" >&2\nexit 1\n')
     (bin_dir / "sbatch").chmod(0o755)
     config = write_config(tmp_path, sample, "[cluster]\nkind = 'slurm'\ncores = 1\nmemory = '1GB'\n"
-                                            "wait_timeout = 3600\n")
+                                            f"wait_timeout = 3600\n{FREE_DASHBOARD}")
     # the submission fails, so only a wait to wait_timeout (far past the command's bound,
     # TimeoutExpired) could keep it from exiting 3; no elapsed time is asserted
     proc = laddu_dask("fit", str(config), cwd=tmp_path, timeout=COMMAND_BOUND,
@@ -497,7 +501,7 @@ def test_distributeds_cancel_race_after_a_ctrl_c_is_not_printed():
 @pytest.mark.timeout(300)
 def test_sigint_while_waiting_for_a_schedulers_workers_exits_130(tmp_path, sample):
     distributed = pytest.importorskip("distributed")
-    config = write_config(tmp_path, sample, "[cluster]\nwait_for_workers = 1\nwait_timeout = 60\n")
+    config = write_config(tmp_path, sample, "[cluster]\nwait_for_workers = 1\nwait_timeout = 3600\n")
     with distributed.LocalCluster(n_workers=0, processes=False, protocol="tcp://", host="127.0.0.1",
                                   dashboard_address=None) as cluster:
         status, out, err = interrupt_when(["fit", str(config), "--scheduler", cluster.scheduler_address],
@@ -514,7 +518,7 @@ def test_sigint_while_waiting_for_slurm_workers_exits_130(tmp_path, sample, monk
     folder = tmp_path / "cfg"
     folder.mkdir()
     config = write_config(folder, sample, "[cluster]\nkind = 'slurm'\ncores = 1\nmemory = '1GB'\n"
-                                          "wait_timeout = 60\n")
+                                          f"wait_timeout = 3600\n{FREE_DASHBOARD}")
     status, out, err = interrupt_when(["fit", str(config)], "waiting for workers: 0 of 1",
                                       env=command_env(PATH=os.environ["PATH"]))
     assert (status, err) == (130, INTERRUPTED)
