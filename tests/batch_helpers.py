@@ -114,7 +114,7 @@ def laddu_dask(*args: str, env: dict[str, str] | None = None, timeout: float = 1
 
 
 def interrupt_when(args: list[str], ready: str, env: dict[str, str] | None = None,
-                   timeout: float = 60) -> tuple[int, str, str]:
+                   timeout: float = 120) -> tuple[int, str, str]:
     """Start ``laddu-dask ARGS``, send SIGINT once a stdout line starts with ``ready`` (fail
     if none does within ``timeout`` seconds); returns ``(status, stdout, stderr)``."""
     proc = subprocess.Popen([sys.executable, "-m", "laddu_dask.cli", *args], text=True,
@@ -143,7 +143,7 @@ def interrupt_when(args: list[str], ready: str, env: dict[str, str] | None = Non
             if line.startswith(ready):
                 break
         proc.send_signal(signal.SIGINT)
-        status = proc.wait(timeout=60)
+        status = proc.wait(timeout=timeout)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -4,11 +4,11 @@ systems), the scheduler's sockets and TLS, failed submissions, waits and interru
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
@@ -28,7 +28,15 @@ from batch_helpers import (
 from laddu_dask.jobs import job_script, load_config, main
 from laddu_dask.jobs.cluster import jobqueue_cluster
 
+#: Seconds a ``laddu-dask`` command may run: a bound on a hang, never reached under load.
+COMMAND_BOUND = 240
+#: A SLURM/PBS scheduler's dashboard on a free port, for a test that reads the command's whole
+#: stderr: the default 127.0.0.1:8787 may be held by another process on the machine (another
+#: test, under pytest-xdist), and distributed then warns on stderr that it took another port.
+FREE_DASHBOARD = 'dashboard_address = "127.0.0.1:0"\n'
 
+
+@pytest.mark.timeout(300)
 def test_scheduler_address_runs_on_a_distributed_cluster(tmp_path, sample):
     distributed = pytest.importorskip("distributed")
     config = write_config(tmp_path, sample)
@@ -51,6 +59,7 @@ def test_scheduler_address_runs_on_a_distributed_cluster(tmp_path, sample):
     assert remote["covariance"] == here["covariance"]
 
 
+@pytest.mark.timeout(300)
 def test_cluster_without_workers_exits_3_and_writes_nothing(tmp_path, sample, capsys):
     distributed = pytest.importorskip("distributed")
     config = write_config(tmp_path, sample, "[cluster]\nwait_for_workers = 1\nwait_timeout = 0.2\n")
@@ -144,6 +153,7 @@ def test_print_job_script_needs_a_jobqueue_cluster(tmp_path, sample, capsys):
     assert "no batch-job cluster is configured" in capsys.readouterr().err
 
 
+@pytest.mark.timeout(300)
 def test_sbatch_example_runs_the_slurm_config():
     text = (EXAMPLES / "submit_fit.sbatch").read_text()
     assert text.startswith("#!/bin/bash")
@@ -153,6 +163,7 @@ def test_sbatch_example_runs_the_slurm_config():
         ["bash", "-n", str(EXAMPLES / "submit_fit.sbatch")]).returncode == 0
 
 
+@pytest.mark.timeout(300)
 def test_slurm_run_submits_jobs_then_cancels_them(tmp_path, sample, monkeypatch, capsys):
     """The fit path scales to `jobs` worker jobs; no worker arrives (fake sbatch): exit 3."""
     log = fake_queue(tmp_path, monkeypatch, accept=True)
@@ -203,6 +214,7 @@ NETWORK = {
 }
 
 
+@pytest.mark.timeout(300)
 @pytest.mark.parametrize("case", list(NETWORK))
 def test_jobqueue_scheduler_listens_on_one_address_dashboard_on_localhost(case, tmp_path, sample,
                                                                           no_submission):
@@ -242,6 +254,7 @@ def test_jobqueue_scheduler_listens_on_one_address_dashboard_on_localhost(case, 
     assert not listening() - before  # closed
 
 
+@pytest.mark.timeout(300)
 def test_jobqueue_cluster_with_user_certificates(tmp_path, sample, no_submission):
     from distributed.security import Security
 
@@ -301,6 +314,7 @@ FAKE_SLURM = {
 }
 
 
+@pytest.mark.timeout(600)
 @pytest.mark.slow
 def test_fit_over_tls_on_worker_jobs_started_by_a_fake_sbatch(tmp_path, sample):
     """The temporary certificates reach the workers: a fit runs on them over TLS."""
@@ -313,10 +327,10 @@ def test_fit_over_tls_on_worker_jobs_started_by_a_fake_sbatch(tmp_path, sample):
         (bin_dir / name).write_text(text)
         (bin_dir / name).chmod(0o755)
     extra = ('[cluster]\nkind = "slurm"\ncores = 1\nmemory = "2GB"\nscheduler_host = "127.0.0.1"\n'
-             'worker_extra_args = ["--host", "127.0.0.1"]\nwait_timeout = 90\n')
+             'worker_extra_args = ["--host", "127.0.0.1"]\nwait_timeout = 300\n')
     config = write_config(tmp_path, sample, extra)
     out = tmp_path / "r.json"
-    proc = laddu_dask("fit", str(config), "--output", str(out), cwd=tmp_path,
+    proc = laddu_dask("fit", str(config), "--output", str(out), cwd=tmp_path, timeout=2 * COMMAND_BOUND,
                       env=command_env(PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     result = read_result(out)
@@ -331,20 +345,24 @@ def test_fit_over_tls_on_worker_jobs_started_by_a_fake_sbatch(tmp_path, sample):
 # ----------------------------------------------------------------------------- submissions, waits
 
 
+@pytest.mark.timeout(300)
 def test_slurm_fit_without_sbatch_exits_3_at_once(tmp_path, sample):
     pytest.importorskip("dask_jobqueue")
     empty = tmp_path / "empty-bin"
     empty.mkdir()
-    config = write_config(tmp_path, sample, "[cluster]\nkind = 'slurm'\ncores = 1\nmemory = '1GB'\n")
-    t0 = time.monotonic()
-    proc = laddu_dask("fit", str(config), env=command_env(PATH=str(empty)))
-    assert time.monotonic() - t0 < 30
+    config = write_config(tmp_path, sample, "[cluster]\nkind = 'slurm'\ncores = 1\nmemory = '1GB'\n"
+                                            "wait_timeout = 3600\n")
+    # "at once": a wait for workers would run to wait_timeout, far past the command's bound
+    # (TimeoutExpired); no elapsed time is asserted
+    proc = laddu_dask("fit", str(config), env=command_env(PATH=str(empty)), timeout=COMMAND_BOUND)
     assert proc.returncode == 3, proc.stderr
+    assert "waiting for workers" not in proc.stdout
     assert_one_error_line(proc.stderr, "laddu-dask fit", "the submit command 'sbatch' is not on PATH")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty-bin", "fit.toml"]
 
 
-def test_failed_submission_exits_3_within_seconds(tmp_path, sample):
+@pytest.mark.timeout(300)
+def test_failed_submission_exits_3_without_waiting_for_wait_timeout(tmp_path, sample):
     """A failing sbatch: one line with its message, no traceback, no wait for wait_timeout."""
     pytest.importorskip("dask_jobqueue")
     bin_dir = tmp_path / "bin"
@@ -353,17 +371,18 @@ def test_failed_submission_exits_3_within_seconds(tmp_path, sample):
                                     'Invalid account or account/partition combination" >&2\nexit 1\n')
     (bin_dir / "sbatch").chmod(0o755)
     config = write_config(tmp_path, sample, "[cluster]\nkind = 'slurm'\ncores = 1\nmemory = '1GB'\n"
-                                            "wait_timeout = 3600\n")
-    t0 = time.monotonic()
-    proc = laddu_dask("fit", str(config), cwd=tmp_path,
+                                            f"wait_timeout = 3600\n{FREE_DASHBOARD}")
+    # the submission fails, so only a wait to wait_timeout (far past the command's bound,
+    # TimeoutExpired) could keep it from exiting 3; no elapsed time is asserted
+    proc = laddu_dask("fit", str(config), cwd=tmp_path, timeout=COMMAND_BOUND,
                       env=command_env(PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}"))
-    assert time.monotonic() - t0 < 30
     assert proc.returncode == 3, proc.stderr
     assert_one_error_line(proc.stderr, "laddu-dask fit", "submitting a worker job failed",
                           "Invalid account or account/partition combination")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bin", "fit.toml"]
 
 
+@pytest.mark.timeout(300)
 def test_waiting_for_workers_says_how_many_arrived(tmp_path, sample, capsys):
     distributed = pytest.importorskip("distributed")
     config = write_config(tmp_path, sample, "[cluster]\nwait_for_workers = 2\nwait_timeout = 1.6\n")
@@ -372,8 +391,78 @@ def test_waiting_for_workers_says_how_many_arrived(tmp_path, sample, capsys):
         code = main([str(config), "--scheduler", cluster.scheduler_address])
     captured = capsys.readouterr()
     assert code == 3
-    assert "waiting for workers: 1 of 2 arrived after 1 s (wait_timeout = 1.6 s)" in captured.out
+    # a report comes before the time-out (1.6 s is past the first report's second), with the
+    # scheduler's count; its second is the clock's (1 on a free machine): the schedule is
+    # pinned by the next test's clock
+    assert re.search(r"^waiting for workers: 1 of 2 arrived after \d+ s \(wait_timeout = 1\.6 s\)$",
+                     captured.out, re.MULTILINE), captured.out
     assert_one_error_line(captured.err, "laddu-dask fit", "only 1 of 2 worker(s) arrived within 1.6 s")
+
+
+class _Clock:
+    """A clock for :func:`_wait_for_workers`: it moves only as the test says."""
+
+    def __init__(self, jumps: dict[int, float] | None = None) -> None:
+        self.now, self.reads, self.jumps = 1000.0, 0, jumps or {}
+
+    def monotonic(self) -> float:
+        self.reads += 1
+        self.now += self.jumps.get(self.reads, 0.0)  # a pause of the process (load) before this read
+        return self.now
+
+
+class _Scheduler:
+    """A client whose scheduler has ``have`` workers; each wait takes its whole timeout."""
+
+    def __init__(self, clock: _Clock, have: int, arrive_at: float = float("inf")) -> None:
+        self.clock, self.have, self.arrive_at, self.polls = clock, have, arrive_at, []
+
+    def wait_for_workers(self, wanted: int, timeout: float) -> None:
+        from distributed.exceptions import WorkerStartTimeoutError
+
+        assert timeout > 0  # distributed waits forever on 0
+        self.polls.append(timeout)
+        if self.clock.now + timeout >= self.arrive_at:
+            self.clock.now = self.arrive_at
+            return
+        self.clock.now += timeout
+        raise WorkerStartTimeoutError(self.have, wanted, timeout)
+
+
+def test_waiting_for_workers_reports_at_1_s_then_every_5_s_until_wait_timeout(monkeypatch):
+    from laddu_dask.errors import ClusterTimeoutError
+    from laddu_dask.jobs import cluster as jobs_cluster
+
+    clock = _Clock()
+    monkeypatch.setattr(jobs_cluster, "time", clock)
+    client, said = _Scheduler(clock, have=1), []
+    with pytest.raises(ClusterTimeoutError, match=r"^only 1 of 2 worker\(s\) arrived within 12 s "
+                                                  r"\(wait_timeout\)$"):
+        jobs_cluster._wait_for_workers(client, 2, 12.0, said.append)
+    assert said == [f"waiting for workers: 1 of 2 arrived after {s} s (wait_timeout = 12 s)"
+                    for s in (1, 6, 11)]
+    assert client.polls == [0.5] * 24 and clock.now == 1012.0
+    clock = _Clock()
+    monkeypatch.setattr(jobs_cluster, "time", clock)
+    client, said = _Scheduler(clock, have=1, arrive_at=1007.25), []
+    jobs_cluster._wait_for_workers(client, 2, 12.0, said.append)  # the second worker came
+    assert len(client.polls) == 15 and len(said) == 2
+
+
+def test_waiting_for_workers_asks_the_scheduler_before_it_times_out(monkeypatch):
+    """The process paused 1.7 s right after the wait began (a loaded machine): the report and
+    the error still say how many workers the scheduler has (the scheduler was not asked
+    before: "0 of 2"), and a report comes before the time-out."""
+    from laddu_dask.errors import ClusterTimeoutError
+    from laddu_dask.jobs import cluster as jobs_cluster
+
+    clock = _Clock(jumps={2: 1.7})
+    monkeypatch.setattr(jobs_cluster, "time", clock)
+    client, said = _Scheduler(clock, have=1), []
+    with pytest.raises(ClusterTimeoutError, match=r"^only 1 of 2 worker\(s\) arrived within 1\.6 s"):
+        jobs_cluster._wait_for_workers(client, 2, 1.6, said.append)
+    assert said == ["waiting for workers: 1 of 2 arrived after 2 s (wait_timeout = 1.6 s)"]
+    assert client.polls == [0.01]
 
 
 # ----------------------------------------------------------------------------- interrupts
@@ -409,9 +498,10 @@ def test_distributeds_cancel_race_after_a_ctrl_c_is_not_printed():
     assert race.filter(logging.LogRecord("tornado.application", logging.ERROR, __file__, 1, "x", None, None))
 
 
+@pytest.mark.timeout(300)
 def test_sigint_while_waiting_for_a_schedulers_workers_exits_130(tmp_path, sample):
     distributed = pytest.importorskip("distributed")
-    config = write_config(tmp_path, sample, "[cluster]\nwait_for_workers = 1\nwait_timeout = 60\n")
+    config = write_config(tmp_path, sample, "[cluster]\nwait_for_workers = 1\nwait_timeout = 3600\n")
     with distributed.LocalCluster(n_workers=0, processes=False, protocol="tcp://", host="127.0.0.1",
                                   dashboard_address=None) as cluster:
         status, out, err = interrupt_when(["fit", str(config), "--scheduler", cluster.scheduler_address],
@@ -420,6 +510,7 @@ def test_sigint_while_waiting_for_a_schedulers_workers_exits_130(tmp_path, sampl
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fit.toml"]
 
 
+@pytest.mark.timeout(300)
 def test_sigint_while_waiting_for_slurm_workers_exits_130(tmp_path, sample, monkeypatch):
     """dask-jobqueue's import made SIGINT exit 0 (its handler calls sys.exit()); the jobs are
     cancelled."""
@@ -427,7 +518,7 @@ def test_sigint_while_waiting_for_slurm_workers_exits_130(tmp_path, sample, monk
     folder = tmp_path / "cfg"
     folder.mkdir()
     config = write_config(folder, sample, "[cluster]\nkind = 'slurm'\ncores = 1\nmemory = '1GB'\n"
-                                          "wait_timeout = 60\n")
+                                          f"wait_timeout = 3600\n{FREE_DASHBOARD}")
     status, out, err = interrupt_when(["fit", str(config)], "waiting for workers: 0 of 1",
                                       env=command_env(PATH=os.environ["PATH"]))
     assert (status, err) == (130, INTERRUPTED)
@@ -436,8 +527,12 @@ def test_sigint_while_waiting_for_slurm_workers_exits_130(tmp_path, sample, monk
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".laddu-dask-tls")]
 
 
+@pytest.mark.timeout(300)
 def test_sigint_during_a_local_fit_exits_130(tmp_path, sample):
-    config = write_config(tmp_path, sample, "[fit]\nstrategy = 2\ntolerance = 1e-6\n"
+    # a fit, then 100,000 bootstrap fits: hours of work, so that the SIGINT sent once the fit
+    # starts lands in it however the machine's load delays the sender (a fit alone of this
+    # sample ends in seconds, and an interrupt sent late would find it done: exit 0)
+    config = write_config(tmp_path, sample, "[fit]\nstrategy = 2\ntolerance = 1e-6\nbootstrap = 100000\n"
                                             "[execution]\nkernel = 'numpy'\n")
     status, out, err = interrupt_when(["fit", str(config)], "prepared in")
     assert (status, err) == (130, INTERRUPTED)
@@ -454,6 +549,7 @@ exit "$FAKE_STATUS"
 """
 
 
+@pytest.mark.timeout(300)
 @pytest.mark.parametrize("fake_status, write, status, last_line", [
     (0, True, 0, "valid fit: results/fit-7.json"),
     (0, False, 3, "laddu-dask fit exited with 0 but wrote no result results/fit-7.json"),
@@ -473,7 +569,7 @@ def test_sbatch_example_believes_the_result_file(fake_status, write, status, las
            "SLURM_SUBMIT_DIR": str(tmp_path), "SLURM_JOB_ID": "7", "FAKE_STATUS": str(fake_status),
            "FAKE_WRITE": "1" if write else ""}
     proc = subprocess.run(["bash", str(EXAMPLES / "submit_fit.sbatch")], capture_output=True, text=True,
-                          env=env, timeout=60)
+                          env=env, timeout=COMMAND_BOUND)
     assert proc.returncode == status
     assert (proc.stdout + proc.stderr).strip().splitlines()[-1] == last_line
     assert "valid fit" not in proc.stdout or write

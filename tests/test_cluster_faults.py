@@ -26,7 +26,7 @@ from laddu_dask import ksks
 
 distributed = pytest.importorskip("distributed")
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]  # a hang fails in minutes
 
 ROOT = Path(__file__).resolve().parent.parent
 POINT = np.array([ksks.TRUTH[n] for n in ksks.TRUTH]) * 1.01
@@ -68,8 +68,8 @@ def cluster():
                                   dashboard_address=":0", silence_logs=50)
     client = distributed.Client(lc)
     yield lc, client
-    client.close(timeout=10)
-    lc.close(timeout=20)
+    client.close(timeout=60)
+    lc.close(timeout=120)
 
 
 def _likelihood(sample, execution, policy="resident"):
@@ -160,9 +160,9 @@ def test_worker_killed_while_it_works_is_replaced(cluster, ksks_sample, signals,
     started, release = signals
     thread, result = _in_thread(lik.value_and_gradient, POINT)
     try:
-        started.wait(60, f"the worker to start its {moment}")
+        started.wait(120, f"the worker to start its {moment}")
         os.kill(pid, signal.SIGKILL)  # while it prepares, or reduces, its partitions
-        value, gradient = _joined(thread, result, 60, f"the {moment} with a killed worker")
+        value, gradient = _joined(thread, result, 120, f"the {moment} with a killed worker")
     finally:
         release.set()
     assert value == reference[0] and np.array_equal(gradient, reference[1])
@@ -187,7 +187,7 @@ def test_preparation_past_its_timeout_names_the_dataset(cluster, ksks_sample, si
             with pytest.raises(ld.ClusterTimeoutError,
                                match=rf"preparation of dataset 'ksks/data' .*within 2\.00 s .*"
                                      rf"laddu-dask\.cluster\.preparation-timeout.*task\(s\) on {addr}"):
-                _within(60, lik.value, POINT)
+                _within(120, lik.value, POINT)
     finally:
         release.set()
 
@@ -222,17 +222,17 @@ def test_no_worker_within_the_timeout(cluster, ksks_sample):
     for nanny in lc.workers.values():
         nanny.close_gracefully()  # no restart
     _kill_all(client)
-    wait_until(lambda: not client.scheduler_info()["workers"], 60, "the workers to leave")
+    wait_until(lambda: not client.scheduler_info()["workers"], 120, "the workers to leave")
     # no worker can come back, so the 1 s worker-timeout is the one way out: the message
     # names it, and a wait past it (a hang) fails the thread's bound
     with dask.config.set({"laddu-dask.cluster.worker-timeout": "1s"}):
         with pytest.raises(ld.ClusterTimeoutError,
                            match=r"dataset 'ksks/data'.*no running worker for 1\.00 s .*"
                                  r"laddu-dask\.cluster\.worker-timeout.*at least 1 worker"):
-            _within(60, lik.value, POINT)
+            _within(120, lik.value, POINT)
     lc.scale(4)  # two new workers: the same likelihood goes on, with the same numbers
     client.wait_for_workers(2, timeout=120)
-    assert _within(60, lik.value, POINT) == reference
+    assert _within(120, lik.value, POINT) == reference
 
 
 def test_lost_scheduler_raises_at_once(ksks_sample, monkeypatch):
@@ -248,13 +248,13 @@ def test_lost_scheduler_raises_at_once(ksks_sample, monkeypatch):
         lik = _likelihood(ksks_sample, ld.Execution(client=client))
         lik.value(POINT)
         os.kill(sc.scheduler.process.pid, signal.SIGKILL)
-        wait_until(lambda: client.status != "running", 60, "the client to see the loss")
+        wait_until(lambda: client.status != "running", 120, "the client to see the loss")
         # "at once": a wait for a reconnection would take the 10-minute connect timeout set
         # here, far past the thread's bound (a clock-free check: no elapsed time is asserted)
         with dask.config.set({"distributed.comm.timeouts.connect": "600s"}):
             for _ in range(2):  # every evaluation, not only the first
                 with pytest.raises(ld.SchedulerLostError, match=f"scheduler at {address} is gone"):
-                    _within(60, lik.value, POINT)
+                    _within(120, lik.value, POINT)
     finally:
         for worker in sc.workers.values():
             if worker.process is not None and worker.process.returncode is None:

@@ -131,6 +131,7 @@ def test_task_name_is_the_name_the_dashboard_shows():
         assert key_split(f"{name}-evaluation-17") == f"{name}-evaluation"
 
 
+@pytest.mark.timeout(180)
 @pytest.mark.parametrize("processes", [False, pytest.param(True, marks=pytest.mark.slow)],
                          ids=["threads", "2-processes"])
 def test_evaluations_reach_the_task_stream(processes):
@@ -143,6 +144,7 @@ def test_evaluations_reach_the_task_stream(processes):
         assert client.get_events(TOPIC)  # the notes as events too, for subscribers
 
 
+@pytest.mark.timeout(180)
 def test_the_dashboards_task_stream_draws_them():
     pytest.importorskip("bokeh")
     from distributed.dashboard.components.scheduler import TaskStream
@@ -157,6 +159,7 @@ def test_the_dashboards_task_stream_draws_them():
         assert names[NAME] == 2 * N and names[NAME + "-evaluation"] == N
 
 
+@pytest.mark.timeout(180)
 def test_harmless_without_bokeh_or_dashboard():
     script = textwrap.dedent(f"""
         import sys
@@ -176,6 +179,7 @@ def test_harmless_without_bokeh_or_dashboard():
     assert "checked" in out.stdout and "Traceback" not in out.stderr
 
 
+@pytest.mark.timeout(180)
 def test_harmless_when_the_scheduler_is_gone(caplog, monkeypatch):
     monkeypatch.setattr(dashboard, "SEND_TIMEOUT", 1.0)  # a send to nowhere gives up sooner
     async def main() -> float:
@@ -202,6 +206,7 @@ def test_harmless_when_the_scheduler_is_gone(caplog, monkeypatch):
     assert not [r for r in caplog.records if r.name.startswith("laddu_dask")]
 
 
+@pytest.mark.timeout(180)
 def test_a_scheduler_that_refuses_the_plugin_warns_once(caplog, monkeypatch):
     async def refuse(self, scheduler):
         raise ModuleNotFoundError("No module named 'laddu_dask'")
@@ -265,6 +270,7 @@ def test_a_worker_or_client_that_is_not_running_does_not_raise_and_queues_nothin
     assert dashboard._outboxes[running]._notes == [("laddu-dask-nll", 1, 4.5, 5.0, 7, {"events": 10})]
 
 
+@pytest.mark.timeout(180)
 def test_a_likelihood_on_a_cluster_shows_each_evaluation():
     """The real path: every evaluation on the client's row, each worker's share on its own."""
     import numpy as np

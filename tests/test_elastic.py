@@ -33,8 +33,8 @@ def cluster(printed):  # noqa: F811 - after the capture started, so the workers 
                                   dashboard_address=":0", silence_logs=logging.ERROR)
     client = distributed.Client(lc)
     yield lc, client
-    client.close(timeout=10)
-    lc.close(timeout=20)
+    client.close(timeout=60)
+    lc.close(timeout=120)
 
 
 def _likelihood(sample, execution):
@@ -124,7 +124,7 @@ def test_scale_up_mid_fit_gives_the_new_worker_partitions(cluster, ksks_sample, 
     def scale_once(calls, value):
         if calls == 6 and not scaled:
             lc.scale(3)
-            client.wait_for_workers(3, timeout=30)
+            client.wait_for_workers(3, timeout=120)  # a bound on a hang
             scaled.append(time.monotonic())
 
     result = _fit(lik, scale_once)

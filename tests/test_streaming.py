@@ -45,6 +45,8 @@ BUDGET = 64 * 2**20
 ALLOWANCE = 16 * 2**20  # the README's fixed allowance on top of the budget
 WORKERS = 16  # threads of a large machine (Dask's default too): the plan caps the partitions at once
 REPEATS = 3
+#: Seconds a held partition read waits for a second one: a bound on a hang, never reached under load.
+OVERLAP_BOUND = 60.0
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +71,7 @@ def _probe(path, budget, policy):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # four subprocesses over 8 M events (about 2 minutes under load)
 def test_sample_four_times_the_budget_streams_within_it(big_sample):
     runs = [_probe(big_sample, BUDGET, "fastest") for _ in range(REPEATS)]
     added = [(r["peak"] - r["base"]) / 2**20 for r in runs]
@@ -162,6 +165,7 @@ def test_planned_working_set_holds_a_streamed_partition(tmp_path, kernel, n_ampl
         assert 0 < peak <= numpy_part, (exact, peak / 20_000, numpy_part / 20_000)
 
 
+@pytest.mark.timeout(300)
 def test_streamed_dataset_reads_as_many_partitions_at_once_as_planned(tmp_path, monkeypatch):
     """The weight pass of the preparation and the evaluations read at most the planned
     number of partitions at once, whatever the threads; the weight sum stays exact."""
@@ -178,7 +182,7 @@ def test_streamed_dataset_reads_as_many_partitions_at_once_as_planned(tmp_path, 
     one = Execution(num_workers=1)
     PreparedModel.prepare(CompiledModel.from_expr(expr), one).prepare_dataset(one, ds)
     partition_bytes = one.memory_decisions()[0].peak_bytes
-    live, most = [0], [0]
+    live, most, stalled = [0], [0], [False]
     changed = threading.Condition()
     load = ParquetPartition.load
 
@@ -188,8 +192,11 @@ def test_streamed_dataset_reads_as_many_partitions_at_once_as_planned(tmp_path, 
             most[0] = max(most[0], live[0])
             changed.notify_all()
             # until two loads have overlapped in this pass (what the plan allows), hold each
-            # load until a second one is in flight: the overlap does not depend on scheduling
-            changed.wait_for(lambda: most[0] >= 2, timeout=5.0)
+            # load until a second one is in flight: the overlap does not depend on scheduling.
+            # A second load that never comes (one at a time) is a failure, after a bound no
+            # load reaches; the loads after it do not wait again
+            if not changed.wait_for(lambda: most[0] >= 2 or stalled[0], timeout=OVERLAP_BOUND):
+                stalled[0] = True
         try:
             return load(self, *args, **kwargs)
         finally:
@@ -203,8 +210,10 @@ def test_streamed_dataset_reads_as_many_partitions_at_once_as_planned(tmp_path, 
         pd = pm.prepare_dataset(ex, read_parquet(path, chunk_size=1000, memory_policy="streaming"))
     (decision,) = ex.memory_decisions()
     assert decision.peak_bytes == 2 * partition_bytes and pd.stream_workers == 2
+    assert not stalled[0], "the weight pass read one partition at a time"
     assert most[0] == 2
     assert pd.stats.sum_weights == math.fsum(weights)
     most[0] = 0
     pm.reduce_with_gradient(ex, point, pd, ReductionPlan.weighted_real())
+    assert not stalled[0], "the evaluation read one partition at a time"
     assert most[0] == 2

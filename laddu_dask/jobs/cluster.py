@@ -288,6 +288,10 @@ def _wait_for_workers(client: Any, wanted: int, timeout: float, say: Callable[..
                       failed: Callable[[], str | None] = lambda: None) -> None:
     """Wait for ``wanted`` workers, saying every :data:`REPORT_EVERY` seconds how many arrived.
 
+    The scheduler is asked before every report and before the time-out, so that both say
+    how many workers it has then, and a report comes before the time-out whenever
+    ``timeout`` is past the first report's second, however slowly the asking goes.
+
     Raises
     ------
     ClusterError
@@ -299,25 +303,24 @@ def _wait_for_workers(client: Any, wanted: int, timeout: float, say: Callable[..
 
     t0 = time.monotonic()
     next_report = t0 + 1.0
-    have = 0
     while True:
-        now = time.monotonic()
-        if now >= next_report:
-            say(f"waiting for workers: {have} of {wanted} arrived after {now - t0:.0f} s "
-                f"(wait_timeout = {timeout:g} s)")
-            next_report = now + REPORT_EVERY
-        remaining = t0 + timeout - now
-        if remaining <= 0:
-            raise ClusterTimeoutError(f"only {have} of {wanted} worker(s) arrived within "
-                                      f"{timeout:g} s (wait_timeout)")
-        try:
-            client.wait_for_workers(wanted, timeout=min(0.5, remaining))
+        remaining = t0 + timeout - time.monotonic()
+        try:  # a positive timeout: distributed waits forever on 0
+            client.wait_for_workers(wanted, timeout=min(0.5, max(remaining, 0.01)))
             return
         except WorkerStartTimeoutError as exc:
             have = exc.available_workers
         problem = failed()
         if problem is not None:
             raise ClusterError(problem)
+        now = time.monotonic()
+        if now >= next_report:
+            say(f"waiting for workers: {have} of {wanted} arrived after {now - t0:.0f} s "
+                f"(wait_timeout = {timeout:g} s)")
+            next_report = now + REPORT_EVERY
+        if now >= t0 + timeout:
+            raise ClusterTimeoutError(f"only {have} of {wanted} worker(s) arrived within "
+                                      f"{timeout:g} s (wait_timeout)")
 
 
 @contextlib.contextmanager
