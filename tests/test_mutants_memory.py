@@ -6,13 +6,14 @@ a fake CuPy), sizes and messages worked out by hand.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import types
 
 import pytest
 
 from laddu_dask.errors import BudgetError
-from laddu_dask.runtime.memory import MemoryBudget, MemoryPlan, parse_bytes
+from laddu_dask.runtime.memory import MemoryBudget, MemoryPlan, decide_storage, parse_bytes
 
 GiB = 2**30
 MiB = 2**20
@@ -80,3 +81,110 @@ def test_equal_budgets_and_plans_hash_equal_and_act_as_one_key():
     plans = {MemoryPlan(host="2 GiB", device="50%"): "a",
              MemoryPlan(host=2 * GiB, device="50 % of total"): "b"}
     assert plans == {MemoryPlan(host="2 GiB", device="50%"): "b"}
+
+
+# -- decide_storage: every field and every sentence, at the boundaries -------------------
+def _fields(**kwargs) -> dict:
+    return dataclasses.asdict(decide_storage(**{"dataset": "d", **kwargs}))
+
+
+def test_no_budget_keeps_resident_or_streams_as_requested():
+    assert _fields(policy="fastest", resident_bytes=3 * GiB, partition_bytes=300, chunk_size=10,
+                   partitions=5, budget_bytes=None, workers=2, resource="device") == {
+        "dataset": "d", "resource": "device", "strategy": "resident", "requested_policy": "fastest",
+        "chunk_size": 10, "partitions": 5, "estimated_bytes": 3 * GiB, "peak_bytes": 3 * GiB,
+        "budget_bytes": None,
+        "reason": "resident: no device memory budget is set, so the prepared data "
+                  "(3.00 GiB (3221225472 bytes)) stay in memory"}
+    assert _fields(policy="streaming", resident_bytes=3 * GiB, partition_bytes=300, chunk_size=10,
+                   partitions=5, budget_bytes=None, workers=2) == {
+        "dataset": "d", "resource": "host", "strategy": "streaming", "requested_policy": "streaming",
+        "chunk_size": 10, "partitions": 5, "estimated_bytes": 3 * GiB, "peak_bytes": 600,
+        "budget_bytes": None,
+        "reason": "streaming: no host memory budget is set, so chunks of 10 events are streamed as requested"}
+
+
+@pytest.mark.parametrize("policy", ["resident", "fastest"])
+def test_resident_data_exactly_filling_the_budget_stay_resident(policy):
+    assert _fields(policy=policy, resident_bytes=1000, partition_bytes=300, chunk_size=10, partitions=5,
+                   budget_bytes=1000, workers=2) == {
+        "dataset": "d", "resource": "host", "strategy": "resident", "requested_policy": policy,
+        "chunk_size": 10, "partitions": 5, "estimated_bytes": 1000, "peak_bytes": 1000,
+        "budget_bytes": 1000, "reason": "resident: the prepared data (1000 bytes) fit in the host budget "
+                                        "of 1000 bytes"}
+
+
+def test_streamed_chunks_exactly_filling_the_budget_stream():
+    assert _fields(policy="streaming", resident_bytes=100, partition_bytes=300, chunk_size=10,
+                   partitions=5, budget_bytes=600, workers=2) == {
+        "dataset": "d", "resource": "host", "strategy": "streaming", "requested_policy": "streaming",
+        "chunk_size": 10, "partitions": 5, "estimated_bytes": 100, "peak_bytes": 600,
+        "budget_bytes": 600, "reason": "streaming as requested: 2 chunk(s) of 10 events at once need "
+                                       "600 bytes, within the host budget of 600 bytes"}
+    assert _fields(policy="fastest", resident_bytes=601, partition_bytes=300, chunk_size=10,
+                   partitions=5, budget_bytes=600, workers=2, resource="device") == {
+        "dataset": "d", "resource": "device", "strategy": "streaming", "requested_policy": "fastest",
+        "chunk_size": 10, "partitions": 5, "estimated_bytes": 601, "peak_bytes": 600,
+        "budget_bytes": 600, "reason": "streaming: resident storage would need 601 bytes, more than the "
+                                       "device budget of 600 bytes; 2 chunk(s) of 10 events at once need "
+                                       "600 bytes"}
+
+
+def test_resident_one_byte_over_the_budget_is_refused_with_the_numbers():
+    with pytest.raises(BudgetError, match=r"^dataset 'd' needs 601 bytes of device memory to stay resident, "
+                                          r"but the device budget of 600 bytes is smaller; raise the budget "
+                                          r"or use memory_policy='streaming'$"):
+        decide_storage("d", "resident", 601, 1, 1, 1, 600, resource="device")
+
+
+def test_a_budget_that_fits_exactly_one_event_per_chunk_says_about_1():
+    # 100 bytes per chunk of 10 events: 10 bytes an event; a 10-byte budget holds one event
+    with pytest.raises(BudgetError, match=r"^host memory budget too small for one chunk: dataset 'd' "
+                                          r"streams 1 chunk\(s\) of 10 events at once, 100 bytes each "
+                                          r"\(100 bytes in all\), but the host budget of 10 bytes is "
+                                          r"smaller; use a smaller chunk_events \(about 1 events would "
+                                          r"fit\) or raise the budget$"):
+        decide_storage("d", "streaming", 10**6, 100, 10, 1, 10, workers=3, chunk_keyword="chunk_events")
+
+
+def test_fastest_when_nothing_fits_says_both():
+    with pytest.raises(BudgetError, match=r"^dataset 'd' does not fit resident \(601 bytes\) and streaming "
+                                          r"fails too: host memory budget too small for one chunk: "
+                                          r"dataset 'd' streams 2 chunk\(s\) of 10 events at once, 400 "
+                                          r"bytes each \(800 bytes in all\), but the host budget of 600 "
+                                          r"bytes is smaller; use a smaller chunk_size \(about 7 events "
+                                          r"would fit\) or raise the budget$"):
+        decide_storage("d", "fastest", 601, 400, 10, 5, 600, workers=2)  # 600 // (2 * 40) = 7
+
+
+def test_chunks_of_zero_events_count_the_chunk_bytes_as_one_event():
+    with pytest.raises(BudgetError, match=r"streams 1 chunk\(s\) of 0 events at once, 50 bytes each "
+                                          r"\(50 bytes in all\), but the host budget of 40 bytes is smaller; "
+                                          r"raise the budget: not even one event per chunk fits$"):
+        decide_storage("d", "streaming", 10, 50, 0, 1, 40)
+    assert decide_storage("d", "streaming", 10, 50, 0, 1, 50).peak_bytes == 50
+
+
+def test_no_partitions_still_plan_for_one_chunk():
+    d = decide_storage("d", "streaming", 10, 50, 4, 0, 1000, workers=8)
+    assert (d.strategy, d.peak_bytes, d.partitions) == ("streaming", 50, 0)
+    assert d.reason.startswith("streaming as requested: 1 chunk(s) of 4 events")
+
+
+def test_one_worker_and_zero_sizes_and_budget_are_allowed():
+    d = decide_storage("d", "fastest", 0, 0, 0, 0, 0, workers=1)
+    assert (d.strategy, d.peak_bytes, d.budget_bytes) == ("resident", 0, 0)
+
+
+@pytest.mark.parametrize("name", ["resident_bytes", "partition_bytes", "chunk_size", "partitions",
+                                  "budget_bytes"])
+def test_each_negative_size_is_named(name):
+    args = {"resident_bytes": 1, "partition_bytes": 1, "chunk_size": 1, "partitions": 1,
+            "budget_bytes": 1, name: -1}
+    with pytest.raises(ValueError, match=rf"^{name} must be an integer >= 0, got -1$"):
+        decide_storage("d", "fastest", **args)
+
+
+def test_an_unknown_resource_lists_the_allowed_ones():
+    with pytest.raises(ValueError, match=r"^memory resource must be one of 'host', 'device', got 'disk'$"):
+        decide_storage("d", "fastest", 1, 1, 1, 1, None, resource="disk")
