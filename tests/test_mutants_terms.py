@@ -8,6 +8,7 @@ messages.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -203,3 +204,72 @@ def test_verify_catches_a_skewed_gradient_much_smaller_than_one(monkeypatch):
     with pytest.raises(NormalizationError, match=r"^term 'tiny': the accepted-MC normalisation from "
                                                  r"sufficient statistics"):
         lik.value_and_gradient([1.0])
+
+
+def _skew_statistics(monkeypatch, value_by=1.0, gradient_shift=None):
+    """Make the sufficient statistics' value ``value_by`` times too large, and add
+    ``gradient_shift(grad)`` to their gradient."""
+    original = NormalizationStatistics.value_and_gradient
+
+    def skewed(self, params, with_gradient):
+        value, grad = original(self, params, with_gradient)
+        if grad is not None and gradient_shift is not None:
+            grad = grad + gradient_shift(grad)
+        return value * value_by, grad
+
+    monkeypatch.setattr(NormalizationStatistics, "value_and_gradient", skewed)
+
+
+def test_verify_catches_a_skewed_value_much_smaller_than_one(monkeypatch):
+    """An accepted-MC sum of ~5e-6 off by 1e-6 relative: beyond the check's 1e-10 relative."""
+    _skew_statistics(monkeypatch, value_by=1.0 + 1e-6)
+    c = ld.parameter("c", initial=1.0)
+    mc = _ds([0.5, 1.0, 2.0], weights=[1e-6, 1e-6, 1e-6])
+    lik = Likelihood([NLL(ld.Model((c * X).norm_sqr()), data=_ds(XD), accepted_mc=mc, name="tiny")],
+                     execution=Execution(normalization="verify"))
+    with pytest.raises(NormalizationError, match=r"^term 'tiny': the accepted-MC normalisation from "
+                                                 r"sufficient statistics"):
+        lik.value([1.0])
+
+
+def test_verify_accepts_a_gradient_off_by_exactly_its_tolerance(monkeypatch):
+    """The event loop's gradient is exactly (10, 0) at c = 1, d = 1 (x = 1, 2 and y = 0 on the
+    accepted MC); statistics off by exactly 1e-8 of its largest component still agree."""
+    _skew_statistics(monkeypatch, gradient_shift=lambda g: np.array([0.0, 1e-8 * 10.0]))
+    c, d = ld.parameter("c", initial=1.0), ld.parameter("d", initial=1.0)
+    y = ld.scalar("y")
+    model = ld.Model((c * X).norm_sqr() + (d * y).norm_sqr())
+    mc = Dataset.from_arrays(scalars={"x": np.array([1.0, 2.0]), "y": np.zeros(2)})
+    data = Dataset.from_arrays(scalars={"x": np.array([1.0]), "y": np.array([1.0])})
+    lik = Likelihood([NLL(model, data=data, accepted_mc=mc, name="edge")],
+                     execution=Execution(normalization="verify"))
+    value, grad = lik.value_and_gradient([1.0, 1.0])
+    # I = c^2 x^2 + d^2 y^2; data: I = 2, dI/dc = 2, dI/dd = 2; accepted MC: sum I = 5, sum dI/dc = 10
+    assert value == pytest.approx(-2.0 * (math.log(2.0) - math.log(5.0)), rel=1e-15)
+    # the statistics are what "verify" then uses: sum dI/dd = 0 + 1e-7
+    assert grad.tolist() == pytest.approx([-2.0 * (1.0 - 10.0 / 5.0), -2.0 * (1.0 - 1e-7 / 5.0)], rel=1e-15)
+
+
+def test_verify_of_an_accepted_mc_sum_of_exactly_zero_reports_the_zero_sum():
+    """Weights 4 and -1 at x = 1, 2: sum w |c x|^2 = 0 exactly, in the statistics and the event
+    loop alike; they agree, and the zero normalisation is the error."""
+    c = ld.parameter("c", initial=1.0)
+    mc = _ds([1.0, 2.0], weights=[4.0, -1.0])
+    lik = Likelihood([NLL(ld.Model((c * X).norm_sqr()), data=_ds(XD), accepted_mc=mc, name="zero")],
+                     execution=Execution(normalization="verify"))
+    for call in (lik.value, lik.value_and_gradient):
+        with pytest.raises(NormalizationError, match=r"^term 'zero': the accepted-MC normalisation sum_accmc "
+                                                     r"w I is 0\.0; it must be positive and finite$"):
+            call([1.0])
+
+
+def test_an_extended_gradient_overflowing_is_a_non_finite_error_not_a_warning():
+    """I = a x; accepted MC x = 1e308: dI/da sums to 1e308; data weight -1e308 at x = 1: w dI/da / I
+    sums to -1e308; their difference overflows in the gradient (and the value 2 (1e308 - 0) too)."""
+    term = ExtendedNLL(ld.Model(A * X), data=_ds([1.0], weights=[-1e308]), accepted_mc=_ds([1e308]),
+                       name="big")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(NonFiniteError, match=r"^term 'big': the extended_nll is inf, beyond the float "
+                                                 r"range$"):
+            Likelihood([term]).value_and_gradient([1.0])
