@@ -13,7 +13,7 @@ import types
 import pytest
 
 from laddu_dask.errors import BudgetError
-from laddu_dask.runtime.memory import MemoryBudget, MemoryPlan, decide_storage, parse_bytes
+from laddu_dask.runtime.memory import MemoryBudget, MemoryPlan, decide_storage, format_bytes, parse_bytes
 
 GiB = 2**30
 MiB = 2**20
@@ -188,3 +188,21 @@ def test_each_negative_size_is_named(name):
 def test_an_unknown_resource_lists_the_allowed_ones():
     with pytest.raises(ValueError, match=r"^memory resource must be one of 'host', 'device', got 'disk'$"):
         decide_storage("d", "fastest", 1, 1, 1, 1, None, resource="disk")
+
+
+def test_an_unknown_policy_is_named_as_the_memory_policy():
+    with pytest.raises(ValueError, match=r"^memory policy must be one of 'resident', 'streaming', 'fastest', "
+                                         r"got 'fast'$"):
+        decide_storage("d", "fast", 1, 1, 1, 1, None)
+
+
+def test_by_default_one_chunk_is_streamed_at_a_time():
+    d = decide_storage("d", "streaming", 10, 50, 4, 8, 1000)
+    assert (d.peak_bytes, d.reason) == (50, "streaming as requested: 1 chunk(s) of 4 events at once need "
+                                            "50 bytes, within the host budget of 1000 bytes")
+
+
+@pytest.mark.parametrize(("n", "text"), [(1023, "1023 bytes"), (-1023, "-1023 bytes"),
+                                         (1024, "1.00 kiB (1024 bytes)"), (1025, "1.00 kiB (1025 bytes)")])
+def test_sizes_from_one_kib_are_written_in_units(n, text):
+    assert format_bytes(n) == text
