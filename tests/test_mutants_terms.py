@@ -273,3 +273,39 @@ def test_an_extended_gradient_overflowing_is_a_non_finite_error_not_a_warning():
         with pytest.raises(NonFiniteError, match=r"^term 'big': the extended_nll is inf, beyond the float "
                                                  r"range$"):
             Likelihood([term]).value_and_gradient([1.0])
+
+
+def _files(tmp_path, n_events: int, column: str) -> Dataset:
+    paths = []
+    for i in (1, 2):
+        paths.append(str(tmp_path / f"f{i}.parquet"))
+        Dataset.from_arrays(scalars={column: np.ones(n_events)}).write_parquet(paths[-1])
+    return ld.read_parquet(paths)
+
+
+def test_with_data_from_two_files_names_both(tmp_path):
+    term = NLL(MODEL, data=_ds(XD), accepted_mc=_ds(XM), name="sig")
+    lacking = _files(tmp_path, 2, "y")
+    f1, f2 = lacking.sources
+    with pytest.raises(SchemaError, match=rf"^model needs column 'x' which {f1}, {f2} lacks"):
+        term.with_data(lacking)
+    empty = _files(tmp_path, 0, "x")
+    with pytest.raises(DataError, match=rf"^term 'sig': its data has no events \({f1}, {f2}\)$"):
+        term.with_data(empty)
+
+
+@pytest.mark.parametrize("kind", [NLL, ExtendedNLL])
+def test_a_term_evaluates_itself_on_an_execution(kind):
+    term = kind(MODEL, data=_ds(XD), accepted_mc=_ds(XM), name="sig")
+    a = 1.5
+    value, grad = term.evaluate(Execution(), [a], True)
+    if kind is NLL:
+        ref_value, ref_grad = _nll_reference(a, XD, XM)
+        assert grad[0] == pytest.approx(ref_grad, rel=1e-14)
+    else:
+        ref_value = _extended_reference(a, XD, XM)
+        ref_grad = 2.0 * (math.fsum(x * x for x in XM) - math.fsum(x * x / (a * x * x + 1.0) for x in XD))
+        assert grad[0] == pytest.approx(ref_grad, rel=1e-14)
+    assert value == pytest.approx(ref_value, rel=1e-14)
+    alone, no_grad = term.evaluate(Execution(), [a], False)
+    assert no_grad is None and alone == pytest.approx(ref_value, rel=1e-14)
