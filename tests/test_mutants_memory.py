@@ -206,3 +206,22 @@ def test_by_default_one_chunk_is_streamed_at_a_time():
                                          (1024, "1.00 kiB (1024 bytes)"), (1025, "1.00 kiB (1025 bytes)")])
 def test_sizes_from_one_kib_are_written_in_units(n, text):
     assert format_bytes(n) == text
+
+
+@pytest.mark.parametrize("spec", [None, "unlimited", " None "])
+def test_an_unlimited_budget_has_no_spec(spec):
+    budget = MemoryBudget(spec)
+    assert (budget.spec, repr(budget), budget.unlimited) == (None, "MemoryBudget(None)", True)
+
+
+@pytest.mark.parametrize(("total", "available", "name", "bad"),
+                         [(-1, 0, "total", "-1"), (True, 0, "total", "True"), (1.5, 0, "total", "1.5"),
+                          (10, False, "available", "False")])
+def test_machine_sizes_must_be_integer_bytes(total, available, name, bad):
+    with pytest.raises(BudgetError, match=rf"^{name} memory must be an integer >= 0 bytes, got {bad}$"):
+        MemoryBudget("50%").resolve(total=total, available=available)
+
+
+def test_no_memory_available_is_a_zero_budget_not_an_error():
+    assert MemoryBudget("50% available").resolve(total=1000, available=0) == 0
+    assert MemoryBudget("50%").resolve(total=0, available=0) == 0
