@@ -243,7 +243,7 @@ class _Term(MinuitCost):
         if grad is not None and not np.isfinite(grad).all():
             j = int(np.argmin(np.isfinite(grad)))
             raise NonFiniteError(
-                f"term {self.name!r}: the gradient of the {self.kind} is {grad[j]!r} in parameter "
+                f"term {self.name!r}: the gradient of the {self.kind} is {float(grad[j])!r} in parameter "
                 f"{self.parameter_names[j]!r}, beyond the float range"
             )
         return value, grad
