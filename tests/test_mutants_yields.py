@@ -182,3 +182,28 @@ def test_bad_arguments_are_errors_by_type_and_message(lik):
     with pytest.raises(ModelError, match=r"^projections= maps names to an Axis or a list of Axis objects$"):
         ld.results.yields.cross_section(lik, "t", GEN, LUMINOSITY, POINT.tolist(),
                                         projections=[ld.Axis(ld.scalar("x"), edges=[0.0, 1.0, 2.0])])
+
+
+def test_a_zero_integral_is_an_error_naming_the_quantity(lik):
+    """``I = a x^2 + b`` at ``(2, 0)`` vanishes at ``x = 0``: generated MC only there gives a
+    zero generated integral (the acceptance divides by it), accepted MC only there a zero
+    accepted one (the corrected yield divides by it)."""
+    at_zero = ld.Dataset.from_arrays(scalars={"x": np.array([0.0, 0.0])})
+    y = lik.yield_context("t", generated_mc=at_zero, parameters=[2.0, 0.0])
+    with np.errstate(divide="ignore", invalid="ignore"), \
+            pytest.raises(ModelError, match=r"^the acceptance is inf \(an integral is zero\)$"):
+        y.acceptance()
+    model = lik.terms[0].model
+    data = ld.Dataset.from_arrays(scalars={"x": DATA_X}, weights=DATA_W)
+    zero_acc = ld.Likelihood([ld.ExtendedNLL(model, data=data, accepted_mc=at_zero, name="t")])
+    y0 = zero_acc.yield_context("t", generated_mc=GEN, parameters=[2.0, 0.0])
+    with np.errstate(divide="ignore", invalid="ignore"), \
+            pytest.raises(ModelError, match=r"^the corrected yield is inf \(an integral is zero\)$"):
+        y0.corrected_yield()
+
+
+def test_repr_names_the_unit_in_lower_case(lik):
+    xs = lik.cross_section("t", GEN, ld.Luminosity(2.0, ld.AreaUnit.PICOBARN), POINT.tolist())
+    assert repr(xs) == f"CrossSection({xs.total!r} picobarn)"
+    y = lik.yield_context("t", generated_mc=GEN, parameters=POINT.tolist())
+    assert repr(y) == "Yield('t', observed 7.5)"
