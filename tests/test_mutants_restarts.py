@@ -94,3 +94,24 @@ def test_same_start_warning_logs_and_points_outside_the_package(caplog):
     (w,) = [w for w in record if w.category is RestartWarning]
     assert str(w.message) == "the 3 restarts start at the same point"
     assert w.filename == __file__ or w.filename.endswith(TRAMPOLINE), w.filename
+
+
+def test_restarts_of_one_likelihood_run_in_lockstep_and_replicas_one_by_one(lik, monkeypatch):
+    """The module's promise: several restarts of one likelihood run in lockstep (their
+    evaluations merged into rounds, no fit on its own); one restart is one plain fit;
+    bootstrap replicas (different likelihoods) are fitted one by one."""
+    fits = []
+    fit = ld.Likelihood.fit
+
+    def counted_fit(self, *args, **kwargs):
+        fits.append(self)
+        return fit(self, *args, **kwargs)
+
+    monkeypatch.setattr(ld.Likelihood, "fit", counted_fit)
+    for n, plain in [(2, 0), (3, 0), (1, 1)]:
+        fits.clear()
+        fit_restarts(lik, n, seed=4, tolerance=1e-3)
+        assert len(fits) == plain, n
+    fits.clear()
+    bootstrap_fit(lik, 2, seed=11, tolerance=1e-3)
+    assert len(fits) == 2 and fits[0] is not fits[1] and lik not in fits
