@@ -115,3 +115,4 @@ def test_restarts_of_one_likelihood_run_in_lockstep_and_replicas_one_by_one(lik,
     fits.clear()
     bootstrap_fit(lik, 2, seed=11, tolerance=1e-3)
     assert len(fits) == 2 and fits[0] is not fits[1] and lik not in fits
+    assert all(replica.execution is lik.execution for replica in fits)  # the original's execution
