@@ -143,3 +143,8 @@ def test_bad_waves_are_model_errors_naming_the_term(lik):
     with pytest.raises(ModelError,
                        match=r"term 't': its model has no tagged waves \(tag them with Expr.tagged\)"):
         fit_fractions(_likelihood(tagged=False), "t", POINT.tolist())
+
+
+def test_an_unknown_wave_is_a_model_error_naming_the_term_and_its_tags(lik):
+    with pytest.raises(ModelError, match=r"^term 't': its model has no tag 'F'; its tags: 'A', 'B', 'C'$"):
+        fit_fractions(lik, "t", POINT.tolist(), waves=["A", "F"])
