@@ -148,3 +148,9 @@ def test_bad_waves_are_model_errors_naming_the_term(lik):
 def test_an_unknown_wave_is_a_model_error_naming_the_term_and_its_tags(lik):
     with pytest.raises(ModelError, match=r"^term 't': its model has no tag 'F'; its tags: 'A', 'B', 'C'$"):
         fit_fractions(lik, "t", POINT.tolist(), waves=["A", "F"])
+
+
+def test_a_zero_total_is_an_error_naming_the_fraction(lik):
+    with np.errstate(divide="ignore", invalid="ignore"), \
+            pytest.raises(ModelError, match=r"^the fit fraction of 'A' is nan \(an integral is zero\)$"):
+        fit_fractions(lik, "t", [0.0, 0.0, 0.0])
