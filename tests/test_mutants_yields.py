@@ -207,3 +207,28 @@ def test_repr_names_the_unit_in_lower_case(lik):
     assert repr(xs) == f"CrossSection({xs.total!r} picobarn)"
     y = lik.yield_context("t", generated_mc=GEN, parameters=POINT.tolist())
     assert repr(y) == "Yield('t', observed 7.5)"
+
+
+def test_prepared_projections_are_returned_only_for_the_same_request():
+    x, z = ld.scalar("x"), ld.scalar("z")
+    model = ld.Model((ld.parameter("a", initial=1.0) * x * x).tagged("A")
+                     + ld.parameter("b", initial=1.0).tagged("B"))
+    data = ld.Dataset.from_arrays(scalars={"x": DATA_X, "z": 2.0 - DATA_X}, weights=DATA_W)
+    mc = ld.Dataset.from_arrays(scalars={"x": ACC_X, "z": 2.0 - ACC_X}, weights=ACC_W)
+    gen = ld.Dataset.from_arrays(scalars={"x": GEN_X, "z": 2.0 - GEN_X}, weights=GEN_W)
+    lik = ld.Likelihood([ld.ExtendedNLL(model, data=data, accepted_mc=mc, name="t")])
+    edges = [0.0, 1.0, 2.5]
+    lum = ld.Luminosity(2.0, ld.AreaUnit.PICOBARN)
+    xs = lik.cross_section("t", gen, lum, POINT.tolist(), projections={"p": ld.Axis(x, edges=edges)},
+                           components={"A": ["A"]})
+    fresh = lik.cross_section("t", gen, lum, POINT.tolist())
+    for request, components in [({"p": ld.Axis(z, edges=edges)}, {"A": ["A"]}),
+                                ({"p": ld.Axis(x, edges=edges)}, {"A": ["B"]}),
+                                ({"p": ld.Axis(x, edges=edges)}, None)]:
+        got, want = xs.project(request, components=components)["p"], \
+            fresh.project(request, components=components)["p"]
+        assert got.total.central == want.total.central, (request, components)
+        assert {k: v.central for k, v in got.components.items()} == \
+            {k: v.central for k, v in want.components.items()}, (request, components)
+    assert fresh.project(ld.Axis(z, edges=edges)).total.central != \
+        fresh.project(ld.Axis(x, edges=edges)).total.central  # the requests differ in value
