@@ -97,7 +97,7 @@ class Integrals:
         """
         central = f(self.values)
         if not math.isfinite(central):
-            raise ModelError(f"the {what} is {central!r} (an integral is zero)")
+            raise ModelError(f"the {what} is {float(central)!r} (an integral is zero)")
         parts = dict(components or {})
         if self.covariance is not None:
             parts["covariance"] = linear_sigma(df(self.values) @ self.gradients, self.covariance)

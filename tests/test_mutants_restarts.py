@@ -1,0 +1,118 @@
+"""Many fits (``laddu_dask/analysis/restarts.py``): tests written for the mutants mutmut
+found surviving (issue 30, point 3; ``docs/mutation.md``).
+
+References: golden values written down once from the code of this commit's parent (the
+defaults' seed 0, as ``tests/test_regressions_seeds.py`` does for other seeds), the closed
+form ``a = W_A / W_B`` of that file's two-class model, and the messages a user reads.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+from types import SimpleNamespace
+
+import pytest
+
+import laddu_dask as ld
+from laddu_dask.analysis.restarts import Progress, bootstrap_fit, fit_restarts, same_start_warning
+from laddu_dask.errors import ParameterError, RestartWarning
+from tests.test_regressions_seeds import _classes
+
+# golden values of seed 0, the default seed (see the module docstring)
+RESTART_STARTS_0 = [[1.4554425309821815], [0.9046800706458055], [0.5614602859042921]]
+REPLICA_CLASS_WEIGHTS_0 = [(4.0, 6.0), (7.0, 6.0)]  # (W_A, W_B) of replicas 0 and 1 of seed 0
+HOW = ("give ranges with initial=(minimum, maximum) in ld.parameter or ld.ParameterUpdate "
+       "([start] name = [minimum, maximum] in a batch job)")
+
+
+@pytest.fixture(scope="module")
+def lik():
+    model, data, mc = _classes()
+    return ld.Likelihood([ld.NLL(model, data=data, accepted_mc=mc)])
+
+
+def test_the_default_seed_is_zero(lik, capsys):
+    assert fit_restarts(lik, 3, tolerance=1e-6).starts.tolist() == RESTART_STARTS_0
+    ensemble = bootstrap_fit(lik, 2, tolerance=1e-6)
+    want = [w_a / w_b for w_a, w_b in REPLICA_CLASS_WEIGHTS_0]  # closed form a = W_A / W_B
+    assert [f.values["a"] for f in ensemble] == pytest.approx(want, rel=1e-4)
+    assert ensemble.label == "bootstrap"
+    assert capsys.readouterr().out == ""  # no progress unless asked for
+
+
+def test_fit_options_reach_every_fit(lik):
+    with pytest.raises(ParameterError, match="strategy"):
+        lik.fit_restarts(2, seed=1, strategy=7)
+    with pytest.raises(ParameterError, match="strategy"):
+        lik.bootstrap_fit(2, seed=1, strategy=7)
+
+
+@pytest.mark.parametrize("samples", [0, -1, True, 2.5, "2"])
+def test_bootstrap_needs_a_positive_integer(lik, samples):
+    with pytest.raises(ValueError, match=rf"^samples must be a positive integer, got {samples!r}$"):
+        lik.bootstrap_fit(samples)
+
+
+def test_one_bootstrap_replica_is_a_fit(lik):
+    (fit,) = lik.bootstrap_fit(1, seed=11, tolerance=1e-6)
+    assert fit.values["a"] == pytest.approx(3.0 / 7.0, rel=1e-4)  # replica 0 of seed 11: W_A = 3, W_B = 7
+
+
+def test_the_note_of_restarts_without_some_ranges_is_the_whole_advice():
+    model = ld.Model(ld.parameter("a", initial=(0.5, 2.0), bounds=(1e-3, 1e3)) * ld.scalar("sa")
+                     + ld.parameter("b", initial=1.0, bounds=(1e-3, 1e3)) * ld.scalar("sb"))
+    _, data, mc = _classes()
+    fits = ld.Likelihood([ld.NLL(model, data=data, accepted_mc=mc)]).fit_restarts(2, seed=3, tolerance=1e-3)
+    assert fits.message == f"b start at their initial values in every sampled restart (no starting range); " \
+                           f"{HOW}"
+
+
+def test_progress_text_with_and_without_a_valid_fit(capsys):
+    progress = Progress(True, "restarts", 2)
+    progress.line.terminal = progress.line.notebook = False  # one whole line per update
+    progress(0, SimpleNamespace(valid=False, fval=3.0))
+    progress(1, SimpleNamespace(valid=True, fval=1.25))
+    assert capsys.readouterr().out.splitlines() == [
+        "restarts: 1 of 2 fits done, 0 valid",
+        "restarts: 2 of 2 fits done, 1 valid, best -2 ln L = 1.25"]
+
+
+# mutmut calls every mutated function through its trampoline (mutmut/mutation/trampoline.py),
+# which is then the warning's immediate caller; outside mutmut it is this file
+TRAMPOLINE = os.path.join("mutmut", "mutation", "trampoline.py")
+
+
+def test_same_start_warning_logs_and_points_outside_the_package(caplog):
+    with caplog.at_level(logging.WARNING, logger="laddu_dask"), \
+            warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        same_start_warning("the 3 restarts start at the same point")
+    assert [(r.name, r.getMessage()) for r in caplog.records] == \
+        [("laddu_dask", "the 3 restarts start at the same point")]
+    (w,) = [w for w in record if w.category is RestartWarning]
+    assert str(w.message) == "the 3 restarts start at the same point"
+    assert w.filename == __file__ or w.filename.endswith(TRAMPOLINE), w.filename
+
+
+def test_restarts_of_one_likelihood_run_in_lockstep_and_replicas_one_by_one(lik, monkeypatch):
+    """The module's promise: several restarts of one likelihood run in lockstep (their
+    evaluations merged into rounds, no fit on its own); one restart is one plain fit;
+    bootstrap replicas (different likelihoods) are fitted one by one."""
+    fits = []
+    fit = ld.Likelihood.fit
+
+    def counted_fit(self, *args, **kwargs):
+        fits.append(self)
+        return fit(self, *args, **kwargs)
+
+    monkeypatch.setattr(ld.Likelihood, "fit", counted_fit)
+    for n, plain in [(2, 0), (3, 0), (1, 1)]:
+        fits.clear()
+        fit_restarts(lik, n, seed=4, tolerance=1e-3)
+        assert len(fits) == plain, n
+    fits.clear()
+    bootstrap_fit(lik, 2, seed=11, tolerance=1e-3)
+    assert len(fits) == 2 and fits[0] is not fits[1] and lik not in fits
+    assert all(replica.execution is lik.execution for replica in fits)  # the original's execution
