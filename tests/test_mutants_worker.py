@@ -280,4 +280,70 @@ def test_split_in_contiguous_runs():
     assert _split([5, 6], 5) == [[5], [6]]
     assert _split([5, 6, 7, 8, 9, 10, 11], 3) == [[5, 6], [7, 8, 9], [10, 11]]
     assert _split([4], 0) == [[4]]
+    assert _split([1, 2, 3], 1) == [[1, 2, 3]]
     assert _split([], 2) == []
+
+
+@pytest.mark.timeout(20)  # a teardown that waits for the running reduction never returns
+def test_teardown_neither_waits_for_the_running_reduction_nor_starts_the_queued_ones():
+    plugin = _plugin(1, {})
+    started, release = threading.Event(), threading.Event()
+
+    def blocker():
+        started.set()
+        return release.wait()
+
+    running = plugin.pool.submit(blocker)
+    queued = plugin.pool.submit(lambda: "ran")
+    assert started.wait(10)
+    plugin.teardown(plugin.worker)  # returns while ``running`` still runs
+    assert not running.done()
+    assert queued.cancelled()
+    release.set()
+    assert running.result(timeout=10) is True
+    with pytest.raises(RuntimeError, match="cannot schedule new futures after"):
+        plugin.pool.submit(lambda: None)
+
+
+def test_streamed_and_resident_jobs_in_one_request(monkeypatch):
+    """Two streamed jobs and a resident one after them: every job gets its own sums."""
+    parts = [_part(n, o, 20 + i) for i, (n, o) in enumerate(((30, 0), (20, 30), (40, 50)))]
+    monkeypatch.setattr(jobs, "prepare_partition",
+                        lambda compiled, dataset, index, precision, device, gpu: dataset.parts[index])
+    held = _part(25, 0, 30)
+    plugin = _plugin(2, {"h": held})
+    jobs_ = [WorkerJob("red", 1, None, False, False, dataset="ds", indices=[0, 1], stream_threads=2),
+             WorkerJob("red", 1, None, False, False, dataset="ds", indices=[2]),
+             WorkerJob("red", 1, None, False, False, keys=["h"])]
+    reply = _reduce(plugin, _request(jobs_, [(2.0,), (3.0,), (5.0,)],
+                                     {"red": WeightsReducer(), "ds": FakeDataset(parts)}))
+    w = [p.weights.tolist() for p in (*parts, held)]
+    assert _values(reply) == [[[math.fsum(2.0 * x for x in w[0] + w[1])]],
+                              [[math.fsum(3.0 * x for x in w[2])]],
+                              [[math.fsum(5.0 * x for x in w[3])]]]
+    assert reply["counts"] == [2, 1, 1] and reply["events"] == 30 + 20 + 40 + 25
+
+
+def test_float32_points_are_read_in_their_precision():
+    p = _part(12, 0, 31)
+    plugin = _plugin(1, {"p": p})
+    request = {"label": "f32", "layout": "layout",
+               "objects": pickle.dumps({"layout": [WorkerJob("red", 2, None, False, False, keys=["p"])],
+                                        "red": WeightsReducer()}),
+               "points": [encode_points([Params((np.float32(1.5), np.float32(0.25))),
+                                         Params((np.float32(-2.0), np.float32(4.0)))])],
+               "dtype": "float32"}
+    w = p.weights.tolist()
+    expected = [[[math.fsum(1.5 * x for x in w)], [math.fsum(-2.0 * x for x in w)]]]
+    assert _values(_reduce(plugin, request)) == expected
+
+
+def test_the_thread_takes_the_largest_unit_first():
+    """One thread, two partitions above the inline threshold together: two units, the larger
+    (the second partition) taken first, so that a slow thread leaves the small ones to others."""
+    small, large = _part(10_000, 0, 40), _part(20_000, 10_000, 41)
+    plugin = _plugin(1, {"s": small, "l": large})
+    reply = _reduce(plugin, _request([WorkerJob("red", 1, None, False, False, keys=["s", "l"])], [(1.0,)],
+                                     {"red": WeightsReducer()}))
+    assert [s[4:] for s in SEEN] == [(10_000, 20_000), (0, 10_000)]
+    assert _values(reply) == [[[math.fsum(small.weights.tolist() + large.weights.tolist())]]]
