@@ -8,6 +8,7 @@ terms, and hand-computed cases.  Errors are checked by type and message.
 from __future__ import annotations
 
 import math
+import tracemalloc
 import warnings
 from fractions import Fraction
 
@@ -179,3 +180,53 @@ def test_a_sum_within_its_bound_of_a_rounding_boundary_is_not_certified():
         CertifiedPartials(terms, np.array([1e300])).certified_floats()
     assert CertifiedPartials(terms, np.array([1.0])).certified_floats().tolist() == [1e308]
     assert CertifiedPartials(np.array([[1.0]]), np.array([1e-17])).certified_floats().tolist() == [1.0]
+
+
+def _peak_bytes(fn) -> int:
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("n, dtype", [(10, np.float64), (1 << 21, np.float32), (1 << 21, np.float64)])
+def test_work_bytes_is_the_memory_from_terms_holds(n, dtype):
+    """``work_bytes(n)`` is what :meth:`ExactPartials.from_terms` holds besides its input
+    (measured by tracemalloc, which sees NumPy's arrays): exactly its five slices of terms
+    and four arrays of bins for float32 input (the float64 copy is one of the slices), up
+    to a few Python objects; float64 input is not copied, whole or per slice."""
+    terms = np.random.default_rng(90).normal(0.0, 1.0, n).astype(dtype)
+    ExactPartials.from_terms(terms)  # first calls' caches apart
+    peak = _peak_bytes(lambda: ExactPartials.from_terms(terms))
+    slack = 8192
+    assert peak <= accumulate.work_bytes(n) + slack
+    if dtype is np.float32 or n < 100:
+        assert peak >= accumulate.work_bytes(n) - slack
+
+
+def test_certified_common_case_stays_in_plain_floats(monkeypatch):
+    """Finite sums with a bound far from a rounding boundary are decided in plain
+    ``math.fsum`` calls; the NumPy path (``fsum_rows``) is for the rest."""
+    calls = []
+    original = accumulate.fsum_rows
+    monkeypatch.setattr(accumulate, "fsum_rows", lambda terms: calls.append(terms.shape) or original(terms))
+    sums = CertifiedPartials(np.array([[1e16, 1.0, -1e16], [0.1, 0.25, 0.0]]), np.array([1e-20, 1e-30]))
+    assert sums.certified_floats().tolist() == [1.0, math.fsum([0.1, 0.25])]
+    assert calls == []
+    assert CertifiedPartials(np.array([[1.0, np.inf]]), np.zeros(1)).certified_floats().tolist() == [math.inf]
+    assert calls == [(1, 2)]
+
+
+def test_merge_up_to_max_width_concatenates_the_rows():
+    rng = np.random.default_rng(91)
+    half = CertifiedPartials.MAX_WIDTH // 2
+    parts = [CertifiedPartials(rng.normal(0.0, 1.0, (1, half)), np.zeros(1)) for _ in range(2)]
+    merged = CertifiedPartials.merge(parts)
+    np.testing.assert_array_equal(merged.terms, np.hstack([p.terms for p in parts]))
+    wider = CertifiedPartials.merge([*parts, CertifiedPartials(np.ones((1, 1)), np.zeros(1))])
+    assert wider.terms.shape[1] < CertifiedPartials.MAX_WIDTH
+    every = [x for p in parts for x in p.terms[0].tolist()] + [1.0]
+    assert _exact(wider.terms[0].tolist()) == _exact(every)
