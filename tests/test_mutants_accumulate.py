@@ -213,8 +213,8 @@ def test_certified_common_case_stays_in_plain_floats(monkeypatch):
     calls = []
     original = accumulate.fsum_rows
     monkeypatch.setattr(accumulate, "fsum_rows", lambda terms: calls.append(terms.shape) or original(terms))
-    sums = CertifiedPartials(np.array([[1e16, 1.0, -1e16], [0.1, 0.25, 0.0]]), np.array([1e-20, 1e-30]))
-    assert sums.certified_floats().tolist() == [1.0, math.fsum([0.1, 0.25])]
+    sums = CertifiedPartials(np.array([[1e16, 1.0, -1e16], [0.5, 0.25, 0.125]]), np.array([1e-20, 1e-30]))
+    assert sums.certified_floats().tolist() == [1.0, 0.875]
     assert calls == []
     assert CertifiedPartials(np.array([[1.0, np.inf]]), np.zeros(1)).certified_floats().tolist() == [math.inf]
     assert calls == [(1, 2)]
