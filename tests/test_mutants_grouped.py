@@ -148,3 +148,11 @@ def test_merge_needs_one_shape():
         GroupedPartials.merge([a, b])
     with pytest.raises(ValueError, match="^GroupedPartials merge only with partials of one shape$"):
         GroupedPartials.merge([])
+
+
+def test_a_non_finite_term_leaves_the_other_rows_of_its_slice_exact():
+    """Dense path: one row has an inf, the other row's finite terms in the same slice keep
+    their exact sum."""
+    terms = np.array([[1.0, np.inf, 2.0, 0.5], [1e16, 1.0, -1e16, 0.25]])
+    got = GroupedPartials.from_terms(np.zeros(4, np.int64), terms, (1, 2)).to_floats()
+    assert got.tolist() == [[math.inf, math.fsum([1e16, 1.0, -1e16, 0.25])]]
