@@ -160,7 +160,9 @@ class GroupedPartials:
         order = np.argsort(self.keys, kind="stable")
         keys, values = self.keys[order], self.values[order]
         unique, starts = np.unique(keys, return_index=True)
-        for key, chunk in zip(unique.tolist(), np.split(values, starts[1:]), strict=True):
+        # no key at all (no term in any group): np.split would still give one empty chunk
+        chunks = np.split(values, starts[1:]) if unique.size else []
+        for key, chunk in zip(unique.tolist(), chunks, strict=True):
             if np.isfinite(chunk).all():
                 try:
                     out[key] = math.fsum(chunk.tolist())
