@@ -573,3 +573,32 @@ def test_sbatch_example_believes_the_result_file(fake_status, write, status, las
     assert proc.returncode == status
     assert (proc.stdout + proc.stderr).strip().splitlines()[-1] == last_line
     assert "valid fit" not in proc.stdout or write
+
+
+@pytest.mark.timeout(300)
+def test_a_taken_dashboard_port_is_said_on_stdout_not_warned_on_stderr(tmp_path, sample):
+    """The dashboard's port held by another process (a second user on a login node):
+    distributed listens on another port; the command says where on stdout, and its stderr
+    stays the one error line of the failed submission (distributed's three-line warning
+    is not passed on)."""
+    import re
+    import socket
+
+    pytest.importorskip("dask_jobqueue")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "sbatch").write_text('#!/bin/sh\necho "sbatch: error: no partition" >&2\nexit 1\n')
+    (bin_dir / "sbatch").chmod(0o755)
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        cluster = ("[cluster]\nkind = 'slurm'\ncores = 1\nmemory = '1GB'\nwait_timeout = 3600\n"
+                   f"dashboard_address = '127.0.0.1:{port}'\n")
+        config = write_config(tmp_path, sample, cluster)
+        proc = laddu_dask("fit", str(config), cwd=tmp_path, timeout=COMMAND_BOUND,
+                          env=command_env(PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}"))
+    assert proc.returncode == 3, proc.stderr
+    assert_one_error_line(proc.stderr, "laddu-dask fit", "submitting a worker job failed", "no partition")
+    said = re.search(rf"dashboard: http://127\.0\.0\.1:(\d+)/status \(port {port} was in use\)", proc.stdout)
+    assert said and int(said.group(1)) not in (0, port), proc.stdout

@@ -14,10 +14,13 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import re
 import shlex
 import shutil
 import tempfile
 import time
+import urllib.parse
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -26,6 +29,9 @@ from laddu_dask.files import atomic_write
 from laddu_dask.jobs.config import load_config
 from laddu_dask.jobs.interrupts import sigint_raises
 from laddu_dask.jobs.schema import CLUSTER_KINDS, Checker, ConfigError, FitConfig, FitRunError, one_line
+
+#: distributed's warning when the dashboard's port is taken and it listens on another
+_PORT_TAKEN = re.compile(r"Port \d+ is already in use")
 
 #: seconds between two "waiting for workers" lines
 REPORT_EVERY = 5.0
@@ -190,7 +196,12 @@ def _built_cluster(config: FitConfig, *, started: bool, to_submit: bool = False)
     with _security(config, check) as security:
         try:
             make = cluster_cls if started else _unstarted(cluster_cls)
-            cluster = make(job_cls=job_cls, **jobqueue_arguments(config, security))
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                cluster = make(job_cls=job_cls, **jobqueue_arguments(config, security))
+            for w in caught:  # a taken dashboard port is said on stdout (cluster_client), once
+                if not _PORT_TAKEN.match(str(w.message)):
+                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         except (TypeError, ValueError, LadduDaskError) as exc:
             raise check.error(f"[cluster] ({config.cluster.kind})",
                               f"{cluster_cls.__name__}: {exc}") from exc
@@ -323,6 +334,23 @@ def _wait_for_workers(client: Any, wanted: int, timeout: float, say: Callable[..
                                       f"{timeout:g} s (wait_timeout)")
 
 
+def dashboard_line(asked: str, link: str) -> str:
+    """Where the scheduler's dashboard is: on the host it was asked to listen on (distributed's
+    link names the scheduler's address instead), and on the port it got, with the reason when
+    that is not the one asked (taken by another process).
+
+    >>> dashboard_line("127.0.0.1:8787", "http://10.1.2.3:8787/status")
+    'dashboard: http://127.0.0.1:8787/status'
+    >>> dashboard_line("127.0.0.1:8787", "http://10.1.2.3:40123/status")
+    'dashboard: http://127.0.0.1:40123/status (port 8787 was in use)'
+    """
+    url = urllib.parse.urlsplit(link)
+    host, _, port = asked.rpartition(":")
+    where = f"{url.scheme}://{host or url.hostname}:{url.port}{url.path}"
+    taken = port.isdigit() and int(port) > 0 and int(port) != url.port
+    return f"dashboard: {where}" + (f" (port {int(port)} was in use)" if taken else "")
+
+
 @contextlib.contextmanager
 def cluster_client(config: FitConfig, scheduler: str | None,
                    say: Callable[..., None] = lambda *a, **k: None) -> Iterator[tuple[Any, str]]:
@@ -354,6 +382,7 @@ def cluster_client(config: FitConfig, scheduler: str | None,
                 where = str(settings.scheduler)
             else:
                 cluster = stack.enter_context(jobqueue_cluster(config, to_submit=True))
+                say(dashboard_line(settings.dashboard_address, cluster.dashboard_link))
                 cluster.scale(jobs=settings.jobs)
                 client = Client(cluster)
                 where = f"{settings.kind} ({settings.jobs} job(s), scheduler {cluster.scheduler_address})"
