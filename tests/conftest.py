@@ -109,3 +109,12 @@ def _compilations_end_with_their_test():
     from laddu_dask.runtime.reducer import wait_compilations
 
     assert wait_compilations(600.0), "a kernel compilation ran for more than 10 minutes"
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """Name the random test order's seed (pytest-randomly prints it only in the header, which
+    ``-q`` hides), so that an order-dependent failure can be run again in the same order."""
+    seed = getattr(config.option, "randomly_seed", None)
+    if config.pluginmanager.has_plugin("randomly") and isinstance(seed, int):
+        terminalreporter.write_line(f"test order: pytest-randomly seed {seed} "
+                                    f"(the same order again: --randomly-seed={seed})")
