@@ -232,3 +232,34 @@ def test_prepared_projections_are_returned_only_for_the_same_request():
             {k: v.central for k, v in want.components.items()}, (request, components)
     assert fresh.project(ld.Axis(z, edges=edges)).total.central != \
         fresh.project(ld.Axis(x, edges=edges)).total.central  # the requests differ in value
+
+
+def test_combine_of_one_period_is_that_period(lik):
+    """One member alone: the pooled ``sum G_i / sum L_i B_i`` is ``G / (L B)``, in the member's
+    unit (the unit check and the combination's luminosity read the first member)."""
+    xs = lik.cross_section("t", GEN, LUMINOSITY, POINT.tolist())
+    one = ld.CrossSection.combine([xs])
+    assert one.total.central == pytest.approx(generated(POINT) / 2.0, rel=1e-15)
+    assert one.unit is ld.AreaUnit.PICOBARN
+    halved = ld.CrossSection.combine([(xs, 0.5)])
+    assert halved.total.central == pytest.approx(generated(POINT) / (2.0 * 0.5), rel=1e-15)
+    assert repr(halved) == f"CrossSection({halved.total!r} picobarn)"
+
+
+def test_combine_rejects_bad_members_by_type_and_message(lik):
+    xs = lik.cross_section("t", GEN, LUMINOSITY, POINT.tolist())
+    nb = lik.cross_section("t", GEN, ld.Luminosity(2.0, ld.AreaUnit.NANOBARN), POINT.tolist())
+    takes = r"^CrossSection\.combine takes cross sections or \(cross section, factor\) pairs, got "
+    for member, name in [(2.0, "float"), ((xs, 1.0, 2.0), "tuple"), ([xs], "list"), ("ab", "str"),
+                         ((1.0, xs), "float")]:
+        with pytest.raises(ParameterError, match=takes + name + "$"):
+            ld.CrossSection.combine([member])
+    with pytest.raises(ParameterError, match=r"^CrossSection\.combine needs at least one period$"):
+        ld.CrossSection.combine([])
+    with pytest.raises(ParameterError, match=r"^nested period combinations are not supported: "
+                                             r"combine single periods$"):
+        ld.CrossSection.combine([ld.CrossSection.combine([xs])])
+    for members in ([xs, nb], [nb, xs], [xs, xs, nb]):
+        with pytest.raises(ParameterError, match=r"^combined periods must share one area unit "
+                                                 r"\(convert the luminosities\)$"):
+            ld.CrossSection.combine(members)
