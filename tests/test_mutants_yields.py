@@ -263,3 +263,21 @@ def test_combine_rejects_bad_members_by_type_and_message(lik):
         with pytest.raises(ParameterError, match=r"^combined periods must share one area unit "
                                                  r"\(convert the luminosities\)$"):
             ld.CrossSection.combine(members)
+
+
+def test_combine_pools_fit_covariances_only_over_the_same_parameters(lik):
+    """Two periods fitted with the same covariance matrix but over differently named
+    parameters do not share a fit covariance: their "covariance" errors cannot be pooled."""
+    model = ld.Model(ld.parameter("c", initial=1.0) * ld.scalar("x") * ld.scalar("x")
+                     + ld.parameter("d", initial=1.0))
+    data = ld.Dataset.from_arrays(scalars={"x": DATA_X}, weights=DATA_W)
+    mc = ld.Dataset.from_arrays(scalars={"x": ACC_X}, weights=ACC_W)
+    other = ld.Likelihood([ld.ExtendedNLL(model, data=data, accepted_mc=mc, name="t")])
+    a = lik.cross_section("t", GEN, LUMINOSITY, POINT.tolist(), covariance=COVARIANCE)
+    b = other.cross_section("t", GEN, LUMINOSITY, POINT.tolist(), covariance=COVARIANCE)
+    same = ld.CrossSection.combine([a, a])
+    assert same.total.components["covariance"] == pytest.approx(covariance_error(generated) / 2.0, rel=1e-6)
+    message = (r"^members combine their fit-covariance errors only when all were evaluated with the same "
+               r"covariance= over the same parameters; pass it to every member or none$")
+    with pytest.raises(ParameterError, match=message):
+        ld.CrossSection.combine([a, b])
