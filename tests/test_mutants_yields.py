@@ -281,3 +281,27 @@ def test_combine_pools_fit_covariances_only_over_the_same_parameters(lik):
                r"covariance= over the same parameters; pass it to every member or none$")
     with pytest.raises(ParameterError, match=message):
         ld.CrossSection.combine([a, b])
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+def test_an_overflowing_integral_is_an_error_naming_the_yield():
+    """Every event's ``I = a x^2`` is finite at ``a = 1e308, x = 1``, but two of them sum past
+    the largest float: the yield of that sample is ``inf``, at the fitted point or at a draw."""
+    model = ld.Model(ld.parameter("a", initial=1.0) * ld.scalar("x") * ld.scalar("x")
+                     + ld.parameter("b", initial=1.0))
+    data = ld.Dataset.from_arrays(scalars={"x": DATA_X}, weights=DATA_W)
+    big = ld.Dataset.from_arrays(scalars={"x": np.array([1.0, 1.0])})
+    small = ld.Dataset.from_arrays(scalars={"x": np.array([0.0, 0.0])})
+    ensemble = SimpleNamespace(draws=np.array([[1.0, 1.0], [1e308, 0.0]]), parameter_names=["a", "b"],
+                               source_id=3)
+    cases = [("accepted_fitted_yield", "accepted yield", big, small),
+             ("generated_fitted_yield", "generated yield", small, big)]
+    for method, what, accepted_mc, generated_mc in cases:
+        lik = ld.Likelihood([ld.ExtendedNLL(model, data=data, accepted_mc=accepted_mc, name="t")])
+        at_max = lik.yield_context("t", generated_mc=generated_mc, parameters=[1e308, 0.0])
+        with np.errstate(over="ignore"), pytest.raises(ModelError, match=rf"^the {what} is inf \("):
+            getattr(at_max, method)()
+        drawn = lik.yield_context("t", generated_mc=generated_mc, parameters=[1.0, 1.0], ensemble=ensemble)
+        with np.errstate(over="ignore"), pytest.raises(
+                ModelError, match=rf"^the {what} is not finite at a draw of the ensemble \("):
+            getattr(drawn, method)()
