@@ -305,3 +305,23 @@ def test_an_overflowing_integral_is_an_error_naming_the_yield():
         with np.errstate(over="ignore"), pytest.raises(
                 ModelError, match=rf"^the {what} is not finite at a draw of the ensemble \("):
             getattr(drawn, method)()
+
+
+def test_the_data_error_is_one_pass_over_the_data_per_yield(lik, monkeypatch):
+    """The selected and the corrected yield share one ``sqrt(sum w^2)`` pass over the data
+    (on a cluster each pass reads every partition)."""
+    passes = []
+    real = ld.results.yields.weight_square_sum
+
+    def counted(execution, data):
+        passes.append(data)
+        return real(execution, data)
+
+    monkeypatch.setattr(ld.results.yields, "weight_square_sum", counted)
+    y = lik.yield_context("t", generated_mc=GEN, parameters=POINT.tolist())
+    data_error = math.sqrt(math.fsum(DATA_W**2))
+    for _ in range(2):
+        assert y.selected_yield().components["data_fill"] == pytest.approx(data_error, rel=1e-15)
+        assert y.corrected_yield().components["data_fill"] == pytest.approx(data_error / acceptance(POINT),
+                                                                           rel=1e-14)
+    assert len(passes) == 1
