@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import laddu_dask as ld
-from laddu_dask.errors import ModelError, ParameterError
+from laddu_dask.errors import ModelError, NonFiniteError, ParameterError
 
 POINT = np.array([2.0, 1.0])
 DATA_X, DATA_W = np.array([0.5, 1.0, 1.5]), np.array([3.0, 4.0, 0.5])
@@ -325,3 +325,18 @@ def test_the_data_error_is_one_pass_over_the_data_per_yield(lik, monkeypatch):
         assert y.corrected_yield().components["data_fill"] == pytest.approx(data_error / acceptance(POINT),
                                                                            rel=1e-14)
     assert len(passes) == 1
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+def test_an_infinite_intensity_is_an_error_naming_the_event_and_its_value():
+    """``I = a x^2`` at ``a = 1e308, x = 2`` overflows for that event alone, when the yield's
+    integrals are filled (the value reads ``inf``, not NumPy's ``np.float64(inf)``)."""
+    model = ld.Model(ld.parameter("a", initial=1.0) * ld.scalar("x") * ld.scalar("x")
+                     + ld.parameter("b", initial=1.0))
+    data = ld.Dataset.from_arrays(scalars={"x": DATA_X}, weights=DATA_W)
+    mc = ld.Dataset.from_arrays(scalars={"x": np.array([0.0, 2.0])})
+    lik = ld.Likelihood([ld.ExtendedNLL(model, data=data, accepted_mc=mc, name="t")])
+    at_zero = ld.Dataset.from_arrays(scalars={"x": np.array([0.0, 0.0])})
+    message = r"^the intensity of event 1 of arrays \[rows 0:2\] is inf$"
+    with np.errstate(over="ignore"), pytest.raises(NonFiniteError, match=message):
+        lik.yield_context("t", generated_mc=at_zero, parameters=[1e308, 0.0]).accepted_fitted_yield()

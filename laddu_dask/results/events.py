@@ -64,7 +64,8 @@ def intensity(part: PreparedPartition, reducer: PartitionReducer, params: Params
     values = host(reducer.values(part, params))
     if not np.isfinite(values).all():
         i = int(np.argmin(np.isfinite(values)))
-        raise NonFiniteError(f"the intensity of event {part.offset + i} of {part.source} is {values[i]!r}")
+        raise NonFiniteError(f"the intensity of event {part.offset + i} of {part.source} is "
+                             f"{float(values[i])!r}")
     return values
 
 
