@@ -232,6 +232,11 @@ def test_prepared_projections_are_returned_only_for_the_same_request():
             {k: v.central for k, v in want.components.items()}, (request, components)
     assert fresh.project(ld.Axis(z, edges=edges)).total.central != \
         fresh.project(ld.Axis(x, edges=edges)).total.central  # the requests differ in value
+    same = ({"p": ld.Axis(x, edges=edges)}, {"A": ["A"]})
+    got, want = xs.project(same[0], components=same[1])["p"], fresh.project(same[0], components=same[1])["p"]
+    assert got is xs.project(same[0], components=same[1])["p"]  # the prepared one: no second pass
+    assert got.total.central == want.total.central
+    assert {k: v.central for k, v in got.components.items()} == {"A": want.components["A"].central}
 
 
 def test_combine_of_one_period_is_that_period(lik):
