@@ -311,3 +311,37 @@ def test_a_term_evaluates_itself_on_an_execution(kind):
     assert value == pytest.approx(ref_value, rel=1e-14)
     alone, no_grad = term.evaluate(Execution(), [a], False)
     assert no_grad is None and alone == pytest.approx(ref_value, rel=1e-14)
+
+
+@pytest.mark.parametrize("kind", [NLL, ExtendedNLL])
+def test_a_term_evaluates_a_decomposable_model_at_the_given_point(kind):
+    """``I = c^2 x^2 + d^2 y^2`` has sufficient statistics, so the accepted-MC sum is taken from
+    them at ``params`` (not from an event loop); the references are written out by hand."""
+    c, d = ld.parameter("c", initial=1.0), ld.parameter("d", initial=1.0)
+    y = ld.scalar("y")
+    model = ld.Model((c * X).norm_sqr() + (d * y).norm_sqr())
+    xd, yd = [0.5, 1.0, 1.5], [1.0, 0.25, 2.0]
+    xm, ym = [0.0, 0.5, 1.0, 2.0], [1.0, 1.0, 0.5, 0.0]
+    data = Dataset.from_arrays(scalars={"x": np.array(xd), "y": np.array(yd)})
+    mc = Dataset.from_arrays(scalars={"x": np.array(xm), "y": np.array(ym)})
+    term = kind(model, data=data, accepted_mc=mc, name="sig")
+    cv, dv = 1.5, 0.75
+    intens = [cv * cv * u * u + dv * dv * v * v for u, v in zip(xd, yd)]
+    s_data = math.fsum(math.log(i) for i in intens)
+    g_data = [math.fsum(2 * cv * u * u / i for u, i in zip(xd, intens)),
+              math.fsum(2 * dv * v * v / i for v, i in zip(yd, intens))]
+    s_mc = math.fsum(cv * cv * u * u + dv * dv * v * v for u, v in zip(xm, ym))
+    g_mc = [math.fsum(2 * cv * u * u for u in xm), math.fsum(2 * dv * v * v for v in ym)]
+    if kind is NLL:
+        ref_value = -2.0 * (s_data - 3 * math.log(s_mc))
+        ref_grad = [-2.0 * (gd - 3 * gm / s_mc) for gd, gm in zip(g_data, g_mc)]
+    else:
+        ref_value = 2.0 * (s_mc - s_data)
+        ref_grad = [2.0 * (gm - gd) for gd, gm in zip(g_data, g_mc)]
+    execution = Execution()
+    assert term.prepare(execution).stats is not None  # the path through the statistics
+    value, grad = term.evaluate(execution, [cv, dv], True)
+    assert value == pytest.approx(ref_value, rel=1e-13)
+    assert grad.tolist() == pytest.approx(ref_grad, rel=1e-13)
+    alone, no_grad = term.evaluate(execution, [cv, dv], False)
+    assert no_grad is None and alone == pytest.approx(ref_value, rel=1e-13)
