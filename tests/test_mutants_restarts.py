@@ -79,6 +79,29 @@ def test_progress_text_with_and_without_a_valid_fit(capsys):
         "restarts: 2 of 2 fits done, 1 valid, best -2 ln L = 1.25"]
 
 
+
+def test_progress_in_a_terminal_rewrites_one_line_and_ends_it_after_the_last_fit(capsys):
+    progress = Progress(True, "restarts", 2)
+    progress.line.terminal, progress.line.notebook = True, False
+    progress(0, SimpleNamespace(valid=True, fval=2.5))
+    assert capsys.readouterr().out == "\rrestarts: 1 of 2 fits done, 1 valid, best -2 ln L = 2.5"
+    progress(1, SimpleNamespace(valid=True, fval=1.25))
+    assert capsys.readouterr().out == "\rrestarts: 2 of 2 fits done, 2 valid, best -2 ln L = 1.25\n"
+
+
+def test_progress_false_shows_nothing_and_a_callable_hears_index_count_and_result(capsys):
+    quiet = Progress(False, "restarts", 1)
+    assert quiet.line is None
+    quiet(0, SimpleNamespace(valid=True, fval=1.0))
+    heard = []
+    first, second = SimpleNamespace(valid=False, fval=3.0), SimpleNamespace(valid=True, fval=1.0)
+    told = Progress(lambda i, n, r: heard.append((i, n, r)), "bootstrap", 2)
+    assert told.line is None
+    told(0, first)
+    told(1, second)
+    assert heard == [(0, 2, first), (1, 2, second)]
+    assert capsys.readouterr().out == ""
+
 # mutmut calls every mutated function through its trampoline (mutmut/mutation/trampoline.py),
 # which is then the warning's immediate caller; outside mutmut it is this file
 TRAMPOLINE = os.path.join("mutmut", "mutation", "trampoline.py")
