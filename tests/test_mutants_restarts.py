@@ -13,6 +13,7 @@ import os
 import warnings
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 import laddu_dask as ld
@@ -54,6 +55,20 @@ def test_bootstrap_needs_a_positive_integer(lik, samples):
     with pytest.raises(ValueError, match=rf"^samples must be a positive integer, got {samples!r}$"):
         lik.bootstrap_fit(samples)
 
+
+
+@pytest.mark.parametrize("restarts", [0, -1, True, 2.5, "2"])
+def test_restarts_need_a_positive_integer(lik, restarts):
+    with pytest.raises(ValueError, match=rf"^restarts must be a positive integer, got {restarts!r}$"):
+        lik.fit_restarts(restarts)
+
+
+def test_a_numpy_integer_count_of_restarts_with_an_initial_start(lik):
+    """``initial`` is the first of ``restarts`` starts; the rest are seed 0's draws."""
+    fits = fit_restarts(lik, np.int64(3), {"a": 1.0}, tolerance=1e-6)
+    assert fits.starts.tolist() == [[1.0], *RESTART_STARTS_0[:2]]
+    (alone,) = fit_restarts(lik, 1, {"a": 0.5}, tolerance=1e-6).starts.tolist()
+    assert alone == [0.5]
 
 def test_one_bootstrap_replica_is_a_fit(lik):
     (fit,) = lik.bootstrap_fit(1, seed=11, tolerance=1e-6)
