@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import laddu_dask as ld
-from laddu_dask.analysis.restarts import Progress, bootstrap_fit, fit_restarts, same_start_warning
+from laddu_dask.analysis.restarts import Progress, bootstrap_fit, fit_restarts, same_start_warning, start_note
 from laddu_dask.errors import ParameterError, RestartWarning
 from tests.test_regressions_seeds import _classes
 
@@ -83,6 +83,29 @@ def test_the_note_of_restarts_without_some_ranges_is_the_whole_advice():
     assert fits.message == f"b start at their initial values in every sampled restart (no starting range); " \
                            f"{HOW}"
 
+
+
+def _two_parameter_likelihood(a_initial, b_initial):
+    x = ld.scalar("x")
+    a = ld.parameter("a", initial=a_initial, bounds=(0.0, 10.0))
+    b = ld.parameter("b", initial=b_initial, bounds=(0.01, 10.0))
+    data = ld.Dataset.from_arrays(scalars={"x": np.array([0.5, 1.0])})
+    mc = ld.Dataset.from_arrays(scalars={"x": np.array([0.25, 0.75, 1.0])})
+    return ld.Likelihood([ld.NLL(ld.Model(a * x * x + b), data=data, accepted_mc=mc)])
+
+
+def test_the_note_of_restarts_at_repeated_points_is_the_whole_advice():
+    lik = _two_parameter_likelihood(1.0, 1.0)
+    no_range = "no free parameter (a, b) has a starting range, so the sampled starts are their initial values"
+    assert start_note(lik, [[1.0, 1.0]] * 3) == \
+        (f"the 3 restarts start at the same point: {no_range}; {HOW}", True)
+    assert start_note(lik, [[2.0, 1.0], [1.0, 1.0], [1.0, 1.0]]) == \
+        (f"the 3 restarts start at only 2 distinct points: {no_range}; {HOW}", True)
+    assert start_note(lik, [[2.0, 1.0], [1.0, 1.0]]) == \
+        (f"a, b start at their initial values in every sampled restart (no starting range); {HOW}", False)
+    assert start_note(lik, [[1.0, 1.0]]) == ("", False)  # one start: nothing to say
+    ranged = _two_parameter_likelihood((0.5, 3.0), (0.5, 2.0))
+    assert start_note(ranged, [[1.0, 1.0]] * 2) == ("", False)  # every parameter has a range
 
 def test_progress_text_with_and_without_a_valid_fit(capsys):
     progress = Progress(True, "restarts", 2)
