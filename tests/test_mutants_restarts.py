@@ -17,7 +17,17 @@ import numpy as np
 import pytest
 
 import laddu_dask as ld
-from laddu_dask.analysis.restarts import Progress, bootstrap_fit, fit_restarts, same_start_warning, start_note
+from laddu_dask.analysis import restarts
+from laddu_dask.analysis.ensembles import failed_fit
+from laddu_dask.analysis.restarts import (
+    FIT_FAILURES,
+    Progress,
+    bootstrap_fit,
+    fit_each,
+    fit_restarts,
+    same_start_warning,
+    start_note,
+)
 from laddu_dask.errors import ParameterError, RestartWarning
 from tests.test_regressions_seeds import _classes
 
@@ -177,3 +187,53 @@ def test_restarts_of_one_likelihood_run_in_lockstep_and_replicas_one_by_one(lik,
     bootstrap_fit(lik, 2, seed=11, tolerance=1e-3)
     assert len(fits) == 2 and fits[0] is not fits[1] and lik not in fits
     assert all(replica.execution is lik.execution for replica in fits)  # the original's execution
+
+
+# -- fit_each: the three ways many fits run -------------------------------------------------
+def test_fits_that_run_as_tasks_are_handed_everything_they_need(lik, monkeypatch):
+    """Fits run as tasks only on a cluster; here the hand-over to ``fit_as_tasks`` is
+    recorded instead (the cluster's side: tests/test_analysis.py, slow)."""
+    calls = []
+
+    def tasks(likelihoods, starts, *, method, label, failures, note, **options):
+        calls.append((likelihoods, starts, method, label, failures, options))
+        results = [failed_fit(one.parameter_names, s, method, RuntimeError(f"task {i}"))
+                   for i, (one, s) in enumerate(zip(likelihoods, starts, strict=True))]
+        for i, result in enumerate(results):
+            note(i, result)
+        return results
+
+    def lockstep(*args, **kwargs):
+        raise AssertionError("fits that run as tasks ran in lockstep here")
+
+    monkeypatch.setattr(restarts, "runs_as_tasks", lambda one: isinstance(one, ld.Likelihood))
+    monkeypatch.setattr(restarts, "fit_as_tasks", tasks)
+    monkeypatch.setattr(restarts, "fit_batched", lockstep)
+    heard = []
+    ensemble = fit_each([lik, lik], [None, {"a": 2.0}], method="lbfgsb", label="twins", message="said",
+                        progress=lambda i, n, r: heard.append((i, n, r.message)), tolerance=1e-3)
+    assert calls == [([lik, lik], [[1.25], [2.0]], "lbfgsb", "twins", FIT_FAILURES, {"tolerance": 1e-3})]
+    assert heard == [(0, 2, "failed: RuntimeError: task 0"), (1, 2, "failed: RuntimeError: task 1")]
+    assert [f.message for f in ensemble] == ["failed: RuntimeError: task 0", "failed: RuntimeError: task 1"]
+    assert ensemble.parameter_names == ["a"] and ensemble.starts.tolist() == [[1.25], [2.0]]
+    assert (ensemble.label, ensemble.message) == ("twins", "said")
+    with pytest.raises(ValueError, match=r"^zip\(\) argument 2 is shorter than argument 1$"):
+        fit_each([lik, lik], [None], method="migrad", label="twins")
+
+
+def test_fits_one_by_one_record_a_failure_and_go_on(lik):
+    heard = []
+    ensemble = fit_each([lik, lik], [{"a": -1.0}, None], method="lbfgsb", label="each", message="said",
+                        batch=False, progress=lambda i, n, r: heard.append((i, n, r.valid)), tolerance=1e-6)
+    failed, fit = ensemble
+    assert failed.message == \
+        "failed: ParameterError: start value -1.0 of 'a' lies outside its bounds [0.001, 1000]"
+    assert (failed.values, failed.method, failed.parameter_names, failed.valid) == \
+        ({"a": -1.0}, "lbfgsb", ["a"], False)
+    assert fit.valid and fit.method == "lbfgsb"
+    assert fit.values["a"] == pytest.approx(6.0 / 6.0, rel=1e-4)  # closed form a = W_A / W_B: six events of each class
+    assert heard == [(0, 2, False), (1, 2, True)]
+    assert ensemble.parameter_names == ["a"] and ensemble.starts.tolist() == [[-1.0], [1.25]]
+    assert (ensemble.label, ensemble.message) == ("each", "said")
+    with pytest.raises(ValueError, match=r"^zip\(\) argument 2 is shorter than argument 1$"):
+        fit_each([lik, lik], [None], method="migrad", label="each", batch=False)
