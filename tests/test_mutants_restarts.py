@@ -231,7 +231,7 @@ def test_fits_one_by_one_record_a_failure_and_go_on(lik):
     assert (failed.values, failed.method, failed.parameter_names, failed.valid) == \
         ({"a": -1.0}, "lbfgsb", ["a"], False)
     assert fit.valid and fit.method == "lbfgsb"
-    assert fit.values["a"] == pytest.approx(6.0 / 6.0, rel=1e-4)  # closed form a = W_A / W_B: six events of each class
+    assert fit.values["a"] == pytest.approx(6.0 / 6.0, rel=1e-4)  # a = W_A / W_B = 6 / 6
     assert heard == [(0, 2, False), (1, 2, True)]
     assert ensemble.parameter_names == ["a"] and ensemble.starts.tolist() == [[-1.0], [1.25]]
     assert (ensemble.label, ensemble.message) == ("each", "said")
