@@ -198,7 +198,7 @@ def test_fits_that_run_as_tasks_are_handed_everything_they_need(lik, monkeypatch
     def tasks(likelihoods, starts, *, method, label, failures, note, **options):
         calls.append((likelihoods, starts, method, label, failures, options))
         results = [failed_fit(one.parameter_names, s, method, RuntimeError(f"task {i}"))
-                   for i, (one, s) in enumerate(zip(likelihoods, starts, strict=True))]
+                   for i, (one, s) in enumerate(zip(likelihoods, starts))]  # not strict: fit_each checks
         for i, result in enumerate(results):
             note(i, result)
         return results
@@ -237,3 +237,14 @@ def test_fits_one_by_one_record_a_failure_and_go_on(lik):
     assert (ensemble.label, ensemble.message) == ("each", "said")
     with pytest.raises(ValueError, match=r"^zip\(\) argument 2 is shorter than argument 1$"):
         fit_each([lik, lik], [None], method="migrad", label="each", batch=False)
+
+
+
+def test_fits_one_by_one_show_progress_and_take_the_fit_options(lik, capsys):
+    fit_each([lik, lik], [None, None], method="lbfgsb", label="each", batch=False, progress=True,
+             tolerance=1e-6)
+    lines = capsys.readouterr().out.replace("\r", "\n").split("\n")
+    assert [line.strip() for line in lines if line.strip()][0] == "each: 1 of 2 fits done, 1 valid, " \
+        f"best -2 ln L = {lik.fit(initial=[1.25], method='lbfgsb', tolerance=1e-6).fval:.10g}"
+    (limited,) = fit_each([lik], [None], method="lbfgsb", label="each", batch=False, max_calls=3)
+    assert not limited.valid and "call limit reached" in limited.message
