@@ -8,6 +8,7 @@ messages.
 from __future__ import annotations
 
 import math
+import re
 import warnings
 
 import numpy as np
@@ -345,3 +346,19 @@ def test_a_term_evaluates_a_decomposable_model_at_the_given_point(kind):
     assert grad.tolist() == pytest.approx(ref_grad, rel=1e-13)
     alone, no_grad = term.evaluate(execution, [cv, dv], False)
     assert no_grad is None and alone == pytest.approx(ref_value, rel=1e-13)
+
+
+@pytest.mark.parametrize("normalization", ["general", "auto", "verify"])
+def test_an_accepted_mc_of_zero_total_weight_is_named_by_both_files(tmp_path, normalization):
+    paths = []
+    for i in (1, 2):
+        paths.append(str(tmp_path / f"mc{i}.parquet"))
+        Dataset.from_arrays(scalars={"x": np.array([0.5, 1.0])}, weights=np.zeros(2)).write_parquet(paths[-1])
+    mc = ld.read_parquet(paths)
+    want = (f"term 'zero': the accepted Monte Carlo ({', '.join(mc.sources)}) has zero total weight, "
+            "so the intensity cannot be normalised")
+    c = ld.parameter("c", initial=1.0)
+    for model in (MODEL, ld.Model((c * X).norm_sqr())):  # the event loop's weight, the statistics'
+        term = NLL(model, data=_ds(XD), accepted_mc=mc, name="zero")
+        with pytest.raises(NormalizationError, match=f"^{re.escape(want)}$"):
+            term.prepare(Execution(normalization=normalization))
