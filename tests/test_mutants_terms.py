@@ -362,3 +362,16 @@ def test_an_accepted_mc_of_zero_total_weight_is_named_by_both_files(tmp_path, no
         term = NLL(model, data=_ds(XD), accepted_mc=mc, name="zero")
         with pytest.raises(NormalizationError, match=f"^{re.escape(want)}$"):
             term.prepare(Execution(normalization=normalization))
+
+
+def test_a_term_is_prepared_once_per_execution_and_a_twin_shares_the_accepted_mc():
+    term = NLL(MODEL, data=_ds(XD), accepted_mc=_ds(XM), name="sig")
+    execution, other = Execution(), Execution()
+    first = term.prepare(execution)
+    assert term.prepare(execution) is first  # "done once per execution"
+    assert term.prepare(other) is not first
+    twin = term.with_data(_ds(XD2))
+    mine = twin.prepare(other)
+    assert twin.prepare(other) is mine
+    assert mine.mc is term.prepare(other).mc and mine.model is term.prepare(other).model
+    assert mine.data is not term.prepare(other).data
