@@ -248,3 +248,4 @@ def test_fits_one_by_one_show_progress_and_take_the_fit_options(lik, capsys):
         f"best -2 ln L = {lik.fit(initial=[1.25], method='lbfgsb', tolerance=1e-6).fval:.10g}"
     (limited,) = fit_each([lik], [None], method="lbfgsb", label="each", batch=False, max_calls=3)
     assert not limited.valid and "call limit reached" in limited.message
+    assert capsys.readouterr().out == ""  # no progress unless asked for
