@@ -375,3 +375,13 @@ def test_a_term_is_prepared_once_per_execution_and_a_twin_shares_the_accepted_mc
     assert twin.prepare(other) is mine
     assert mine.mc is term.prepare(other).mc and mine.model is term.prepare(other).model
     assert mine.data is not term.prepare(other).data
+
+
+def test_the_memory_decisions_name_the_term_and_the_role_of_each_dataset():
+    c = ld.parameter("c", initial=1.0)
+    execution = Execution(normalization="verify")  # the statistics and the event loop both read the MC
+    term = NLL(ld.Model((c * X).norm_sqr()), data=_ds(XD), accepted_mc=_ds(XM), name="sig")
+    term.prepare(execution)
+    term.with_data(_ds(XD2)).prepare(execution)  # a twin prepares its data only
+    assert [d.dataset for d in execution.memory_decisions()] == \
+        ["sig/data", "sig/accepted_mc", "sig/accepted_mc", "sig/data"]
