@@ -190,7 +190,7 @@ def test_restarts_of_one_likelihood_run_in_lockstep_and_replicas_one_by_one(lik,
 
 
 # -- fit_each: the three ways many fits run -------------------------------------------------
-def test_fits_that_run_as_tasks_are_handed_everything_they_need(lik, monkeypatch):
+def test_fits_that_run_as_tasks_are_handed_everything_they_need(lik, monkeypatch, capsys):
     """Fits run as tasks only on a cluster; here the hand-over to ``fit_as_tasks`` is
     recorded instead (the cluster's side: tests/test_analysis.py, slow)."""
     calls = []
@@ -219,6 +219,10 @@ def test_fits_that_run_as_tasks_are_handed_everything_they_need(lik, monkeypatch
     assert (ensemble.label, ensemble.message) == ("twins", "said")
     with pytest.raises(ValueError, match=r"^zip\(\) argument 2 is shorter than argument 1$"):
         fit_each([lik, lik], [None], method="migrad", label="twins")
+    capsys.readouterr()
+    fit_each([lik], [None], method="migrad", label="twins", progress=True)
+    shown = capsys.readouterr().out.replace("\r", "\n").split("\n")
+    assert shown[-2].strip() == "twins: 1 of 1 fits done, 0 valid"
 
 
 def test_fits_one_by_one_record_a_failure_and_go_on(lik):
