@@ -13,10 +13,21 @@ import os
 import warnings
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 import laddu_dask as ld
-from laddu_dask.analysis.restarts import Progress, bootstrap_fit, fit_restarts, same_start_warning
+from laddu_dask.analysis import restarts
+from laddu_dask.analysis.ensembles import failed_fit
+from laddu_dask.analysis.restarts import (
+    FIT_FAILURES,
+    Progress,
+    bootstrap_fit,
+    fit_each,
+    fit_restarts,
+    same_start_warning,
+    start_note,
+)
 from laddu_dask.errors import ParameterError, RestartWarning
 from tests.test_regressions_seeds import _classes
 
@@ -55,6 +66,20 @@ def test_bootstrap_needs_a_positive_integer(lik, samples):
         lik.bootstrap_fit(samples)
 
 
+
+@pytest.mark.parametrize("restarts", [0, -1, True, 2.5, "2"])
+def test_restarts_need_a_positive_integer(lik, restarts):
+    with pytest.raises(ValueError, match=rf"^restarts must be a positive integer, got {restarts!r}$"):
+        lik.fit_restarts(restarts)
+
+
+def test_a_numpy_integer_count_of_restarts_with_an_initial_start(lik):
+    """``initial`` is the first of ``restarts`` starts; the rest are seed 0's draws."""
+    fits = fit_restarts(lik, np.int64(3), {"a": 1.0}, tolerance=1e-6)
+    assert fits.starts.tolist() == [[1.0], *RESTART_STARTS_0[:2]]
+    (alone,) = fit_restarts(lik, 1, {"a": 0.5}, tolerance=1e-6).starts.tolist()
+    assert alone == [0.5]
+
 def test_one_bootstrap_replica_is_a_fit(lik):
     (fit,) = lik.bootstrap_fit(1, seed=11, tolerance=1e-6)
     assert fit.values["a"] == pytest.approx(3.0 / 7.0, rel=1e-4)  # replica 0 of seed 11: W_A = 3, W_B = 7
@@ -69,6 +94,29 @@ def test_the_note_of_restarts_without_some_ranges_is_the_whole_advice():
                            f"{HOW}"
 
 
+
+def _two_parameter_likelihood(a_initial, b_initial):
+    x = ld.scalar("x")
+    a = ld.parameter("a", initial=a_initial, bounds=(0.0, 10.0))
+    b = ld.parameter("b", initial=b_initial, bounds=(0.01, 10.0))
+    data = ld.Dataset.from_arrays(scalars={"x": np.array([0.5, 1.0])})
+    mc = ld.Dataset.from_arrays(scalars={"x": np.array([0.25, 0.75, 1.0])})
+    return ld.Likelihood([ld.NLL(ld.Model(a * x * x + b), data=data, accepted_mc=mc)])
+
+
+def test_the_note_of_restarts_at_repeated_points_is_the_whole_advice():
+    lik = _two_parameter_likelihood(1.0, 1.0)
+    no_range = "no free parameter (a, b) has a starting range, so the sampled starts are their initial values"
+    assert start_note(lik, [[1.0, 1.0]] * 3) == \
+        (f"the 3 restarts start at the same point: {no_range}; {HOW}", True)
+    assert start_note(lik, [[2.0, 1.0], [1.0, 1.0], [1.0, 1.0]]) == \
+        (f"the 3 restarts start at only 2 distinct points: {no_range}; {HOW}", True)
+    assert start_note(lik, [[2.0, 1.0], [1.0, 1.0]]) == \
+        (f"a, b start at their initial values in every sampled restart (no starting range); {HOW}", False)
+    assert start_note(lik, [[1.0, 1.0]]) == ("", False)  # one start: nothing to say
+    ranged = _two_parameter_likelihood((0.5, 3.0), (0.5, 2.0))
+    assert start_note(ranged, [[1.0, 1.0]] * 2) == ("", False)  # every parameter has a range
+
 def test_progress_text_with_and_without_a_valid_fit(capsys):
     progress = Progress(True, "restarts", 2)
     progress.line.terminal = progress.line.notebook = False  # one whole line per update
@@ -78,6 +126,29 @@ def test_progress_text_with_and_without_a_valid_fit(capsys):
         "restarts: 1 of 2 fits done, 0 valid",
         "restarts: 2 of 2 fits done, 1 valid, best -2 ln L = 1.25"]
 
+
+
+def test_progress_in_a_terminal_rewrites_one_line_and_ends_it_after_the_last_fit(capsys):
+    progress = Progress(True, "restarts", 2)
+    progress.line.terminal, progress.line.notebook = True, False
+    progress(0, SimpleNamespace(valid=True, fval=2.5))
+    assert capsys.readouterr().out == "\rrestarts: 1 of 2 fits done, 1 valid, best -2 ln L = 2.5"
+    progress(1, SimpleNamespace(valid=True, fval=1.25))
+    assert capsys.readouterr().out == "\rrestarts: 2 of 2 fits done, 2 valid, best -2 ln L = 1.25\n"
+
+
+def test_progress_false_shows_nothing_and_a_callable_hears_index_count_and_result(capsys):
+    quiet = Progress(False, "restarts", 1)
+    assert quiet.line is None
+    quiet(0, SimpleNamespace(valid=True, fval=1.0))
+    heard = []
+    first, second = SimpleNamespace(valid=False, fval=3.0), SimpleNamespace(valid=True, fval=1.0)
+    told = Progress(lambda i, n, r: heard.append((i, n, r)), "bootstrap", 2)
+    assert told.line is None
+    told(0, first)
+    told(1, second)
+    assert heard == [(0, 2, first), (1, 2, second)]
+    assert capsys.readouterr().out == ""
 
 # mutmut calls every mutated function through its trampoline (mutmut/mutation/trampoline.py),
 # which is then the warning's immediate caller; outside mutmut it is this file
@@ -116,3 +187,69 @@ def test_restarts_of_one_likelihood_run_in_lockstep_and_replicas_one_by_one(lik,
     bootstrap_fit(lik, 2, seed=11, tolerance=1e-3)
     assert len(fits) == 2 and fits[0] is not fits[1] and lik not in fits
     assert all(replica.execution is lik.execution for replica in fits)  # the original's execution
+
+
+# -- fit_each: the three ways many fits run -------------------------------------------------
+def test_fits_that_run_as_tasks_are_handed_everything_they_need(lik, monkeypatch, capsys):
+    """Fits run as tasks only on a cluster; here the hand-over to ``fit_as_tasks`` is
+    recorded instead (the cluster's side: tests/test_analysis.py, slow)."""
+    calls = []
+
+    def tasks(likelihoods, starts, *, method, label, failures, note, **options):
+        calls.append((likelihoods, starts, method, label, failures, options))
+        results = [failed_fit(one.parameter_names, s, method, RuntimeError(f"task {i}"))
+                   for i, (one, s) in enumerate(zip(likelihoods, starts))]  # not strict: fit_each checks
+        for i, result in enumerate(results):
+            note(i, result)
+        return results
+
+    def lockstep(*args, **kwargs):
+        raise AssertionError("fits that run as tasks ran in lockstep here")
+
+    monkeypatch.setattr(restarts, "runs_as_tasks", lambda one: isinstance(one, ld.Likelihood))
+    monkeypatch.setattr(restarts, "fit_as_tasks", tasks)
+    monkeypatch.setattr(restarts, "fit_batched", lockstep)
+    heard = []
+    ensemble = fit_each([lik, lik], [None, {"a": 2.0}], method="lbfgsb", label="twins", message="said",
+                        progress=lambda i, n, r: heard.append((i, n, r.message)), tolerance=1e-3)
+    assert calls == [([lik, lik], [[1.25], [2.0]], "lbfgsb", "twins", FIT_FAILURES, {"tolerance": 1e-3})]
+    assert heard == [(0, 2, "failed: RuntimeError: task 0"), (1, 2, "failed: RuntimeError: task 1")]
+    assert [f.message for f in ensemble] == ["failed: RuntimeError: task 0", "failed: RuntimeError: task 1"]
+    assert ensemble.parameter_names == ["a"] and ensemble.starts.tolist() == [[1.25], [2.0]]
+    assert (ensemble.label, ensemble.message) == ("twins", "said")
+    with pytest.raises(ValueError, match=r"^zip\(\) argument 2 is shorter than argument 1$"):
+        fit_each([lik, lik], [None], method="migrad", label="twins")
+    capsys.readouterr()
+    fit_each([lik], [None], method="migrad", label="twins", progress=True)
+    shown = capsys.readouterr().out.replace("\r", "\n").split("\n")
+    assert shown[-2].strip() == "twins: 1 of 1 fits done, 0 valid"
+
+
+def test_fits_one_by_one_record_a_failure_and_go_on(lik):
+    heard = []
+    ensemble = fit_each([lik, lik], [{"a": -1.0}, None], method="lbfgsb", label="each", message="said",
+                        batch=False, progress=lambda i, n, r: heard.append((i, n, r.valid)), tolerance=1e-6)
+    failed, fit = ensemble
+    assert failed.message == \
+        "failed: ParameterError: start value -1.0 of 'a' lies outside its bounds [0.001, 1000]"
+    assert (failed.values, failed.method, failed.parameter_names, failed.valid) == \
+        ({"a": -1.0}, "lbfgsb", ["a"], False)
+    assert fit.valid and fit.method == "lbfgsb"
+    assert fit.values["a"] == pytest.approx(6.0 / 6.0, rel=1e-4)  # a = W_A / W_B = 6 / 6
+    assert heard == [(0, 2, False), (1, 2, True)]
+    assert ensemble.parameter_names == ["a"] and ensemble.starts.tolist() == [[-1.0], [1.25]]
+    assert (ensemble.label, ensemble.message) == ("each", "said")
+    with pytest.raises(ValueError, match=r"^zip\(\) argument 2 is shorter than argument 1$"):
+        fit_each([lik, lik], [None], method="migrad", label="each", batch=False)
+
+
+
+def test_fits_one_by_one_show_progress_and_take_the_fit_options(lik, capsys):
+    fit_each([lik, lik], [None, None], method="lbfgsb", label="each", batch=False, progress=True,
+             tolerance=1e-6)
+    lines = capsys.readouterr().out.replace("\r", "\n").split("\n")
+    assert [line.strip() for line in lines if line.strip()][0] == "each: 1 of 2 fits done, 1 valid, " \
+        f"best -2 ln L = {lik.fit(initial=[1.25], method='lbfgsb', tolerance=1e-6).fval:.10g}"
+    (limited,) = fit_each([lik], [None], method="lbfgsb", label="each", batch=False, max_calls=3)
+    assert not limited.valid and "call limit reached" in limited.message
+    assert capsys.readouterr().out == ""  # no progress unless asked for

@@ -8,6 +8,7 @@ messages.
 from __future__ import annotations
 
 import math
+import re
 import warnings
 
 import numpy as np
@@ -311,3 +312,76 @@ def test_a_term_evaluates_itself_on_an_execution(kind):
     assert value == pytest.approx(ref_value, rel=1e-14)
     alone, no_grad = term.evaluate(Execution(), [a], False)
     assert no_grad is None and alone == pytest.approx(ref_value, rel=1e-14)
+
+
+@pytest.mark.parametrize("kind", [NLL, ExtendedNLL])
+def test_a_term_evaluates_a_decomposable_model_at_the_given_point(kind):
+    """``I = c^2 x^2 + d^2 y^2`` has sufficient statistics, so the accepted-MC sum is taken from
+    them at ``params`` (not from an event loop); the references are written out by hand."""
+    c, d = ld.parameter("c", initial=1.0), ld.parameter("d", initial=1.0)
+    y = ld.scalar("y")
+    model = ld.Model((c * X).norm_sqr() + (d * y).norm_sqr())
+    xd, yd = [0.5, 1.0, 1.5], [1.0, 0.25, 2.0]
+    xm, ym = [0.0, 0.5, 1.0, 2.0], [1.0, 1.0, 0.5, 0.0]
+    data = Dataset.from_arrays(scalars={"x": np.array(xd), "y": np.array(yd)})
+    mc = Dataset.from_arrays(scalars={"x": np.array(xm), "y": np.array(ym)})
+    term = kind(model, data=data, accepted_mc=mc, name="sig")
+    cv, dv = 1.5, 0.75
+    intens = [cv * cv * u * u + dv * dv * v * v for u, v in zip(xd, yd)]
+    s_data = math.fsum(math.log(i) for i in intens)
+    g_data = [math.fsum(2 * cv * u * u / i for u, i in zip(xd, intens)),
+              math.fsum(2 * dv * v * v / i for v, i in zip(yd, intens))]
+    s_mc = math.fsum(cv * cv * u * u + dv * dv * v * v for u, v in zip(xm, ym))
+    g_mc = [math.fsum(2 * cv * u * u for u in xm), math.fsum(2 * dv * v * v for v in ym)]
+    if kind is NLL:
+        ref_value = -2.0 * (s_data - 3 * math.log(s_mc))
+        ref_grad = [-2.0 * (gd - 3 * gm / s_mc) for gd, gm in zip(g_data, g_mc)]
+    else:
+        ref_value = 2.0 * (s_mc - s_data)
+        ref_grad = [2.0 * (gm - gd) for gd, gm in zip(g_data, g_mc)]
+    execution = Execution()
+    assert term.prepare(execution).stats is not None  # the path through the statistics
+    value, grad = term.evaluate(execution, [cv, dv], True)
+    assert value == pytest.approx(ref_value, rel=1e-13)
+    assert grad.tolist() == pytest.approx(ref_grad, rel=1e-13)
+    alone, no_grad = term.evaluate(execution, [cv, dv], False)
+    assert no_grad is None and alone == pytest.approx(ref_value, rel=1e-13)
+
+
+@pytest.mark.parametrize("normalization", ["general", "auto", "verify"])
+def test_an_accepted_mc_of_zero_total_weight_is_named_by_both_files(tmp_path, normalization):
+    paths = []
+    for i in (1, 2):
+        paths.append(str(tmp_path / f"mc{i}.parquet"))
+        Dataset.from_arrays(scalars={"x": np.array([0.5, 1.0])}, weights=np.zeros(2)).write_parquet(paths[-1])
+    mc = ld.read_parquet(paths)
+    want = (f"term 'zero': the accepted Monte Carlo ({', '.join(mc.sources)}) has zero total weight, "
+            "so the intensity cannot be normalised")
+    c = ld.parameter("c", initial=1.0)
+    for model in (MODEL, ld.Model((c * X).norm_sqr())):  # the event loop's weight, the statistics'
+        term = NLL(model, data=_ds(XD), accepted_mc=mc, name="zero")
+        with pytest.raises(NormalizationError, match=f"^{re.escape(want)}$"):
+            term.prepare(Execution(normalization=normalization))
+
+
+def test_a_term_is_prepared_once_per_execution_and_a_twin_shares_the_accepted_mc():
+    term = NLL(MODEL, data=_ds(XD), accepted_mc=_ds(XM), name="sig")
+    execution, other = Execution(), Execution()
+    first = term.prepare(execution)
+    assert term.prepare(execution) is first  # "done once per execution"
+    assert term.prepare(other) is not first
+    twin = term.with_data(_ds(XD2))
+    mine = twin.prepare(other)
+    assert twin.prepare(other) is mine
+    assert mine.mc is term.prepare(other).mc and mine.model is term.prepare(other).model
+    assert mine.data is not term.prepare(other).data
+
+
+def test_the_memory_decisions_name_the_term_and_the_role_of_each_dataset():
+    c = ld.parameter("c", initial=1.0)
+    execution = Execution(normalization="verify")  # the statistics and the event loop both read the MC
+    term = NLL(ld.Model((c * X).norm_sqr()), data=_ds(XD), accepted_mc=_ds(XM), name="sig")
+    term.prepare(execution)
+    term.with_data(_ds(XD2)).prepare(execution)  # a twin prepares its data only
+    assert [d.dataset for d in execution.memory_decisions()] == \
+        ["sig/data", "sig/accepted_mc", "sig/accepted_mc", "sig/data"]
