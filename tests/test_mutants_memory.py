@@ -1,4 +1,4 @@
-"""Tests that kill the surviving mutants of ``laddu_dask/runtime/memory.py`` (docs/mutation-m2.md).
+"""Tests that kill the surviving mutants of ``laddu_dask/runtime/memory.py`` (docs/mutation.md).
 
 References are hand-computed cases: a machine whose memory sizes are given (a fake ``os.sysconf``,
 a fake CuPy), sizes and messages worked out by hand.

@@ -1,4 +1,4 @@
-"""Tests that kill the surviving mutants of ``laddu_dask/likelihood/terms.py`` (docs/mutation-m2.md).
+"""Tests that kill the surviving mutants of ``laddu_dask/likelihood/terms.py`` (docs/mutation.md).
 
 References are the likelihoods written out with ``math.fsum`` over the events (intensity
 ``a x^2 + 1``: ``I``, ``dI/da = x^2`` by hand), exact power-of-two cases and hand-written
