@@ -33,11 +33,8 @@ def test_sum_of_many_partitions_is_fsum_of_every_weight():
     assert ds.sum_weights() == math.fsum(w.tolist())
 
 
-@pytest.mark.parametrize("num_workers", [1, 2, 3])
-def test_streamed_sum_reads_partitions_on_threads_and_is_fsum(monkeypatch, num_workers):
-    """sum_weights(num_workers=N) runs on Dask's threaded scheduler even when the default is sync."""
-    w = _cancelling_weights(1000)
-    ds = ld.Dataset.from_arrays(scalars={"x": np.zeros(1000)}, weights=w, chunk_size=96)
+def _reading_threads(monkeypatch) -> set[str]:
+    """The names of the threads that read a partition (``ArrayPartition.load``), filled as they read."""
     threads: set[str] = set()
     load = ArrayPartition.load
 
@@ -46,6 +43,15 @@ def test_streamed_sum_reads_partitions_on_threads_and_is_fsum(monkeypatch, num_w
         return load(self, *args, **kwargs)
 
     monkeypatch.setattr(ArrayPartition, "load", recording_load)
+    return threads
+
+
+@pytest.mark.parametrize("num_workers", [1, 2, 3])
+def test_streamed_sum_reads_partitions_on_threads_and_is_fsum(monkeypatch, num_workers):
+    """sum_weights(num_workers=N) runs on Dask's threaded scheduler even when the default is sync."""
+    w = _cancelling_weights(1000)
+    ds = ld.Dataset.from_arrays(scalars={"x": np.zeros(1000)}, weights=w, chunk_size=96)
+    threads = _reading_threads(monkeypatch)
     with dask.config.set(scheduler="sync"):
         total = ds.sum_weights(num_workers=num_workers)
     assert total == math.fsum(w.tolist())
@@ -84,14 +90,7 @@ def test_streamed_sum_with_one_worker_reads_on_one_thread(monkeypatch):
 def test_sum_without_num_workers_follows_the_configured_scheduler(monkeypatch):
     w = _cancelling_weights(500)
     ds = ld.Dataset.from_arrays(scalars={"x": np.zeros(500)}, weights=w, chunk_size=96)
-    threads: set[str] = set()
-    load = ArrayPartition.load
-
-    def recording_load(self, *args, **kwargs):
-        threads.add(threading.current_thread().name)
-        return load(self, *args, **kwargs)
-
-    monkeypatch.setattr(ArrayPartition, "load", recording_load)
+    threads = _reading_threads(monkeypatch)
     with dask.config.set(scheduler="sync"):
         assert ds.sum_weights() == math.fsum(w.tolist())
     assert threads == {threading.main_thread().name}
