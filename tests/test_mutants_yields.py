@@ -202,6 +202,37 @@ def test_a_zero_integral_is_an_error_naming_the_quantity(lik):
         y0.corrected_yield()
 
 
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # numpy's, in the fill's threads
+def test_an_overflowing_quotient_is_an_error_that_says_so_not_that_an_integral_is_zero(lik):
+    """Accepted integral ``2e200`` over generated ``2e-200`` is ``1e400``: both integrals are
+    finite and non-zero, the acceptance overflows float64."""
+    tiny = ld.Dataset.from_arrays(scalars={"x": np.array([1.0])}, weights=np.array([1e-200]))
+    model = lik.terms[0].model
+    data = ld.Dataset.from_arrays(scalars={"x": DATA_X}, weights=DATA_W)
+    huge = ld.Dataset.from_arrays(scalars={"x": np.array([1.0])}, weights=np.array([1e200]))
+    big = ld.Likelihood([ld.ExtendedNLL(model, data=data, accepted_mc=huge, name="t")])
+    y = big.yield_context("t", generated_mc=tiny, parameters=[2.0, 0.0])
+    with np.errstate(over="ignore"), \
+            pytest.raises(ModelError, match=r"^the acceptance is inf \(it overflows float64\)$"):
+        y.acceptance()
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+def test_an_overflowing_sum_of_squares_is_an_error_not_an_infinite_error_bar(lik):
+    """Accepted MC weights of ``1e160``: the integral (``~1e160``) is finite, ``sum (w I)^2``
+    (``~1e320``) is not, so the accepted yield's statistical error would be ``inf``."""
+    model = lik.terms[0].model
+    data = ld.Dataset.from_arrays(scalars={"x": DATA_X}, weights=DATA_W)
+    heavy = ld.Dataset.from_arrays(scalars={"x": np.array([1.0, 2.0])}, weights=np.array([1e160, 1e160]))
+    big = ld.Likelihood([ld.ExtendedNLL(model, data=data, accepted_mc=heavy, name="t")])
+    y = big.yield_context("t", generated_mc=GEN, parameters=[2.0, 0.0])
+    with pytest.raises(NonFiniteError, match=r"^the sum of \(w I\)\^2 over the accepted sample of term 't' "
+                                             r"is inf \(it overflows float64\), so its statistical error "
+                                             r"is not finite$"):
+        y.accepted_fitted_yield()
+    assert y.generated_fitted_yield().central == pytest.approx(generated([2.0, 0.0]), rel=1e-15)
+
+
 def test_repr_names_the_unit_in_lower_case(lik):
     xs = lik.cross_section("t", GEN, ld.Luminosity(2.0, ld.AreaUnit.PICOBARN), POINT.tolist())
     assert repr(xs) == f"CrossSection({xs.total!r} picobarn)"

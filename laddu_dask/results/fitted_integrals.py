@@ -87,24 +87,37 @@ class Integrals:
             self.draws = np.array([s.values[1:, 0] for s in sums]).T  # (K, pairs)
 
     def estimate(self, f: Callable[[np.ndarray], float], df: Callable[[np.ndarray], np.ndarray],
-                 components: dict[str, float] | None = None, what: str = "quantity") -> Estimate:
-        """The :class:`Estimate` of ``f(integrals)`` (``df`` its partial derivatives).
+                 components: Callable[[], dict[str, float]] | None = None,
+                 what: str = "quantity") -> Estimate:
+        """The :class:`Estimate` of ``f(integrals)`` (``df`` its partial derivatives);
+        ``components()`` gives its other error components, asked for once ``f`` is known finite.
 
         Raises
         ------
         ModelError
-            When ``f`` is not finite at the fitted point or at a draw (an integral is zero).
+            When ``f`` is not finite at the fitted point or at a draw; the message says why
+            (an integral is zero, an integral is not finite, or the result overflows float64).
         """
         central = f(self.values)
         if not math.isfinite(central):
-            raise ModelError(f"the {what} is {float(central)!r} (an integral is zero)")
-        parts = dict(components or {})
+            raise ModelError(f"the {what} is {float(central)!r} ({_why_not_finite(self.values)})")
+        parts = {} if components is None else dict(components())
         if self.covariance is not None:
             parts["covariance"] = linear_sigma(df(self.values) @ self.gradients, self.covariance)
         draws = None if self.draws is None else np.array([f(row) for row in self.draws])
         if draws is not None and not np.isfinite(draws).all():
-            raise ModelError(f"the {what} is not finite at a draw of the ensemble (an integral is zero)")
+            row = self.draws[int(np.flatnonzero(~np.isfinite(draws))[0])]
+            raise ModelError(f"the {what} is not finite at a draw of the ensemble ({_why_not_finite(row)})")
         return Estimate(central, draws=draws, source_id=self.source_id, components=parts)
+
+
+def _why_not_finite(values: np.ndarray) -> str:
+    """Why a function of the integrals ``values`` came out infinite or NaN, in words."""
+    if not np.isfinite(values).all():
+        return "an integral is not finite"
+    if (values == 0.0).any():
+        return "an integral is zero"
+    return "it overflows float64"
 
 
 def _one_pass(pairs: list[tuple[Selection, str]], points: list[np.ndarray],

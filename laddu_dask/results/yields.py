@@ -47,7 +47,7 @@ import numpy as np
 
 from laddu_dask.compile.layout import ParameterValues
 from laddu_dask.data.dataset import Dataset
-from laddu_dask.errors import ModelError, ParameterError
+from laddu_dask.errors import ModelError, NonFiniteError, ParameterError
 from laddu_dask.likelihood.terms import ExtendedNLL
 from laddu_dask.results.binned import Axis, Linear, axis_group
 from laddu_dask.results.combination import (
@@ -100,14 +100,21 @@ class Yield:
         return isinstance(self._selection.term, ExtendedNLL)
 
     def _fill(self, role: str) -> float:
+        """The statistical error of the ``role`` sample's sum, ``sqrt(sum (w I)^2)``."""
         if role == "accepted":
-            return math.sqrt(self._ints.squares[0])
-        if role == "generated":
-            return math.sqrt(self._ints.squares[1])
-        if role not in self._fills:
-            sel = self._selection
-            self._fills[role] = math.sqrt(weight_square_sum(sel.execution, sel.term.data))
-        return self._fills[role]
+            square = float(self._ints.squares[0])
+        elif role == "generated":
+            square = float(self._ints.squares[1])
+        else:
+            if role not in self._fills:
+                sel = self._selection
+                self._fills[role] = weight_square_sum(sel.execution, sel.term.data)
+            square = self._fills[role]
+        if not math.isfinite(square):
+            what = "w^2" if role == "data" else "(w I)^2"
+            raise NonFiniteError(f"the sum of {what} over the {role} sample of term {self.term_name!r} is "
+                                 f"{square!r} (it overflows float64), so its statistical error is not finite")
+        return math.sqrt(square)
 
     def selected_yield(self) -> Estimate:
         """``sum_data w``, with the data's statistical error ``sqrt(sum w^2)`` (the same at
@@ -121,13 +128,13 @@ class Yield:
         """``sum_accmc w I`` at the fitted point."""
         _extended(self._selection)
         return self._ints.estimate(lambda v: v[0], lambda v: np.array([1.0, 0.0]),
-                                   {"accepted_mc_fill": self._fill("accepted")}, "accepted yield")
+                                   lambda: {"accepted_mc_fill": self._fill("accepted")}, "accepted yield")
 
     def generated_fitted_yield(self) -> Estimate:
         """``sum_genmc w I`` at the fitted point: the acceptance-corrected fitted yield."""
         _extended(self._selection)
         return self._ints.estimate(lambda v: v[1], lambda v: np.array([0.0, 1.0]),
-                                   {"generated_mc_fill": self._fill("generated")}, "generated yield")
+                                   lambda: {"generated_mc_fill": self._fill("generated")}, "generated yield")
 
     def acceptance(self) -> Estimate:
         """The fitted acceptance ``sum_accmc w I / sum_genmc w I``."""
@@ -139,8 +146,8 @@ class Yield:
         n = self._selection.term.data.sum_weights()
         return self._ints.estimate(lambda v: n * v[1] / v[0],
                                    lambda v: np.array([-n * v[1] / v[0] ** 2, n / v[0]]),
-                                   {"data_fill": self._fill("data") * self._ints.values[1]
-                                    / self._ints.values[0]},
+                                   lambda: {"data_fill": self._fill("data") * self._ints.values[1]
+                                            / self._ints.values[0]},
                                    "corrected yield")
 
     def rate_closure(self) -> RateClosure:
