@@ -128,7 +128,16 @@ from laddu_dask.expr import (
     vector,
 )
 from laddu_dask.expr import complex_ as complex  # noqa: A001 - laddu's name
-from laddu_dask.likelihood import NLL, ExtendedNLL, FitResult, LassoPenalty, Likelihood, RidgePenalty, fit
+from laddu_dask.likelihood import (
+    NLL,
+    ExtendedNLL,
+    FitResult,
+    LassoPenalty,
+    Likelihood,
+    RidgePenalty,
+    fit,
+    ganesh,  # laddu's minimizer and sampler configurations
+)
 
 # isort: split
 # the analysis layer: many fits and MCMC (it registers Likelihood.fit_restarts, bootstrap_fit, sample)
@@ -318,3 +327,5 @@ __all__ += ["UnsafeOutputError"]
 # A library logs, the application decides where to: without a handler of the user's, Python's
 # last-resort handler would print every warning a second time next to its warnings.warn.
 logging.getLogger("laddu_dask").addHandler(logging.NullHandler())
+# laddu's minimizer and sampler namespace (issue 24)
+__all__ += ["ganesh"]
