@@ -194,6 +194,7 @@ from laddu_dask.runtime import (
     ReductionEvaluation,
     exact_sum,
 )
+from laddu_dask.runtime.capabilities import backend, capabilities
 
 __version__ = "0.1.0"
 
@@ -329,3 +330,4 @@ __all__ += ["UnsafeOutputError"]
 logging.getLogger("laddu_dask").addHandler(logging.NullHandler())
 # laddu's minimizer and sampler namespace (issue 24)
 __all__ += ["ganesh"]
+__all__ += ["backend", "capabilities"]

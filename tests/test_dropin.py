@@ -79,3 +79,39 @@ def test_laddu_error_catches_what_laddu_dask_raises():
     with pytest.raises(ld.LadduError, match=r"^parameter 'a': initial range \[2.0, 1.0\] is empty") as caught:
         ld.parameter("a", initial=(2.0, 1.0))
     assert isinstance(caught.value, ld.errors.ParameterError)  # the typed error, caught as laddu's
+
+
+_JSON_OBJECTS = {
+    "WignerD": lambda lib: lib.WignerD(2, 1, 0),
+    "Sheet": lambda lib: lib.Sheet.UNPHYSICAL,
+    "BarrierKind": lambda lib: lib.BarrierKind.TENSOR,
+    "ScalarSource": lambda lib: lib.ScalarSource.uniform(0.0, 2.0),
+    "Histogram": lambda lib: lib.Histogram([1.0, 0.0, 3.0], bin_edges=[0.0, 1.0, 1.5, 2.0]),
+}
+
+
+@needs_laddu
+@pytest.mark.parametrize("name", sorted(_JSON_OBJECTS))
+def test_from_json_takes_laddus_json_by_laddus_keyword(name):
+    """``Cls.from_json(json=...)`` (laddu's keyword) reads laddu's text back to the same object."""
+    import json
+
+    text = _JSON_OBJECTS[name](laddu).to_json()
+    ours = getattr(ld, name).from_json(json=text)
+    if name == "Histogram":  # laddu's text has more fields (fill kind, sums of squared weights)
+        theirs, back = json.loads(text), json.loads(ours.to_json())
+        assert {k: back[k] for k in ("bin_edges", "counts", "errors", "underflow", "overflow")} == \
+            {k: theirs[k] for k in ("bin_edges", "counts", "errors", "underflow", "overflow")}
+    else:
+        assert ours.to_json() == text
+
+
+@needs_laddu
+def test_capabilities_has_laddus_flags_and_says_the_backend_is_dask():
+    ours, theirs = ld.capabilities(), laddu.capabilities()
+    assert set(theirs) <= set(ours)
+    assert {k: type(v) for k, v in ours.items() if k in theirs} == {k: type(v) for k, v in theirs.items()}
+    assert (ld.backend(), ours["backend"], ours["mpi"], ours["fit"]) == ("dask", "dask", False, True)
+    import importlib.util
+
+    assert ours["jit"] is (importlib.util.find_spec("numba") is not None)

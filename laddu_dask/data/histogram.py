@@ -15,7 +15,7 @@ Examples
 
 from __future__ import annotations
 
-import json
+import json as _json
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -183,13 +183,13 @@ class Histogram:
 
     def to_json(self) -> str:
         """The histogram as JSON (:meth:`from_json` reads it)."""
-        return json.dumps({"bin_edges": self.bin_edges, "counts": self.counts, "errors": self.errors,
+        return _json.dumps({"bin_edges": self.bin_edges, "counts": self.counts, "errors": self.errors,
                            "underflow": self.underflow, "overflow": self.overflow})
 
     @staticmethod
-    def from_json(text: str) -> Histogram:
+    def from_json(json: str) -> Histogram:
         """The histogram :meth:`to_json` wrote."""
-        d: dict[str, Any] = json.loads(text)
+        d: dict[str, Any] = _json.loads(json)
         return Histogram(d["counts"], bin_edges=d["bin_edges"], underflow=d["underflow"],
                          overflow=d["overflow"], errors=d["errors"])
 

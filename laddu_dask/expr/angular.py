@@ -25,7 +25,7 @@ True
 
 from __future__ import annotations
 
-import json
+import json as _json
 import math
 from fractions import Fraction
 from typing import Any
@@ -104,16 +104,16 @@ class WignerD:
         jpm, jmmp, delta = (dj + dm) // 2, (dj - dmp) // 2, (dmp - dm) // 2
         fields = {"dj": dj, "dmp": dmp, "dm": dm, "jpm": jpm, "jmmp": jmmp, "delta": delta,
                   "s_min": max(0, -delta), "s_max": min(jpm, jmmp)}
-        return json.dumps(fields, separators=(",", ":"))
+        return _json.dumps(fields, separators=(",", ":"))
 
     @staticmethod
-    def from_json(text: str) -> WignerD:
+    def from_json(json: str) -> WignerD:
         """The element serialized by :meth:`to_json` (laddu's JSON)."""
         try:
-            fields = json.loads(text)
+            fields = _json.loads(json)
             dj, dmp, dm = (int(fields[k]) for k in ("dj", "dmp", "dm"))
         except (ValueError, TypeError, KeyError) as err:
-            raise ModelError(f"not a WignerD in JSON ({err}): {text!r}") from None
+            raise ModelError(f"not a WignerD in JSON ({err}): {json!r}") from None
         return WignerD(Fraction(dj, 2), Fraction(dmp, 2), Fraction(dm, 2))
 
     def d(self, beta: ExprLike) -> Expr:

@@ -20,7 +20,7 @@ True
 from __future__ import annotations
 
 import enum
-import json
+import json as _json
 import math
 from collections.abc import Sequence
 
@@ -58,15 +58,15 @@ class _Named(enum.Enum):
 
     def to_json(self) -> str:
         """The JSON form laddu writes (``'"Physical"'``)."""
-        return json.dumps(self.value)
+        return _json.dumps(self.value)
 
     @classmethod
-    def from_json(cls, text: str) -> _Named:
+    def from_json(cls, json: str) -> _Named:
         """The member from its JSON form (laddu's ``from_json``)."""
         try:
-            return cls(json.loads(text))
+            return cls(_json.loads(json))
         except (ValueError, TypeError):
-            raise ModelError(f"not a {cls.__name__} in JSON: {text!r}") from None
+            raise ModelError(f"not a {cls.__name__} in JSON: {json!r}") from None
 
 
 class Sheet(_Named):

@@ -23,7 +23,7 @@ VertexProposal.t_exchange(incoming='gamma', outgoing='X', slope=4.0, uniform_fra
 
 from __future__ import annotations
 
-import json
+import json as _json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -268,13 +268,13 @@ class ScalarSource:
             body = {"kind": "uniform", "min": self.values[0], "max": self.values[1]}
         else:
             body = {"kind": "histogram", "edges": list(self.values), "weights": list(self.counts)}
-        return json.dumps(body, separators=(",", ":"))
+        return _json.dumps(body, separators=(",", ":"))
 
     @staticmethod
-    def from_json(text: str) -> ScalarSource:
+    def from_json(json: str) -> ScalarSource:
         """A source from :meth:`to_json`'s (or laddu's) JSON text."""
         try:
-            body = json.loads(text)
+            body = _json.loads(json)
             kind = body["kind"]
             if kind == "fixed" and set(body) == {"kind", "value"}:
                 return ScalarSource.fixed(body["value"])
@@ -284,7 +284,7 @@ class ScalarSource:
                 return ScalarSource.histogram(_Bins(body["edges"], body["weights"]))
         except (TypeError, ValueError, KeyError):
             pass
-        raise ModelError(f"not the JSON of a ScalarSource: {text!r}")
+        raise ModelError(f"not the JSON of a ScalarSource: {json!r}")
 
     def __repr__(self) -> str:
         if self.kind == "histogram":

@@ -22,7 +22,7 @@ True
 from __future__ import annotations
 
 import dataclasses
-import json
+import json as _json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -172,12 +172,12 @@ class GenerationReport:
 
     def to_json(self) -> str:
         """The report as a JSON object (laddu's field names)."""
-        return json.dumps(dataclasses.asdict(self))
+        return _json.dumps(dataclasses.asdict(self))
 
     @staticmethod
-    def from_json(text: str) -> GenerationReport:
+    def from_json(json: str) -> GenerationReport:
         """A report from :meth:`to_json`'s text."""
-        fields = json.loads(text)
+        fields = _json.loads(json)
         if fields.get("proven_weight_interval") is not None:
             fields["proven_weight_interval"] = tuple(fields["proven_weight_interval"])
         return GenerationReport(**fields)
