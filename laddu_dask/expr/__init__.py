@@ -55,10 +55,11 @@ from laddu_dask.expr.vectors import Vec3, Vec4
 from laddu_dask.expr import particles
 from laddu_dask.expr.angular import WignerD, clebsch_gordan
 from laddu_dask.expr.frames import MandelstamChannel, VertexFrame
+from laddu_dask.expr.isospin import Isospin
 from laddu_dask.expr.particles import Particle
 from laddu_dask.expr.polarization import Angles, Polarization, PolPhase, Zlm
 from laddu_dask.expr.proposals import InitialMomentum, MassProposal, ScalarSource, VertexProposal
-from laddu_dask.expr.quantum import Isospin, J, L, M, Parity, S, Statistics
+from laddu_dask.expr.quantum import J, L, M, Parity, S, Statistics
 from laddu_dask.expr.rules import (
     AllowedPartialWave,
     PartialWave,

@@ -19,12 +19,14 @@ Parity.NEGATIVE
 
 from __future__ import annotations
 
+import json as _json
 import math
 from fractions import Fraction
 from typing import Any
 
 from laddu_dask.errors import ModelError
-from laddu_dask.expr.quantum import Isospin, Parity, S, Statistics, doubled
+from laddu_dask.expr.isospin import Isospin
+from laddu_dask.expr.quantum import Parity, S, Statistics, doubled
 
 #: The optional integer and flag properties, in laddu's names.
 _PLAIN = (
@@ -152,6 +154,127 @@ class Particle:
 
     def __hash__(self) -> int:
         return hash((self._props["name"], self._props["mass"]))
+
+    # laddu's partial descriptions: a selection rule compares only what a description defines
+
+    @staticmethod
+    def unknown() -> Particle:
+        """A particle with no property defined."""
+        return Particle()
+
+    @staticmethod
+    def hadron() -> Particle:
+        """A generic hadron: every lepton number 0."""
+        return Particle(**dict.fromkeys(_LEPTON_NUMBERS, 0))
+
+    @staticmethod
+    def meson() -> Particle:
+        """A generic meson: baryon number and every lepton number 0."""
+        return Particle(baryon_number=0, **dict.fromkeys(_LEPTON_NUMBERS, 0))
+
+    @staticmethod
+    def baryon(baryon_number: int = 1) -> Particle:
+        """A generic baryon: ``baryon_number`` (1), every lepton number 0."""
+        return Particle(baryon_number=baryon_number, **dict.fromkeys(_LEPTON_NUMBERS, 0))
+
+    @staticmethod
+    def boson(j: Any) -> Particle:
+        """A boson of integer spin ``j``: baryon and lepton numbers 0.
+
+        Raises
+        ------
+        ModelError
+            When ``j`` is not a non-negative integer.
+        """
+        spin = _spin(j)
+        if spin.doubled % 2:
+            raise ModelError(f"a boson's spin must be a non-negative integer, got {j!r}")
+        return Particle(spin=spin, statistics=Statistics.BOSON, baryon_number=0,
+                        **dict.fromkeys(_LEPTON_NUMBERS, 0))
+
+    @staticmethod
+    def lepton(*, electron: int = 0, muon: int = 0, tau: int = 0) -> Particle:
+        """A lepton of the given lepton numbers: baryon number and every quark flavour 0
+        (its statistics stay undefined, as in laddu)."""
+        return Particle(electron_lepton_number=electron, muon_lepton_number=muon, tau_lepton_number=tau,
+                        baryon_number=0, strangeness=0, charm=0, bottomness=0, topness=0)
+
+    @staticmethod
+    def jp(j: Any, *, parity: Any) -> Particle:
+        """A particle of spin ``j`` and intrinsic ``parity`` (statistics from the spin).
+
+        Examples
+        --------
+        >>> import laddu_dask as ld
+        >>> rho_like = ld.Particle.jp(1, parity="-")
+        >>> rho_like.spin, rho_like.parity, rho_like.statistics
+        (S(1), Parity.NEGATIVE, Statistics.BOSON)
+        """
+        spin = _spin(j)
+        return Particle(spin=spin, parity=parity, statistics=Statistics.from_spin(spin))
+
+    @staticmethod
+    def jpc(j: Any, *, parity: Any, c_parity: Any) -> Particle:
+        """A particle of spin ``j``, ``parity`` and ``c_parity`` (statistics from the spin)."""
+        spin = _spin(j)
+        return Particle(spin=spin, parity=parity, c_parity=c_parity, statistics=Statistics.from_spin(spin))
+
+    def to_json(self) -> str:
+        """The particle in laddu's JSON (doubled spins and isospins, parities by name)."""
+        body = {key: _to_json_value(key, self._props[key]) for key in _PLAIN}
+        body["ids"] = {ns: {"Code": {"value": n}} for ns, n in sorted(self._ids.items())}
+        return _json.dumps(body, separators=(",", ":"))
+
+    @staticmethod
+    def from_json(json: str) -> Particle:
+        """The particle :meth:`to_json` (or laddu) wrote.
+
+        Raises
+        ------
+        ModelError
+            When the text is not a particle's JSON (naming the field at fault).
+        """
+        try:
+            body = _json.loads(json)
+            missing = [key for key in (*_PLAIN, "ids") if key not in body]
+            if missing:
+                raise ModelError(f"not a Particle in JSON: it has no {', '.join(missing)}")
+            fields = {key: _from_json_value(key, body[key]) for key in _PLAIN}
+            ids = {ns: int(code["Code"]["value"]) for ns, code in body["ids"].items()}
+        except (TypeError, ValueError, KeyError) as err:
+            if isinstance(err, ModelError):
+                raise
+            raise ModelError(f"not a Particle in JSON ({type(err).__name__}: {err})") from None
+        return Particle(fields.pop("name"), ids=ids, **fields)
+
+
+_LEPTON_NUMBERS = ("electron_lepton_number", "muon_lepton_number", "tau_lepton_number")
+
+
+def _to_json_value(key: str, value: Any) -> Any:
+    if value is None:
+        return None
+    if key == "spin":
+        return value.doubled
+    if key == "isospin":
+        return _json.loads(value.to_json())
+    if key in ("parity", "c_parity", "g_parity", "statistics"):
+        return _json.loads(value.to_json())
+    return value
+
+
+def _from_json_value(key: str, value: Any) -> Any:
+    if value is None:
+        return None
+    if key == "spin":
+        return Fraction(int(value), 2)
+    if key == "isospin":
+        return Isospin.from_json(_json.dumps(value))
+    if key in ("parity", "c_parity", "g_parity"):
+        return Parity.from_json(_json.dumps(value))
+    if key == "statistics":
+        return Statistics.from_json(_json.dumps(value))
+    return value
 
 
 def _accessors(key: str) -> tuple[property, property]:
