@@ -15,7 +15,11 @@ model is given); ``unweighted`` accepts a proposal with probability
 the phase-space weight (``proven_envelope=True``, without a model:
 :meth:`Generator.phase_space_envelope`, :mod:`~laddu_dask.results.envelope`), or
 ``safety_factor`` times the largest weight of ``pilot_proposals`` pilot proposals (their
-own stream), and gives unit weights.  A weight above the envelope is a
+own stream), and gives unit weights.  With a pilot envelope the proposal is first adapted to
+the model (:mod:`~laddu_dask.results.adaptation`: the pilot's marginals in the masses, ``t``
+and decay angles, mixed with the channel's own proposals), and the envelope comes from a
+second pilot of the adapted proposal: the accepted events follow the same distribution, with
+fewer proposals.  A weight above the envelope is a
 :class:`~laddu_dask.errors.GenerationError`, or with ``grow_envelope=True`` restarts every
 partition with the larger envelope (so all partitions share one).
 
@@ -427,7 +431,9 @@ class Generator:
         (a known envelope), ``pilot_proposals`` and ``safety_factor`` (the estimated
         envelope), ``proven_envelope`` (the envelope of :meth:`phase_space_envelope`; only
         without a model, ``max_weight`` and ``grow_envelope``), ``grow_envelope`` (restart
-        with a larger envelope instead of an error).
+        with a larger envelope instead of an error).  With a pilot envelope (neither
+        ``max_weight`` nor ``proven_envelope``) the proposal is adapted to the model first
+        and the report counts both pilots (:mod:`~laddu_dask.results.adaptation`).
 
         Raises
         ------

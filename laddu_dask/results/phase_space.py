@@ -19,7 +19,9 @@ batches from a ``numpy.random.Generator``.  Each event carries laddu's proposal 
 These are laddu 0.28.1's definitions, so the weighted distributions (and the mean weight,
 the phase-space integral) are laddu's; the random numbers are NumPy's.  Vertices are
 sampled from the initial state outwards; an edge's mass is its fixed or proposed mass, or
-its particle's mass.
+its particle's mass.  A plan adapted to a model (:meth:`PhaseSpacePlan.adapt`, see
+:mod:`~laddu_dask.results.adaptation`) draws some masses, ``t`` values and decay angles from
+learned mixtures instead, and divides the weight by their densities accordingly.
 
 Examples
 --------
