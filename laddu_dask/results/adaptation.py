@@ -14,8 +14,8 @@ in each adaptable coordinate of the channel,
 * the ``t`` of every t-exchange, as the fraction of its event's ``t`` range;
 * the polar angle of every two-body decay, as ``u = (1 + cos theta) / 2``,
 
-as a histogram ``h`` of the pilot's weights over ``u`` (:data:`BINS` equal bins of
-``[0, 1]``), and may draw that coordinate from the mixture
+as a histogram ``h`` of the pilot's weights over ``u`` (equal bins of ``[0, 1]``, as many as
+one of :data:`BIN_CHOICES`), and may draw that coordinate from the mixture
 
     ``q(u) = f b(u) + (1 - f) h(u)``
 
@@ -26,14 +26,15 @@ proposals estimate the same integrals and the accepted events follow the same di
 weights shrinks.  Since ``q >= f b``, a weight grows by at most ``1 / f`` per adapted
 coordinate, and every point the channel can give is still proposed.
 
-The coordinates are adapted greedily: the one that raises the pilot's efficiency
-``sum(w) / (n max(w))`` most, by a factor of at least :data:`MINIMUM_GAIN`, then the next on
-the reweighted pilot, until none gains.  The envelope then comes from a second pilot drawn
-with the adapted proposal, from its own random stream, so it is not fitted to the events
-that shaped the proposal.  laddu 0.28.1 adapts one mass (and the decay angle of a vertex
-without an explicit proposal) in the same spirit; laddu-dask also adapts ``t`` and every
-decay angle, which is what lifts its acceptance above laddu's on the photoproduction
-tutorial.
+The coordinates (and their bin counts) are adapted greedily: the one that raises the pilot's
+efficiency ``sum(w) / (n max(w))`` most, by a factor of at least :data:`MINIMUM_GAIN`,
+measured out of sample (a histogram of one half of the pilot reweights the other half; see
+:func:`learn`), then the next on the reweighted pilot, until none gains.  The envelope
+then comes from a second pilot drawn with the adapted proposal, from its own random stream,
+so it is not fitted to the events that shaped the proposal.  laddu 0.28.1 adapts one mass
+(and the decay angle of a vertex without an explicit proposal) in the same spirit;
+laddu-dask also adapts ``t`` and every decay angle, which is what lifts its acceptance above
+laddu's on the photoproduction tutorial.
 
 Examples
 --------
