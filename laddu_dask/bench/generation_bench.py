@@ -13,7 +13,10 @@ library, alternating, each on one thread (laddu ``Execution(threads=1)``, laddu-
   its own model.
 
 Prints the medians and the ratios (laddu-dask time / laddu time; below 1 laddu-dask is
-faster) and writes them, with the run's provenance, to ``benchmarks/results/generation.json``.
+faster), and for the unweighted cases both libraries' acceptance (events / proposals, the
+pilots not counted) and its ratio (laddu-dask / laddu; above 1 laddu-dask needs fewer
+proposals), and writes them, with the run's provenance, to
+``benchmarks/results/generation.json``.
 
 Examples
 --------
@@ -102,7 +105,8 @@ def run(weighted: int = 1_000_000, unweighted: int = 100_000, repeats: int = 3,
                                       execution=laddu_one)),
     }
     out: dict[str, Any] = {"provenance": prov, "cases": {}}
-    print(f"{'case':18s} {'events':>9s} {'laddu-dask ev/s/core':>21s} {'laddu ev/s/core':>16s} {'ratio':>7s}")
+    print(f"{'case':18s} {'events':>9s} {'laddu-dask ev/s/core':>21s} {'laddu ev/s/core':>16s} {'ratio':>7s} "
+          f"{'acceptance laddu-dask':>21s} {'laddu':>7s} {'ratio':>7s}")
     for name, (n, mine, laddus) in cases.items():
         mine(), laddus()  # warm-up: compilation, first-call caches
         times = {"laddu-dask": [], "laddu": []}
@@ -110,12 +114,15 @@ def run(weighted: int = 1_000_000, unweighted: int = 100_000, repeats: int = 3,
             times["laddu-dask"].append(_median(mine, 1))
             times["laddu"].append(_median(laddus, 1))
         t_ours, t_laddu = statistics.median(times["laddu-dask"]), statistics.median(times["laddu"])
-        _, report = mine()
+        (_, report), (_, theirs_report) = mine(), laddus()
+        ours_rate, laddu_rate = report.acceptance_rate, theirs_report.acceptance_rate
         row = {"events": n, "laddu-dask_s": t_ours, "laddu_s": t_laddu, "ratio": t_ours / t_laddu,
                "laddu-dask_events_per_s_per_core": n / t_ours, "laddu_events_per_s_per_core": n / t_laddu,
-               "acceptance_rate": report.acceptance_rate}
+               "acceptance_rate": ours_rate, "laddu_acceptance_rate": laddu_rate,
+               "acceptance_ratio": ours_rate / laddu_rate}
         out["cases"][name] = row
-        print(f"{name:18s} {n:9d} {n / t_ours:21.3e} {n / t_laddu:16.3e} {t_ours / t_laddu:7.2f}")
+        print(f"{name:18s} {n:9d} {n / t_ours:21.3e} {n / t_laddu:16.3e} {t_ours / t_laddu:7.2f} "
+              f"{ours_rate:21.4f} {laddu_rate:7.4f} {ours_rate / laddu_rate:7.2f}")
     if results:
         write_results(results, out)
     return out
@@ -131,13 +138,19 @@ def readme_lines(r: dict[str, Any]) -> list[str]:
            "channel (gamma p -> X p, X -> K_S K_S), one thread each, against laddu's `Generator` on the "
            f"same channel, alternating, median of {prov['parameters']['repeats']}. "
            + run_line(prov, ("laddu-dask", "laddu", "dask", "numpy")), "",
-           "| | events | laddu-dask | laddu | ratio |", "|---|---|---|---|---|"]
+           "Acceptance: events per proposal of the unweighted runs (laddu-dask adapts its proposal to the "
+           "model more widely, see the difference table), and its ratio, laddu-dask / laddu.", "",
+           "| | events | laddu-dask | laddu | ratio | acceptance laddu-dask | laddu | ratio |",
+           "|---|---|---|---|---|---|---|---|"]
     titles = {"weighted": "weighted phase space", "unweighted": "unweighted phase space",
               "unweighted_model": "unweighted, S + D-wave intensity"}
     for name, row in r["cases"].items():
+        accepted = (f"{row['acceptance_rate']:.1%} | {row['laddu_acceptance_rate']:.1%} | "
+                    f"{row['acceptance_ratio']:.2f}x" if "laddu_acceptance_rate" in row else "| |")
         out.append(f"| {titles.get(name, name)} | {row['events']:,} | "
                    f"{row['laddu-dask_events_per_s_per_core'] / 1e6:.2f} M/s | "
-                   f"{row['laddu_events_per_s_per_core'] / 1e6:.2f} M/s | {ratio(row['ratio'])} |")
+                   f"{row['laddu_events_per_s_per_core'] / 1e6:.2f} M/s | {ratio(row['ratio'])} | "
+                   f"{accepted} |")
     return [*out, ""]
 
 

@@ -15,7 +15,11 @@ model is given); ``unweighted`` accepts a proposal with probability
 the phase-space weight (``proven_envelope=True``, without a model:
 :meth:`Generator.phase_space_envelope`, :mod:`~laddu_dask.results.envelope`), or
 ``safety_factor`` times the largest weight of ``pilot_proposals`` pilot proposals (their
-own stream), and gives unit weights.  A weight above the envelope is a
+own stream), and gives unit weights.  With a pilot envelope the proposal is first adapted to
+the model (:mod:`~laddu_dask.results.adaptation`: the pilot's marginals in the masses, ``t``
+and decay angles, mixed with the channel's own proposals), and the envelope comes from a
+second pilot of the adapted proposal: the accepted events follow the same distribution, with
+fewer proposals.  A weight above the envelope is a
 :class:`~laddu_dask.errors.GenerationError`, or with ``grow_envelope=True`` restarts every
 partition with the larger envelope (so all partitions share one).
 
@@ -70,9 +74,17 @@ from laddu_dask.errors import GenerationError, ParameterError
 from laddu_dask.expr.model import Model
 from laddu_dask.expr.topology import Channel
 from laddu_dask.files import atomic_folder, check_output
+from laddu_dask.results.adaptation import learn
 from laddu_dask.results.envelope import ProvenEnvelopeReport, prove_envelope
 from laddu_dask.results.generated_columns import IndexColumn, check_scalars
-from laddu_dask.results.generation_tasks import PILOT_KEY, Proposer, Target, unweighted_task, weighted_task
+from laddu_dask.results.generation_tasks import (
+    ADAPTED_PILOT_KEY,
+    PILOT_KEY,
+    Proposer,
+    Target,
+    unweighted_task,
+    weighted_task,
+)
 from laddu_dask.results.phase_space import PhaseSpacePlan
 from laddu_dask.results.report import GenerationReport, merge_stats
 from laddu_dask.runtime.execution import Execution
@@ -221,7 +233,8 @@ class Generator:
         offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int).tolist()
         envelope, pilot, proven = None, 0, None
         if kind == "unweighted":
-            envelope, acceptance, pilot, proven = self._envelope(proposer, target, seed, **unweighting)
+            proposer, envelope, acceptance, pilot, proven = self._envelope(proposer, target, seed,
+                                                                           **unweighting)
             unweighting = {**unweighting, "acceptance": acceptance, "chunk_cap": cap}
         while True:
             try:
@@ -287,33 +300,63 @@ class Generator:
 
     def _envelope(self, proposer: Proposer, target: Target, seed: int, *, max_weight: float | None,
                   pilot_proposals: int, safety_factor: float, proven_envelope: bool, **_: Any
-                  ) -> tuple[float, float, int, ProvenEnvelopeReport | None]:
-        """The envelope, the expected acceptance, the pilot proposals drawn and the proof.
+                  ) -> tuple[Proposer, float, float, int, ProvenEnvelopeReport | None]:
+        """The proposer, the envelope, the expected acceptance, the pilot proposals drawn and
+        the proof.
 
         A proven envelope needs no pilot; a probe of one pilot chunk then estimates the
-        acceptance, which only sizes the chunks of proposals.
+        acceptance, which only sizes the chunks of proposals.  A pilot envelope first adapts
+        the proposal to the model (:mod:`~laddu_dask.results.adaptation`); when it does, a
+        second pilot of as many proposals, drawn with the adapted proposal from its own
+        stream, gives the envelope.
         """
         proven = self.phase_space_envelope() if proven_envelope else None
         pilot = _PILOT_CHUNK if proven is not None else _count(pilot_proposals, "pilot_proposals", 1)
-        rngs = proposer.streams(seed, PILOT_KEY)
-        largest, total = 0.0, []
-        for start in range(0, pilot, _PILOT_CHUNK):  # fixed chunks: the same envelope for any budget
-            n = min(_PILOT_CHUNK, pilot - start)
-            p4s, values, proposal = proposer.propose(rngs, n)
-            weights = target.weights(p4s, values, proposal, start)
-            largest = max(largest, float(weights.max()))
-            total.append(math.fsum(weights.tolist()))
-        mean = math.fsum(total) / pilot
+        if max_weight is not None and proven is None:
+            max_weight = _positive(max_weight, "max_weight")
+        adapting = proven is None and max_weight is None
+        coordinates, weights = self._pilot(proposer, target, seed, PILOT_KEY, pilot, adapting)
+        drawn = 0 if proven is not None else pilot
+        learned = learn(coordinates, weights) if adapting else {}
+        if learned:
+            proposer = Proposer(proposer.plan.adapt(learned), proposer.scalars, proposer.index)
+            _, weights = self._pilot(proposer, target, seed, ADAPTED_PILOT_KEY, pilot, False)
+            drawn += pilot
+        largest = float(weights.max())
+        mean = math.fsum(weights.tolist()) / pilot
         if proven is not None:
             envelope = proven.maximum_weight
         elif max_weight is not None:
-            envelope = _positive(max_weight, "max_weight")
+            envelope = max_weight
         elif largest > 0:
             envelope = largest * safety_factor
         else:
             raise GenerationError(f"every one of the {pilot} pilot proposals has zero weight; "
                                   "the model vanishes on the proposed phase space")
-        return envelope, max(mean / envelope, 1e-6), 0 if proven is not None else pilot, proven
+        return proposer, envelope, max(mean / envelope, 1e-6), drawn, proven
+
+    @staticmethod
+    def _pilot(proposer: Proposer, target: Target, seed: int, key: tuple[int, ...], pilot: int,
+               keep: bool) -> tuple[dict[tuple[str, str], Any], np.ndarray]:
+        """``pilot`` proposals of the stream ``key`` and their target weights, drawn in fixed
+        chunks (the same for any budget); with ``keep``, the adaptable coordinates of the
+        proposals (:mod:`~laddu_dask.results.adaptation`), else none."""
+        rngs = proposer.streams(seed, key)
+        chunks: list[dict[tuple[str, str], Any]] = []
+        weights = []
+        for start in range(0, pilot, _PILOT_CHUNK):
+            coordinates: dict[tuple[str, str], Any] | None = {} if keep else None
+            p4s, values, proposal = proposer.propose(rngs, min(_PILOT_CHUNK, pilot - start), coordinates)
+            weights.append(target.weights(p4s, values, proposal, start))
+            if coordinates is not None:
+                chunks.append(coordinates)
+        kept = {}
+        for key in chunks[0] if chunks else {}:
+            bases = [c[key][1] for c in chunks]
+            flat = all(np.ndim(b) == 0 and b == bases[0] for b in bases)  # a uniform proposal
+            kept[key] = (np.concatenate([c[key][0] for c in chunks]), bases[0] if flat else np.concatenate(
+                [np.broadcast_to(b, c[key][0].shape) for b, c in zip(bases, chunks)]))
+        return kept, np.concatenate(weights)
 
     # -- laddu's calls ---------------------------------------------------------------------
 
@@ -388,7 +431,9 @@ class Generator:
         (a known envelope), ``pilot_proposals`` and ``safety_factor`` (the estimated
         envelope), ``proven_envelope`` (the envelope of :meth:`phase_space_envelope`; only
         without a model, ``max_weight`` and ``grow_envelope``), ``grow_envelope`` (restart
-        with a larger envelope instead of an error).
+        with a larger envelope instead of an error).  With a pilot envelope (neither
+        ``max_weight`` nor ``proven_envelope``) the proposal is adapted to the model first
+        and the report counts both pilots (:mod:`~laddu_dask.results.adaptation`).
 
         Raises
         ------

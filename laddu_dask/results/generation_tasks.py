@@ -3,7 +3,8 @@
 Partition ``i`` draws its kinematics from ``SeedSequence(seed, spawn_key=(i,))`` and its
 generated scalars from ``SeedSequence(seed, spawn_key=(i, 1))`` (so a scalar added to a
 generator leaves every four-vector as it was); the unweighting pilot uses the spawn key
-``(2**32 - 1,)`` and ``(2**32 - 1, 1)``.  A task returns its
+``(2**32 - 1,)`` and ``(2**32 - 1, 1)``, its second pilot (with a proposal adapted to the
+model) ``(2**32 - 2,)`` and ``(2**32 - 2, 1)``.  A task returns its
 :class:`~laddu_dask.results.report.PartitionStats` and its events (a dict of columns), or
 ``None`` once it has written them as one Parquet file (the index column in its own unsigned
 dtype, every other column as float64).
@@ -44,10 +45,13 @@ from laddu_dask.results.phase_space import PhaseSpacePlan
 from laddu_dask.results.report import PartitionStats
 from laddu_dask.runtime.execution import Execution
 
-__all__ = ["PILOT_KEY", "Proposer", "Target", "stream", "unweighted_task", "weighted_task"]
+__all__ = ["ADAPTED_PILOT_KEY", "PILOT_KEY", "Proposer", "Target", "stream", "unweighted_task",
+           "weighted_task"]
 
 #: The stream of the unweighting pilot: a spawn key no partition uses.
 PILOT_KEY = (2**32 - 1,)
+#: The stream of the second pilot, drawn with a proposal adapted to the model.
+ADAPTED_PILOT_KEY = (2**32 - 2,)
 #: The spawn-key suffix of a stream's generated scalars.
 _SCALARS = 1
 
@@ -69,10 +73,12 @@ class Proposer:
         """The kinematic and the scalar stream of ``key``."""
         return stream(seed, key), stream(seed, (*key, _SCALARS)) if self.scalars else None
 
-    def propose(self, rngs: tuple[np.random.Generator, np.random.Generator | None], n: int
+    def propose(self, rngs: tuple[np.random.Generator, np.random.Generator | None], n: int,
+                coordinates: dict[tuple[str, str], Any] | None = None
                 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], np.ndarray]:
-        """``n`` proposals: the four-vectors of every edge, the scalars, the proposal weights."""
-        p4s, weight = self.plan.propose(rngs[0], n)
+        """``n`` proposals: the four-vectors of every edge, the scalars, the proposal weights
+        (with ``coordinates``, the plan's adaptable coordinates recorded in it)."""
+        p4s, weight = self.plan.propose(rngs[0], n, coordinates)
         values = {}
         for name, source in self.scalars.items():
             values[name], inverse = draw_scalar(source, rngs[1], n)  # type: ignore[arg-type]

@@ -19,7 +19,9 @@ batches from a ``numpy.random.Generator``.  Each event carries laddu's proposal 
 These are laddu 0.28.1's definitions, so the weighted distributions (and the mean weight,
 the phase-space integral) are laddu's; the random numbers are NumPy's.  Vertices are
 sampled from the initial state outwards; an edge's mass is its fixed or proposed mass, or
-its particle's mass.
+its particle's mass.  A plan adapted to a model (:meth:`PhaseSpacePlan.adapt`, see
+:mod:`~laddu_dask.results.adaptation`) draws some masses, ``t`` values and decay angles from
+learned mixtures instead, and divides the weight by their densities accordingly.
 
 Examples
 --------
@@ -42,8 +44,11 @@ Examples
 
 from __future__ import annotations
 
+import copy
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -169,6 +174,17 @@ class PhaseSpacePlan:
         if not self.initial:
             raise ModelError(f"{where}: no edge has an initial_momentum, so there is no initial state")
         self.steps = self._order(channel, where)
+        #: Proposals adapted to a model (:mod:`~laddu_dask.results.adaptation`) by coordinate;
+        #: empty for the channel's own proposals.
+        self.adapted: dict[tuple[str, str], Any] = {}
+
+    def adapt(self, learned: dict[tuple[str, str], Any]) -> PhaseSpacePlan:
+        """A copy of this plan drawing the coordinates ``learned`` names (``("mass", edge)``,
+        ``("t", vertex)``, ``("decay", vertex)``) from their learned mixtures (see
+        :mod:`~laddu_dask.results.adaptation`)."""
+        plan = copy.copy(self)
+        plan.adapted = {**self.adapted, **learned}
+        return plan
 
     def _order(self, channel: Channel, where: str) -> tuple[_VertexStep, ...]:
         known = set(self.initial)
@@ -213,8 +229,14 @@ class PhaseSpacePlan:
 
     # -- drawing ---------------------------------------------------------------------------
 
-    def propose(self, rng: np.random.Generator, n: int) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    def propose(self, rng: np.random.Generator, n: int, coordinates: dict[tuple[str, str], Any] | None = None
+                ) -> tuple[dict[str, np.ndarray], np.ndarray]:
         """Draw ``n`` events: the four-momenta ``(n, 4)`` of every edge and the proposal weights.
+
+        With ``coordinates`` (a dict), every adaptable coordinate's unit values ``u`` and its
+        proposal's density in ``u`` are stored in it by key (``("mass", edge)``,
+        ``("t", vertex)``, ``("decay", vertex)``: the mass and ``t`` as fractions of their
+        events' ranges, ``(1 + cos theta) / 2`` of a decay).
 
         Raises
         ------
@@ -236,14 +258,29 @@ class PhaseSpacePlan:
             if not (hi > lo).all():
                 raise ModelError(f"{where}: the uniform mass range [{low}, {high}] of edge {name!r} "
                                  f"does not overlap [0, sqrt(s)] = [0, {float(root_s.min())}]")
-            masses[name] = lo + rng.random(n) * (hi - lo)
+            u = self._coordinate(("mass", name), rng, rng.random(n), _flat, weight, coordinates)
+            masses[name] = lo + u * (hi - lo)
             weight *= hi - lo
         for step in self.steps:
             if step.proposal.kind == "isotropic":
-                self._decay(step, p4s, masses, rng, n, weight, where)
+                self._decay(step, p4s, masses, rng, n, weight, where, coordinates)
             else:
-                self._exchange(step, p4s, masses, rng, n, weight, where)
+                self._exchange(step, p4s, masses, rng, n, weight, where, coordinates)
         return {name: p4.T for name, p4 in p4s.items()}, weight
+
+    def _coordinate(self, key: tuple[str, str], rng: np.random.Generator, u: np.ndarray,
+                    base: Callable[[np.ndarray], Any], weight: np.ndarray,
+                    coordinates: dict[tuple[str, str], Any] | None) -> np.ndarray:
+        """The unit coordinate ``key``: ``u`` as the channel's proposal drew it (density ``base``
+        in ``u``), or redrawn from its adapted mixture (the weight then multiplied by
+        ``base / mixture``); recorded in ``coordinates`` when given."""
+        learned = self.adapted.get(key)
+        if learned is not None:
+            u, ratio = learned.mix(rng, u, base)
+            weight *= ratio
+        if coordinates is not None:
+            coordinates[key] = (u, base(u))
+        return u
 
     def _initial(self, name: str, spec: InitialMomentum, rng: np.random.Generator, n: int,
                  weight: np.ndarray, where: str) -> np.ndarray:
@@ -267,28 +304,31 @@ class PhaseSpacePlan:
         momentum = np.sqrt(energy**2 - mass**2)
         return np.vstack([energy, direction[:, None] * momentum])
 
-    @staticmethod
-    def _isotropic(rng: np.random.Generator, n: int) -> np.ndarray:
-        costheta = 2.0 * rng.random(n) - 1.0
+    def _isotropic(self, vertex: str, rng: np.random.Generator, n: int, weight: np.ndarray,
+                   coordinates: dict[tuple[str, str], Any] | None) -> np.ndarray:
+        u = self._coordinate(("decay", vertex), rng, rng.random(n), _flat, weight, coordinates)
+        costheta = 2.0 * u - 1.0
         phi = 2.0 * math.pi * rng.random(n)
         sintheta = np.sqrt(1.0 - costheta**2)
         return np.vstack([sintheta * np.cos(phi), sintheta * np.sin(phi), costheta])
 
     def _decay(self, step: _VertexStep, p4s: dict[str, np.ndarray], masses: dict[str, np.ndarray],
-               rng: np.random.Generator, n: int, weight: np.ndarray, where: str) -> None:
+               rng: np.random.Generator, n: int, weight: np.ndarray, where: str,
+               coordinates: dict[tuple[str, str], Any] | None) -> None:
         parent = p4s[step.incoming[0]]
         m = _mass(parent)
         m1, m2 = masses[step.outgoing[0]], masses[step.outgoing[1]]
         q = breakup_momentum(m, m1, m2)
         _check_threshold(q, m, m1 + m2, step.name, where)
-        direction = self._isotropic(rng, n)
+        direction = self._isotropic(step.name, rng, n, weight, coordinates)
         beta = _velocity(parent)
         p4s[step.outgoing[0]] = boost(_on_shell(direction, q, m1), beta)
         p4s[step.outgoing[1]] = boost(_on_shell(direction, q, m2, -1.0), beta)
         weight *= q / (4.0 * math.pi * m)
 
     def _exchange(self, step: _VertexStep, p4s: dict[str, np.ndarray], masses: dict[str, np.ndarray],
-                  rng: np.random.Generator, n: int, weight: np.ndarray, where: str) -> None:
+                  rng: np.random.Generator, n: int, weight: np.ndarray, where: str,
+                  coordinates: dict[tuple[str, str], Any] | None) -> None:
         proposal = step.proposal
         a = proposal.incoming
         b = step.incoming[1] if step.incoming[0] == a else step.incoming[0]
@@ -317,6 +357,17 @@ class PhaseSpacePlan:
             raise ModelError(f"{where}: vertex {step.name!r}: the configured t limits "
                              f"[{proposal.t_min}, {proposal.t_max}] do not overlap the physical t range")
         t, density = _sample_t(proposal, low, high, rng, n)
+        key = ("t", step.name)
+        if key in self.adapted or coordinates is not None:
+            width = high - low
+
+            def base(u: np.ndarray) -> np.ndarray:
+                return _t_density(proposal, low + u * width, low, high) * width
+
+            u = self._coordinate(key, rng, (t - low) / width, base, weight, coordinates)
+            if key in self.adapted:
+                t = low + u * width
+                density = _t_density(proposal, t, low, high)
         costheta = np.clip((t - center) / span, -1.0, 1.0)
         sintheta = np.sqrt(np.maximum(1.0 - costheta**2, 0.0))
         phi = 2.0 * math.pi * rng.random(n)
@@ -343,11 +394,30 @@ def _check_threshold(q: np.ndarray, parent: np.ndarray, threshold: np.ndarray, v
                          f"{float(parent[i])} < {float(threshold[i])}")
 
 
+def _flat(u: np.ndarray) -> float:
+    """The density of a uniformly drawn unit coordinate."""
+    return 1.0
+
+
+def _uniform_fraction(proposal: VertexProposal) -> float:
+    return 1.0 if proposal.slope is None or abs(proposal.slope) < 1e-10 else proposal.uniform_fraction
+
+
+def _t_density(proposal: VertexProposal, t: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """The density of the channel's ``t`` proposal at ``t`` in ``[low, high]``."""
+    width = high - low
+    fraction = _uniform_fraction(proposal)
+    if fraction >= 1.0:
+        return 1.0 / width + 0.0 * t
+    slope = float(proposal.slope)  # type: ignore[arg-type]
+    return fraction / width + (1.0 - fraction) * slope * np.exp(slope * (t - low)) / np.expm1(slope * width)
+
+
 def _sample_t(proposal: VertexProposal, low: np.ndarray, high: np.ndarray, rng: np.random.Generator,
               n: int) -> tuple[np.ndarray, np.ndarray]:
     """Sampled ``t`` in ``[low, high]`` and its proposal density (laddu's mixture)."""
     width = high - low
-    fraction = 1.0 if proposal.slope is None or abs(proposal.slope) < 1e-10 else proposal.uniform_fraction
+    fraction = _uniform_fraction(proposal)
     choice = rng.random(n)
     u = rng.random(n)
     uniform_t = low + u * width

@@ -115,9 +115,10 @@ def helicity_amplitude(ld, parts, angle_exprs, lg, lt, lr):
     return total
 
 
-def intensity(ld, waves=WAVES):
-    """The polarized intensity ``sum_{lt, lr} Re(A^dagger rho_gamma A)`` of ``waves``."""
-    channel = reaction(ld)
+def intensity(ld, waves=WAVES, channel=None):
+    """The polarized intensity ``sum_{lt, lr} Re(A^dagger rho_gamma A)`` of ``waves`` (on the
+    vertices and edges of ``channel``, :func:`reaction` by default)."""
+    channel = reaction(ld) if channel is None else channel
     parts = wave_parts(ld, channel, waves)
     angle_exprs = angles(ld, channel)
     polarization = ld.scalar("beam_polarization")
@@ -139,9 +140,10 @@ def intensity(ld, waves=WAVES):
     return total
 
 
-def build_model(ld, waves=WAVES):
-    """The tutorial model as ``ld.Model`` (of the S and D waves, or of ``waves``)."""
-    return ld.Model(intensity(ld, waves))
+def build_model(ld, waves=WAVES, channel=None):
+    """The tutorial model as ``ld.Model`` (of the S and D waves, or of ``waves``; on
+    ``channel``, :func:`reaction` by default)."""
+    return ld.Model(intensity(ld, waves, channel))
 
 
 def events(n: int, seed: int, weighted: bool = False) -> dict:
