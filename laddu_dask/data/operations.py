@@ -120,7 +120,8 @@ class DatasetOperations:
 
     # -- lazy views ----------------------------------------------------------------------
     def _derived(self, rule: RowRule, counts: Sequence[int] | None = None) -> Any:
-        return type(self)(DerivedOrigin(self, rule, counts), memory_policy=self.memory_policy)
+        return type(self)(DerivedOrigin(self, rule, counts), memory_policy=self.memory_policy,
+                          memory=self.memory)
 
     def select(self, predicate: Predicate, *, execution: Any = None) -> Any:
         """The events where ``predicate`` holds, lazily (laddu's ``Dataset.select``).
