@@ -1,0 +1,291 @@
+"""laddu 0.28.1's I/O keywords against laddu itself (issue 24, point 3).
+
+``read_parquet(path, memory=, cache=, nulls=, validate=, schema=)`` and ``read_root(path,
+tree=, ...)`` read the same files into the same datasets as laddu's (event counts, names,
+every value bitwise); ``Dataset.evaluate(expr, real=True)`` equals laddu's on real-typed
+expressions (``Vec4.m()``, ``Channel.mass``); ``write_to`` returns laddu's ``WriteResult``;
+bad values are typed errors naming the keyword; ``Execution`` and ``Channel`` as laddu's.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from laddu_reference import laddu, needs_laddu
+
+import laddu_dask as ld
+from laddu_dask import ksks
+from laddu_dask.errors import BudgetError, DataError, ModelError, SchemaError
+from laddu_dask.runtime.prepared import PreparedModel
+
+pytestmark = needs_laddu
+
+P4S = ("beam", "proton", "kshort1", "kshort2")
+COMPONENTS = ("e", "px", "py", "pz")
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """One KsKs sample with two scalars, as Parquet (ours) and ROOT (written by laddu); and a
+    Parquet file with nulls."""
+    folder = tmp_path_factory.mktemp("io")
+    sample = pq.read_table(ksks.write_sample(folder, n_data=400, n_mc=10, seed=24)["data"])
+    rng = np.random.default_rng(24)
+    table = sample.append_column("pol_angle", pa.array(rng.uniform(-np.pi, np.pi, sample.num_rows)))
+    table = table.append_column("pol_magnitude", pa.array(rng.uniform(0.2, 0.4, sample.num_rows)))
+    pq.write_table(table, folder / "events.parquet")
+    laddu.read_parquet(str(folder / "events.parquet")).write_to(laddu.RootSink(str(folder / "events.root"),
+                                                                              tree="kin"))
+    nulls = pa.table({"beam_e": [5.0, None, 7.0], "beam_px": [0.0, 0.1, 0.2], "beam_py": [0.0, 0.0, 0.0],
+                      "beam_pz": [5.0, 6.0, 7.0], "s": [1.0, None, 3.0], "weight": [1.0, 2.0, None]})
+    pq.write_table(nulls, folder / "nulls.parquet")
+    pq.write_table(nulls.drop_columns(["weight", "s"]).slice(2), folder / "plain.parquet")
+    return {"parquet": str(folder / "events.parquet"), "root": str(folder / "events.root"),
+            "nulls": str(folder / "nulls.parquet"), "plain": str(folder / "plain.parquet")}
+
+
+def _values(lib, ds) -> dict[str, np.ndarray]:
+    """Every value of a dataset of ``lib`` by flat name (four-vector components through
+    ``evaluate``, which both libraries have), and the weights."""
+    out = {}
+    for p in ds.p4_names():
+        for c in COMPONENTS:
+            out[f"{p}_{c}"] = np.asarray(ds.evaluate(getattr(lib.Vec4.event(p), c)(), real=True))
+    for s in ds.scalar_names():
+        out[s] = np.asarray(ds.column(s), dtype=np.float64)
+    out["weight"] = np.asarray(ds.weights(), dtype=np.float64)
+    return out
+
+
+def _same_dataset(ours, theirs, *, selected: bool = False) -> None:
+    assert len(ours) == len(theirs)
+    # laddu sorts a file's four-vectors by name, laddu-dask keeps the file's order (README table);
+    # both keep the order of a schema= selection
+    p4s = ours.p4_names() if selected else sorted(ours.p4_names())
+    assert (p4s, ours.scalar_names()) == (theirs.p4_names(), theirs.scalar_names())
+    a, b = _values(ld, ours), _values(laddu, theirs)
+    assert sorted(a) == sorted(b)
+    for name in a:  # bitwise, NaN where laddu reads a null as NaN
+        assert np.array_equal(a[name], b[name], equal_nan=True), name
+
+
+def _schema(lib, **fields):
+    return lib.Schema(**fields)
+
+
+READS = {
+    "defaults": {},
+    "memory bytes": {"memory": 2**30},
+    "memory text": {"memory": "512 MiB"},
+    "memory share": {"memory": "60% available"},
+    "cache resident": {"cache": "resident"},
+    "cache streaming": {"cache": "streaming"},
+    "cache AUTO": {"cache": " AUTO "},
+    "validate off": {"validate": False},
+    "schema p4s": {"schema": ("p4s", ["kshort2", "beam"])},
+    "schema weights": {"schema": ("p4s", ["beam"], "weights", True)},
+    "schema scalars": {"schema": ("scalars", ["pol_magnitude", "pol_angle"], "p4s", ["proton"])},
+}
+
+
+def _keywords(lib, spec):
+    out = dict(spec)
+    if "schema" in spec:
+        fields = spec["schema"]
+        out["schema"] = _schema(lib, **dict(zip(fields[::2], fields[1::2], strict=True)))
+    return out
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "root"])
+@pytest.mark.parametrize("case", list(READS))
+def test_each_read_keyword_reads_what_laddu_reads(files, fmt, case):
+    extra = {"tree": "kin"} if fmt == "root" else {}
+    ours = getattr(ld, f"read_{fmt}")(files[fmt], **extra, **_keywords(ld, READS[case]))
+    theirs = getattr(laddu, f"read_{fmt}")(files[fmt], **extra, **_keywords(laddu, READS[case]))
+    _same_dataset(ours, theirs, selected="schema" in READS[case])
+    if "cache" in READS[case]:
+        assert ours.memory_policy == READS[case]["cache"].strip().lower().replace("auto", "fastest")
+
+
+def test_four_vectors_keep_the_files_order(files):
+    """A difference (README table): laddu lists a Parquet file's four-vectors sorted by name."""
+    assert ld.read_parquet(files["parquet"]).p4_names() == list(P4S)
+    assert laddu.read_parquet(files["parquet"]).p4_names() == sorted(P4S)
+
+
+def test_nulls_nan_reads_nulls_as_laddu_does(files):
+    _same_dataset(*(lib.read_parquet(files["nulls"], nulls="nan") for lib in (ld, laddu)))
+    # the default: a null is an error when the values are read, in both (ours names the column and event)
+    with pytest.raises(DataError, match=r"column 'beam_e' has a missing \(null\) value at event 1"):
+        ld.read_parquet(files["nulls"]).evaluate(ld.Vec4.event("beam").e(), real=True)
+    with pytest.raises(laddu.LadduError, match="null in column beam_e"):
+        len(laddu.read_parquet(files["nulls"]))
+
+
+def test_memory_policy_is_an_alias_of_cache(files):
+    assert ld.read_parquet(files["parquet"], memory_policy="streaming").memory_policy == "streaming"
+    both = ld.read_parquet(files["parquet"], memory_policy="resident", cache="Resident")
+    assert both.memory_policy == "resident"
+    with pytest.raises(ValueError, match="cache='streaming' and memory_policy='resident' disagree"):
+        ld.read_parquet(files["parquet"], cache="streaming", memory_policy="resident")
+
+
+def _decision(dataset, execution):
+    """The memory decision of preparing ``dataset`` for a one-column model under ``execution``."""
+    model = ld.Vec4.event("kshort1").e() * ld.parameter("a", initial=1.0)
+    PreparedModel.prepare(ld.CompiledModel.from_expr(model), execution).prepare_dataset(execution, dataset)
+    return execution.memory_decisions()[-1]
+
+
+def test_a_reads_memory_budget_bounds_its_preparation(files):
+    read = ld.read_parquet(files["parquet"], memory="1 MiB")
+    assert _decision(read, ld.Execution()).budget_bytes == 2**20
+    assert _decision(read.select(ld.scalar("pol_angle") > 0.0), ld.Execution()).budget_bytes == 2**20
+    assert _decision(ld.read_parquet(files["parquet"]), ld.Execution()).budget_bytes is None
+    # under both budgets, the smaller one
+    assert _decision(read, ld.Execution(memory="64 KiB")).budget_bytes == 65536
+    assert _decision(ld.read_parquet(files["parquet"], memory="64 KiB"),
+                     ld.Execution(memory="1 MiB")).budget_bytes == 65536
+
+
+BAD = [
+    ({"cache": "memory"}, ValueError, "cache must be one of 'resident', 'streaming', 'fastest', got 'memory'",
+     ValueError),
+    ({"cache": 1}, TypeError, r"cache must be a str \('fastest', 'resident' or 'streaming'\), got int",
+     TypeError),
+    ({"nulls": "zero"}, ValueError, "nulls must be 'error' or 'nan', got 'zero'", ValueError),
+    ({"nulls": None}, TypeError, r"nulls must be a str \('error' or 'nan'\), got NoneType", TypeError),
+    ({"validate": 1}, TypeError, "validate must be a bool, got int", TypeError),
+    ({"memory": 1.5}, TypeError, "memory must be a MemoryBudget, a byte count", ValueError),
+    ({"memory": "abc"}, BudgetError, "memory='abc': cannot parse memory size 'abc'", ValueError),
+    ({"schema": "beam"}, TypeError, "schema must be a laddu_dask.Schema", TypeError),
+]
+
+
+@pytest.mark.parametrize(("keywords", "error", "message", "laddus"), BAD, ids=[str(b[0]) for b in BAD])
+def test_bad_read_keywords_are_typed_errors_naming_the_keyword(files, keywords, error, message, laddus):
+    with pytest.raises(error, match=message):
+        ld.read_parquet(files["parquet"], **keywords)
+    with pytest.raises(laddus):  # laddu refuses the same value (a ValueError for a bad memory)
+        laddu.read_parquet(files["parquet"], **keywords)
+
+
+def test_bad_schemas_and_budgets_name_what_is_missing(files):
+    with pytest.raises(SchemaError, match=r"schema= needs columns 'zz_e', 'zz_px', 'zz_py', 'zz_pz'.*events"):
+        ld.read_parquet(files["parquet"], schema=ld.Schema(p4s=["zz"]))
+    with pytest.raises(laddu.LadduError, match="Missing Column: zz_e"):
+        len(laddu.read_parquet(files["parquet"], schema=laddu.Schema(p4s=["zz"])))
+    with pytest.raises(SchemaError, match="schema= asks for weights .weights=True., but .*plain.parquet"):
+        ld.read_parquet(files["plain"], schema=ld.Schema(p4s=["beam"], weights=True))
+    with pytest.raises(laddu.LadduError, match="Missing Column: weight"):
+        len(laddu.read_parquet(files["plain"], schema=laddu.Schema(p4s=["beam"], weights=True)))
+    with pytest.raises(SchemaError, match="schema= needs column 'nope' which .*events.root:kin lacks"):
+        ld.read_root(files["root"], tree="kin", schema=ld.Schema(p4s=["beam"], scalars=["nope"]))
+    with pytest.raises(BudgetError, match="memory=0: a read's memory budget must be greater than zero bytes"):
+        ld.read_root(files["root"], memory=0)
+    with pytest.raises(ValueError, match="Schema: has_weight=True and weights=False disagree"):
+        ld.Schema(["beam"], [], True, weights=False)
+
+
+# ----------------------------------------------------------------------------- evaluate(real=True)
+
+
+def _kk_channel(lib):
+    return lib.Channel("gamma p -> K_S K_S p", edges=[
+        lib.Edge("gamma", p4="beam", particle=lib.particles.PHOTON), lib.Edge("X"),
+        lib.Edge("target", p4=lib.Vec4.event("kshort1") + lib.Vec4.event("kshort2") + lib.Vec4.event("proton")
+                 - lib.Vec4.event("beam")),
+        lib.Edge("recoil", p4="proton"), lib.Edge("ks1", p4="kshort1"), lib.Edge("ks2", p4="kshort2")],
+        vertices=[lib.Vertex("production", incoming=["gamma", "target"], outgoing=["X", "recoil"]),
+                  lib.Vertex("decay", incoming=["X"], outgoing=["ks1", "ks2"])])
+
+
+def _real_expressions(lib):
+    k1, k2, beam, p = (lib.Vec4.event(n) for n in P4S)
+    channel = _kk_channel(lib)
+    return {
+        "m(K K)": (k1 + k2).m(),
+        "m(beam - p), space-like": (beam - p).m(),
+        "gamma(K K)": (k1 + k2).gamma(),
+        "channel mass X": channel.mass("X"),
+        "channel s X": channel.s("X"),
+        "sqrt(t) t < 0": (beam - k1 - k2).m2().sqrt(),
+        "log(t)": (beam - k1 - k2).m2().log(),
+        "acos": (k1.e() - 1.0).acos(),
+        "m * m": (beam - p).m() * (beam - p).m(),
+        "pol": lib.scalar("pol_magnitude") * lib.scalar("pol_angle").cos(),
+    }
+
+
+def test_evaluate_real_equals_laddus(files):
+    ours, theirs = ld.read_parquet(files["parquet"]), laddu.read_parquet(files["parquet"])
+    mine, laddus = _real_expressions(ld), _real_expressions(laddu)
+    got = ours.evaluate(mine, real=True)
+    for name, want in theirs.evaluate(laddus, real=True).items():
+        assert got[name].dtype == np.float64
+        np.testing.assert_allclose(got[name], want, rtol=1e-12, atol=1e-12 * np.max(np.abs(want)),
+                                   err_msg=name)
+    # one expression alone, and a space-like mass is the real part (0) as in laddu
+    space_like = ours.evaluate(mine["m(beam - p), space-like"], real=True)
+    assert np.array_equal(space_like, np.zeros(len(ours)))
+    assert np.array_equal(ours.evaluate(mine["channel mass X"]).real, got["channel mass X"])
+
+
+def test_evaluate_real_refuses_what_laddu_refuses(files):
+    ours, theirs = ld.read_parquet(files["parquet"]), laddu.read_parquet(files["parquet"])
+    for build in (lambda lib: 1j * lib.scalar("pol_angle"), lambda lib: lib.cis(lib.scalar("pol_angle")),
+                  lambda lib: lib.Vec4.event("beam").m() + lib.complex(0.0, 1.0)):
+        with pytest.raises(ModelError, match=r"evaluate\(real=True\) needs a real-valued expression"):
+            ours.evaluate(build(ld), real=True)
+        with pytest.raises(laddu.LadduError, match="requires a real-valued expression"):
+            theirs.evaluate(build(laddu), real=True)
+    with pytest.raises(ModelError, match=r"evaluate of 'b'\(real=True\) needs a real-valued expression"):
+        ours.evaluate({"a": ld.scalar("pol_angle"), "b": 1j * ld.scalar("pol_angle")}, real=True)
+    with pytest.raises(ModelError, match="a dataset expression cannot have free parameters .'a'."):
+        ours.evaluate(ld.parameter("a") * ld.scalar("pol_angle"))
+    with pytest.raises(laddu.LadduError, match="cannot contain free parameters"):
+        theirs.evaluate(laddu.parameter("a") * laddu.scalar("pol_angle"))
+    fixed = ours.evaluate(ld.parameter("w", fixed=0.5) * ld.scalar("pol_angle"), real=True)
+    assert np.array_equal(fixed, np.asarray(theirs.evaluate(laddu.parameter("w", fixed=0.5)
+                                                            * laddu.scalar("pol_angle"), real=True)))
+    with pytest.raises(TypeError, match="evaluate.execution=. must be an ld.Execution or None, got str"):
+        ours.evaluate(ld.scalar("pol_angle"), execution="cpu")
+    with pytest.raises(TypeError, match=r"evaluate\(real=\) must be a bool, got int"):
+        ours.evaluate(ld.scalar("pol_angle"), real=1)
+
+
+# ----------------------------------------------------------------------------- smaller names
+
+
+def test_execution_defaults_are_laddus():
+    ours, theirs = inspect.signature(ld.Execution), inspect.signature(laddu.Execution)
+    for name in ("backend", "precision"):
+        assert ours.parameters[name].default == theirs.parameters[name].default == "auto"
+    theirs = laddu.Execution()
+    assert (ld.Execution().backend, ld.Execution().precision) == (theirs.backend, theirs.precision)
+    assert (theirs.backend, theirs.precision) == ("auto", "f64")
+    assert ld.Execution().device == "cpu"  # laddu's "auto" is the CPU: no GPU unless asked for
+
+
+def _three_body(lib, *, initial=True):
+    parent = {"initial_momentum": lib.InitialMomentum.p4([2.5, 0.0, 0.0, 0.0])} if initial else {}
+    return lib.Channel("P -> X pi0", edges=[
+        lib.Edge("P", output=False, particle=lib.Particle(mass=2.5), **parent),
+        lib.Edge("X", mass_proposal=lib.MassProposal(1.0, high=2.0)),
+        lib.Edge("pion", particle=lib.particles.PI_ZERO),
+        lib.Edge("ks1", particle=lib.particles.K_SHORT), lib.Edge("ks2", particle=lib.particles.K_SHORT)],
+        vertices=[lib.Vertex("first", incoming=["P"], outgoing=["X", "pion"]),
+                  lib.Vertex("second", incoming=["X"], outgoing=["ks1", "ks2"])])
+
+
+def test_channel_validate_generation_as_laddus():
+    assert _three_body(ld).validate_generation() is None
+    assert _three_body(laddu).validate_generation() is None
+    with pytest.raises(ld.LadduError, match="no edge has an initial_momentum, so there is no initial state"):
+        _three_body(ld, initial=False).validate_generation()
+    with pytest.raises(laddu.LadduError):
+        _three_body(laddu, initial=False).validate_generation()
