@@ -37,6 +37,8 @@ def files(tmp_path_factory):
     rng = np.random.default_rng(24)
     table = sample.append_column("pol_angle", pa.array(rng.uniform(-np.pi, np.pi, sample.num_rows)))
     table = table.append_column("pol_magnitude", pa.array(rng.uniform(0.2, 0.4, sample.num_rows)))
+    weights = pa.array(rng.uniform(-0.5, 2.0, sample.num_rows))  # not all 1, some negative
+    table = table.set_column(table.schema.get_field_index("weight"), "weight", weights)
     pq.write_table(table, folder / "events.parquet")
     laddu.read_parquet(str(folder / "events.parquet")).write_to(laddu.RootSink(str(folder / "events.root"),
                                                                               tree="kin"))
