@@ -329,3 +329,8 @@ __all__ += ["UnsafeOutputError"]
 logging.getLogger("laddu_dask").addHandler(logging.NullHandler())
 # laddu's minimizer and sampler namespace (issue 24)
 __all__ += ["ganesh"]
+
+# laddu's io module: Schema, WriteResult, EventBatch, the readers (issue 24)
+from laddu_dask import io  # noqa: E402 - the facade's last layer: it re-exports the data layer's names
+
+__all__ += ["io"]
