@@ -7,6 +7,7 @@ reads back, and ``except ld.LadduError`` catching what laddu-dask raises.
 from __future__ import annotations
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from laddu_reference import laddu, needs_laddu
 
@@ -117,6 +118,8 @@ def test_write_to_keywords_are_checked_before_writing(tmp_path):
     result = ds.write_to(sink, chunk_size=3, execution=ld.Execution())
     assert (result.paths, result.counts, result.events) == ([tmp_path / "out.parquet"], [4], 4)
     assert ld.read_parquet(result.paths[0]).column("s").tolist() == [0.0, 1.0, 2.0, 3.0]
+    # a difference (README table): each batch of chunk_size events is a row group (laddu: one)
+    assert pq.ParquetFile(result.paths[0]).metadata.num_row_groups == 2
 
 
 def test_laddu_error_catches_what_laddu_dask_raises():

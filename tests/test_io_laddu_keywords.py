@@ -119,6 +119,28 @@ def test_four_vectors_keep_the_files_order(files):
     assert laddu.read_parquet(files["parquet"]).p4_names() == sorted(P4S)
 
 
+def test_validate_false_still_checks_every_file(tmp_path):
+    """A difference (README table): laddu-dask reads every footer (its partitions need the row
+    counts), so files with other columns are an error when the dataset is made, whatever
+    ``validate``; laddu's ``validate=False`` defers it to the first read."""
+    pq.write_table(pa.table({"x": [1.0, 2.0], "y": [3.0, 4.0]}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"x": [5.0]}), tmp_path / "b.parquet")
+    pattern = str(tmp_path / "*.parquet")
+    with pytest.raises(SchemaError, match=r"a.parquet and .*b.parquet have different columns"):
+        ld.read_parquet(pattern, validate=False)
+    theirs = laddu.read_parquet(pattern, validate=False)  # made; the error comes with the first read
+    with pytest.raises(laddu.LadduError, match="Missing Column: y"):
+        len(theirs)
+
+
+def test_schema_takes_laddus_keywords():
+    s = ld.Schema(p4s=["beam"], scalars=["s"], weights=True, columns={"run": "int32"})
+    assert (s.p4s, s.scalars, s.weights, s.has_weight) == (("beam",), ("s", "run"), True, True)
+    assert ld.io.Schema is ld.Schema and ld.Schema(p4s=["k"]).weights is False
+    with pytest.raises(TypeError, match="Schema.weights=. must be a bool, got int"):
+        ld.Schema(weights=1)
+
+
 def test_nulls_nan_reads_nulls_as_laddu_does(files):
     _same_dataset(*(lib.read_parquet(files["nulls"], nulls="nan") for lib in (ld, laddu)))
     # the default: a null is an error when the values are read, in both (ours names the column and event)
