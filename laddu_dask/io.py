@@ -3,7 +3,8 @@
 laddu 0.28.1 keeps its format plumbing here; laddu-dask gives the names a script uses
 with the same meaning: :class:`Schema` (the fields of a dataset, laddu's keywords
 ``p4s=``, ``scalars=``, ``weights=``), :class:`WriteResult` (what ``Dataset.write_to``
-wrote) and :class:`EventBatch` (one partition's columns and weights), and, for
+wrote), :class:`BatchIterator` (what ``Dataset.batches`` returns) and :class:`EventBatch`
+(one partition's columns and weights), and, for
 convenience, the readers :func:`read_parquet` and :func:`read_root` (also ``ld.read_*``).
 laddu's plug-in format API (``FormatSpec``, ``FormatSource``, ``FormatSink``, ``convert``,
 ``ReadPlan``, ``WritePlan``, ``SourceInfo``) has no counterpart: laddu-dask reads other
@@ -20,6 +21,7 @@ True
 """
 
 from laddu_dask.data import EventBatch, Schema, read_parquet, read_root
+from laddu_dask.data.batch import BatchIterator
 from laddu_dask.data.sinks import WriteResult
 
-__all__ = ["EventBatch", "Schema", "WriteResult", "read_parquet", "read_root"]
+__all__ = ["BatchIterator", "EventBatch", "Schema", "WriteResult", "read_parquet", "read_root"]

@@ -215,6 +215,32 @@ def test_bad_schemas_and_budgets_name_what_is_missing(files):
         ld.Schema(["beam"], [], True, weights=False)
 
 
+def test_batches_are_laddus(files):
+    """``Dataset.batches(chunk_size=)``: the same batches (lengths, four-vectors, scalars,
+    weights) as laddu's; ``close()`` ends the iteration with laddu's error."""
+    ours, theirs = ld.read_parquet(files["parquet"]), laddu.read_parquet(files["parquet"])
+    assert ours.column_names() == theirs.column_names() == ["pol_angle", "pol_magnitude"]
+    with ours.batches(chunk_size=150) as mine, theirs.batches(chunk_size=150) as laddus:
+        pairs = list(zip(mine, laddus, strict=True))
+    assert [(len(a), a.length) for a, _ in pairs] == [(len(b), b.length) for _, b in pairs] == [
+        (150, 150), (150, 150), (100, 100)]
+    for a, b in pairs:
+        assert sorted(a.p4s) == sorted(b.p4s) and list(a.scalars) == list(b.scalars)
+        for name in b.p4s:
+            assert np.array_equal(a.p4s[name], b.p4s[name])
+        for name in b.scalars:
+            assert np.array_equal(a.scalars[name], b.scalars[name])
+        assert np.array_equal(a.weights, b.weights)
+    iterator = ours.batches(chunk_size=150)
+    next(iterator)
+    iterator.close()
+    with pytest.raises(RuntimeError, match="batch iterator is closed"):
+        next(iterator)
+    with pytest.raises(TypeError, match=r"batches\(execution=\) must be an ld.Execution or None, got int"):
+        ours.batches(execution=1)
+    assert isinstance(ours.batches(), ld.io.BatchIterator)
+
+
 # ----------------------------------------------------------------------------- evaluate(real=True)
 
 

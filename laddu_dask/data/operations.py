@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from laddu_dask.compile.selection import expression_values
+from laddu_dask.data.batch import BatchIterator
 from laddu_dask.data.checks import check_execution, resolve_chunk_size
 from laddu_dask.data.derived import DerivedOrigin, RowRule, map_batches
 from laddu_dask.data.histogram import Histogram, histogram_partials
@@ -385,6 +386,28 @@ class DatasetOperations:
         else:
             source.write_root(target, tree=sink.tree, precision=sink.precision)
         return WriteResult([target], [self.n_events])
+
+    def batches(self, *, chunk_size: int | None = None, execution: Any = None) -> BatchIterator:
+        """The events in batches of at most ``chunk_size`` (default: the partitions), one
+        loaded at a time, as a closeable :class:`~laddu_dask.io.BatchIterator` (laddu's
+        ``Dataset.batches``); each is an :class:`~laddu_dask.io.EventBatch` with its
+        effective weights.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import laddu_dask as ld
+        >>> ds = ld.Dataset.from_arrays(scalars={"x": np.arange(3.0)}, weights=[1.0, 2.0, 0.5])
+        >>> [b.weights.tolist() for b in ds.batches(chunk_size=2)]
+        [[1.0, 2.0], [0.5]]
+        """
+        check_execution(execution, "batches")
+        source = self if chunk_size is None else self.with_chunk_size(resolve_chunk_size(chunk_size))
+        return BatchIterator(source.iter_batches())
+
+    def column_names(self) -> list[str]:
+        """The scalar column names, the names :meth:`column` takes (laddu's ``column_names``)."""
+        return list(self.schema.scalars)
 
     def p4_names(self) -> list[str]:
         """The four-vector names (laddu's ``Dataset.p4_names()``)."""

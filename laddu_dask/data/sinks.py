@@ -10,7 +10,8 @@ Examples
 >>> import numpy as np
 >>> import laddu_dask as ld
 >>> path = os.path.join(tempfile.mkdtemp(), "events.parquet")
->>> ld.Dataset.from_arrays(scalars={"x": np.arange(3.0)}).write_to(ld.ParquetSink(path, precision="f32")).events
+>>> ds = ld.Dataset.from_arrays(scalars={"x": np.arange(3.0)})
+>>> ds.write_to(ld.ParquetSink(path, precision="f32")).events
 3
 >>> ld.read_parquet(path).column("x").tolist()
 [0.0, 1.0, 2.0]
