@@ -339,3 +339,55 @@ def test_channel_validate_generation_as_laddus():
         _three_body(ld, initial=False).validate_generation()
     with pytest.raises(laddu.LadduError):
         _three_body(laddu, initial=False).validate_generation()
+
+
+def _filled(lib, rng_seed):
+    """A histogram of ``lib`` through laddu's in-place calls: fills (weights, errors, flows),
+    a merge and set_bin."""
+    rng = np.random.default_rng(rng_seed)
+    h = lib.Histogram.from_values_with_edges(rng.uniform(-0.5, 3.5, 40), bin_edges=[0.0, 1.0, 2.5, 3.0],
+                                             weights=rng.uniform(-1, 2, 40))
+    h.merge(lib.Histogram.from_values_with_edges([-1.0, 0.5, 2.6, 9.0], bin_edges=[0.0, 1.0, 2.5, 3.0],
+                                                 weights=[0.25, 1.0, -2.0, 4.0]))  # laddu: before any error
+    for value, weight, error in zip(rng.uniform(-1, 4, 30), rng.uniform(-1, 3, 30), rng.uniform(0, 1, 30),
+                                    strict=True):
+        h.fill(float(value), weight=float(weight), error=float(error) if error > 0.5 else None)
+    h.fill(3.0)  # the last edge is overflow
+    h.set_bin(1, count=7.5)
+    h.set_bin(2, error=0.125)
+    return h
+
+
+def test_histogram_fill_merge_set_bin_are_laddus():
+    ours, theirs = _filled(ld, 8), _filled(laddu, 8)
+    for field in ("counts", "errors"):
+        np.testing.assert_allclose(getattr(ours, field), getattr(theirs, field), rtol=1e-13, err_msg=field)
+    assert ours.underflow == pytest.approx(theirs.underflow, rel=1e-13)
+    assert ours.overflow == pytest.approx(theirs.overflow, rel=1e-13)
+    counts = np.array([1.0, 2.0])
+    h = ld.Histogram(counts, bin_edges=[0.0, 1.0, 2.0])
+    h.fill(0.5)
+    assert counts.tolist() == [1.0, 2.0]  # the caller's array is not changed
+    nonnegative = "must be finite and non-negative"
+    bad = ((lambda: h.fill(float("nan")), "histogram fill value must be finite, got nan"),
+           (lambda: h.fill(0.5, weight=np.inf), "histogram fill weight must be finite, got inf"),
+           (lambda: h.fill(0.5, error=-1), f"histogram fill error {nonnegative}"),
+           (lambda: h.set_bin(2, count=1.0), r"histogram bin index must be an integer in \[0, 2\)"),
+           (lambda: h.set_bin(0, error=-1.0), f"histogram bin error {nonnegative}"),
+           (lambda: h.merge(ld.Histogram([1.0], bin_edges=[0.0, 1.0])), "merge needs identical bin edges"))
+    for call, message in bad:
+        with pytest.raises(ModelError, match=message):
+            call()
+    with pytest.raises(TypeError, match="merge needs a Histogram, got int"):
+        h.merge(5)
+
+
+def test_named_is_accepted_and_changes_no_value(files):
+    """A difference (README table): ``named`` returns the expression itself (laddu keeps a display name)."""
+    mass = (ld.Vec4.event("kshort1") + ld.Vec4.event("kshort2")).m()
+    assert mass.named("m(K K)") is mass
+    theirs = (laddu.Vec4.event("kshort1") + laddu.Vec4.event("kshort2")).m().named("m")
+    np.testing.assert_allclose(ld.read_parquet(files["parquet"]).evaluate(mass.named("m"), real=True),
+                               laddu.read_parquet(files["parquet"]).evaluate(theirs, real=True), rtol=1e-12)
+    with pytest.raises(TypeError, match="named.. takes a str, got int"):
+        mass.named(3)

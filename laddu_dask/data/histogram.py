@@ -36,6 +36,20 @@ def _edges(bin_edges: Sequence[float]) -> np.ndarray:
     return edges
 
 
+def _finite(x: float, what: str) -> float:
+    x = float(x)
+    if not math.isfinite(x):
+        raise ModelError(f"{what} must be finite, got {x!r}")
+    return x
+
+
+def _error(x: float, what: str) -> float:
+    x = float(x)
+    if not (math.isfinite(x) and x >= 0.0):
+        raise ModelError(f"{what} must be finite and non-negative, got {x!r}")
+    return x
+
+
 def histogram_partials(values: np.ndarray, weights: np.ndarray, edges: np.ndarray) -> list[list[float]]:
     """For each of underflow, the bins and overflow: exact partials of the weights, then of
     the squared weights (``2 * (len(edges) + 1)`` lists).  NaN values fall in no bin."""
@@ -67,11 +81,11 @@ class Histogram:
     def __init__(self, counts: Sequence[float], *, bin_edges: Sequence[float], underflow: float = 0.0,
                  overflow: float = 0.0, errors: Sequence[float] | None = None) -> None:
         edges = _edges(bin_edges)
-        c = np.asarray(counts, dtype=np.float64)
+        c = np.array(counts, dtype=np.float64)  # a copy: fill and set_bin change it in place
         if c.shape != (edges.size - 1,):
             raise ModelError(f"a histogram with {edges.size} edges needs {edges.size - 1} counts, "
                              f"got {c.size}")
-        e = np.sqrt(np.abs(c)) if errors is None else np.asarray(errors, dtype=np.float64)
+        e = np.sqrt(np.abs(c)) if errors is None else np.array(errors, dtype=np.float64)
         if e.shape != c.shape:
             raise ModelError(f"a histogram needs one error per bin ({c.size}), got {e.size}")
         self._edges, self._counts, self._errors = edges, c, e
@@ -161,6 +175,79 @@ class Histogram:
         widths = np.diff(self._edges)
         return Histogram(self._counts * scale / widths, bin_edges=self._edges,
                          errors=self._errors * abs(scale) / widths)
+
+    # -- filling in place (laddu's fill, merge, set_bin) ------------------------------------
+    def fill(self, value: float, *, weight: float = 1.0, error: float | None = None) -> None:
+        """Add ``weight`` at ``value`` (its bin, or under- or overflow), its uncertainty
+        ``error`` (default ``|weight|``) added in quadrature, as laddu's ``fill``.
+
+        Raises
+        ------
+        ModelError
+            A non-finite value or weight, a negative or non-finite error (naming which).
+
+        Examples
+        --------
+        >>> h = Histogram([1.0, 2.0], bin_edges=[0.0, 1.0, 2.0])
+        >>> h.fill(0.5, weight=2.0); h.fill(2.0)
+        >>> h.counts, [round(e, 6) for e in h.errors], h.overflow
+        ([3.0, 2.0], [2.236068, 1.414214], 1.0)
+        """
+        value, weight = _finite(value, "histogram fill value"), _finite(weight, "histogram fill weight")
+        spread = abs(weight) if error is None else _error(error, "histogram fill error")
+        k = self.bin_index(value)
+        if k is None:
+            if value < self._edges[0]:
+                self.underflow += weight
+            else:
+                self.overflow += weight
+            return
+        self._counts[k] += weight
+        self._errors[k] = math.hypot(self._errors[k], spread)
+
+    def merge(self, other: Histogram) -> None:
+        """Add ``other``'s counts and flows to this histogram, errors in quadrature (laddu's
+        ``merge``, in place).
+
+        Raises
+        ------
+        TypeError
+            ``other`` is not a ``Histogram``.
+        ModelError
+            Different bin edges.
+
+        Examples
+        --------
+        >>> h = Histogram([1.0, 2.0], bin_edges=[0.0, 1.0, 2.0])
+        >>> h.merge(Histogram([4.0, 0.0], bin_edges=[0.0, 1.0, 2.0], underflow=5.0))
+        >>> h.counts, [round(e, 6) for e in h.errors], h.underflow
+        ([5.0, 2.0], [2.236068, 1.414214], 5.0)
+        """
+        if not isinstance(other, Histogram):
+            raise TypeError(f"merge needs a Histogram, got {type(other).__name__}")
+        if not np.array_equal(self._edges, other._edges):
+            raise ModelError("histogram merge needs identical bin edges")
+        self._counts = self._counts + other._counts
+        self._errors = np.hypot(self._errors, other._errors)
+        self.underflow += other.underflow
+        self.overflow += other.overflow
+
+    def set_bin(self, index: int, *, count: float | None = None, error: float | None = None) -> None:
+        """Set the count and/or the error of bin ``index`` (laddu's ``set_bin``).
+
+        Examples
+        --------
+        >>> h = Histogram([1.0, 2.0], bin_edges=[0.0, 1.0, 2.0])
+        >>> h.set_bin(1, count=10.0, error=0.5)
+        >>> h.counts, h.errors
+        ([1.0, 10.0], [1.0, 0.5])
+        """
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < self.bins:
+            raise ModelError(f"histogram bin index must be an integer in [0, {self.bins}), got {index!r}")
+        if count is not None:
+            self._counts[index] = _finite(count, "histogram bin count")
+        if error is not None:
+            self._errors[index] = _error(error, "histogram bin error")
 
     def _combine(self, other: Histogram, sign: float) -> Histogram:
         if not isinstance(other, Histogram) or not np.array_equal(self._edges, other._edges):

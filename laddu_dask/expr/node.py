@@ -247,6 +247,21 @@ class Expr:
         """The same value as a complex number (so that ``sqrt`` and ``log`` continue analytically)."""
         return apply("to_complex", self)
 
+    def named(self, name: str) -> Expr:
+        """laddu's display name of the expression's root, which never changes a value:
+        laddu-dask has no graph printer, so this is the expression itself.
+
+        Examples
+        --------
+        >>> import laddu_dask as ld
+        >>> x = ld.scalar("x")
+        >>> (x * x).named("square") is x * x
+        True
+        """
+        if not isinstance(name, str):
+            raise TypeError(f"named() takes a str, got {type(name).__name__}")
+        return self
+
     # -- projection tags (laddu's names; see laddu_dask.expr.tags) -------------------------
     def tagged(self, tag: str) -> Expr:
         """This expression labelled with the projection tag ``tag`` (a metadata node that
