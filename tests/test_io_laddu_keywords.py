@@ -84,6 +84,7 @@ READS = {
     "memory bytes": {"memory": 2**30},
     "memory text": {"memory": "512 MiB"},
     "memory share": {"memory": "60% available"},
+    "memory budget": {"memory": ("MemoryBudget", "2 GiB")},
     "cache resident": {"cache": "resident"},
     "cache streaming": {"cache": "streaming"},
     "cache AUTO": {"cache": " AUTO "},
@@ -96,6 +97,8 @@ READS = {
 
 def _keywords(lib, spec):
     out = dict(spec)
+    if isinstance(spec.get("memory"), tuple):  # a MemoryBudget of the library
+        out["memory"] = getattr(lib, spec["memory"][0])(spec["memory"][1])
     if "schema" in spec:
         fields = spec["schema"]
         out["schema"] = _schema(lib, **dict(zip(fields[::2], fields[1::2], strict=True)))
