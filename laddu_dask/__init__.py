@@ -29,6 +29,8 @@ from laddu_dask.data import (
     DatasetStats,
     EventBatch,
     Histogram,
+    JointHistogram,
+    JointHistogramDiagnostics,
     ParquetSink,
     RootSink,
     Schema,
@@ -300,7 +302,8 @@ __all__ += ["Isospin", "Statistics"]
 # quantum-number selection rules and partial waves
 __all__ += ["AllowedPartialWave", "PartialWave", "RuleCheck", "RuleReport", "RuleSet", "SelectionRules"]
 # dataset operations (issue 12)
-__all__ += ["Bin", "BinnedDataset", "DatasetStats", "Histogram"]
+__all__ += ["Bin", "BinnedDataset", "DatasetStats", "Histogram", "JointHistogram",
+            "JointHistogramDiagnostics"]
 # penalties and laddu's name of the error base class
 __all__ += ["LassoPenalty", "LadduError", "RidgePenalty"]
 # laddu's file destinations

@@ -394,3 +394,67 @@ def test_named_is_accepted_and_changes_no_value(files):
                                laddu.read_parquet(files["parquet"]).evaluate(theirs, real=True), rtol=1e-12)
     with pytest.raises(TypeError, match="named.. takes a str, got int"):
         mass.named(3)
+
+
+def _joint(lib, ds, **keywords):
+    k1, k2 = lib.Vec4.event("kshort1"), lib.Vec4.event("kshort2")
+    axes = [(k1 + k2).m(), lib.scalar("pol_angle"), k1.e()]
+    edges = [[1.0, 1.2, 1.5, 2.0, 2.6], [-3.0, -1.0, 0.0, 1.5, 3.0], [0.5, 2.0, 3.0, 5.0]]
+    return ds.joint_histogram(axes, bin_edges=edges, **keywords)
+
+
+@pytest.mark.parametrize("keywords", [{}, {"event_weights": False}, {"weight": "pol"}])
+def test_joint_histogram_is_laddus(files, keywords):
+    """The same values, squared weights, diagnostics and JSON as laddu's; merge, add
+    (independent or not), subtract and scaled as laddu's."""
+    results = {}
+    for name, lib in (("ours", ld), ("laddu", laddu)):
+        ds = lib.read_parquet(files["parquet"])
+        kw = {**keywords, **({"weight": lib.scalar("pol_magnitude")} if "weight" in keywords else {})}
+        results[name] = _joint(lib, ds, **kw), _joint(lib, ds.select(lib.scalar("pol_angle") > 0.5), **kw)
+    (ours, ours2), (theirs, theirs2) = results["ours"], results["laddu"]
+    assert ours.shape == theirs.shape == [4, 4, 3] and ours.axes == theirs.axes
+    for a, b in ((ours, theirs), (ours.add(ours2), theirs.add(theirs2)),
+                 (ours.subtract(ours2, independent=True), theirs.subtract(theirs2, independent=True)),
+                 (2.5 * ours, theirs.scaled(2.5))):
+        np.testing.assert_allclose(a.values, b.values, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(a.squared_weight_constituents, b.squared_weight_constituents, rtol=1e-12)
+        np.testing.assert_allclose(a.errors, b.errors, rtol=1e-12)
+        assert a.uncertainty_status == b.uncertainty_status
+        assert (a.reported_errors is None) == (b.reported_errors is None)
+        da, db = a.diagnostics, b.diagnostics
+        assert (da.out_of_range_count, da.nonfinite_count) == (db.out_of_range_count, db.nonfinite_count)
+        assert da.out_of_range_weight == pytest.approx(db.out_of_range_weight, rel=1e-12)
+    assert theirs.diagnostics.out_of_range_count > 0
+    back = laddu.JointHistogram.from_json(ours.to_json())  # laddu reads our JSON
+    np.testing.assert_allclose(back.values, theirs.values, rtol=1e-12, atol=1e-12)
+    assert np.array_equal(ld.JointHistogram.from_json(json=theirs.to_json()).values, theirs.values)
+    ours.merge(ours2)
+    theirs.merge(theirs2)
+    np.testing.assert_allclose(ours.values, theirs.values, rtol=1e-12, atol=1e-12)
+
+
+def test_joint_histogram_counts_nonfinite_events_as_laddu():
+    """laddu-dask refuses non-finite data when it reads it, so non-finite axis values and
+    weights come from expressions here (``1 / 0``); out of range counts only finite events."""
+    columns = {"x": np.array([0.1, 0.2, 0.7, 1.0, -0.2, 0.3]), "y": np.array([0.1, 0.0, -1.0, 0.5, 0.6, 2.0])}
+    results = []
+    for lib in (ld, laddu):
+        ds = lib.Dataset.from_arrays(p4s={"b": np.tile([1.0, 0, 0, 0], (6, 1))}, scalars=columns,
+                                     weights=np.arange(6.0) + 1)
+        x, y = lib.scalar("x"), lib.scalar("y")
+        edges = [[0.0, 0.5, 1.0], [-20.0, 0.0, 20.0]]
+        results.append(ds.joint_histogram([x, 1.0 / (x - 0.3)], bin_edges=edges, weight=1.0 / y))
+    ours, theirs = results
+    np.testing.assert_allclose(ours.values, theirs.values, rtol=1e-12)
+    d = theirs.diagnostics
+    assert (d.nonfinite_count, d.out_of_range_count) == (2, 2)  # y = 0 and x = 0.3; x = 1.0 and x = -0.2
+    assert ours.diagnostics == ld.JointHistogramDiagnostics(d.nonfinite_count, d.nonfinite_weight,
+                                                            d.out_of_range_count, d.out_of_range_weight)
+    ds = ld.Dataset.from_arrays(scalars=columns)
+    with pytest.raises(ModelError, match="joint_histogram needs real-valued axes and weight"):
+        ds.joint_histogram([1j * ld.scalar("x")], bin_edges=[[0.0, 1.0]])
+    with pytest.raises(ModelError, match="one list of bin edges per axis .at least one axis., got 2 for 1"):
+        ds.joint_histogram([ld.scalar("x")], bin_edges=[[0, 1], [0, 1]])
+    with pytest.raises(ModelError, match=r"bin edges of axis 0 must be at least two finite, strictly"):
+        ds.joint_histogram([ld.scalar("x")], bin_edges=[[1.0, 0.0]])

@@ -34,6 +34,7 @@ from laddu_dask.data.batch import BatchIterator
 from laddu_dask.data.checks import check_execution, resolve_chunk_size
 from laddu_dask.data.derived import DerivedOrigin, RowRule, map_batches
 from laddu_dask.data.histogram import Histogram, histogram_partials
+from laddu_dask.data.joint_histogram import JointHistogram, check_axes, joint_partials
 from laddu_dask.data.sinks import ParquetSink, RootSink, WriteResult, output_paths
 from laddu_dask.errors import ModelError
 from laddu_dask.expr.node import Expr, walk
@@ -323,6 +324,42 @@ class DatasetOperations:
             for acc, p in zip(parts, histogram_partials(x, total, edges), strict=True):
                 acc.extend(p)
         return Histogram.from_partials(parts, edges)
+
+    def joint_histogram(self, axes: Sequence[Expr], *, bin_edges: Sequence[Sequence[float]],
+                        event_weights: bool = True, weight: Expr | None = None,
+                        execution: Any = None) -> JointHistogram:
+        """The N-dimensional weighted histogram of real expressions (laddu's
+        ``Dataset.joint_histogram``): one list of edges per axis, ``[low, high)`` bins, the
+        last edge out of range; each event counts with its weight (1 with
+        ``event_weights=False``) times ``weight``.  Partitions are read one at a time and
+        every sum is exact.
+
+        Raises
+        ------
+        ModelError
+            No axes, a list of edges per axis missing or not increasing, or a complex-typed
+            axis or weight (laddu's ``real=True`` typing).
+        """
+        check_execution(execution, "joint_histogram")
+        axes = list(axes)
+        edges = check_axes(bin_edges, len(axes))
+        exprs = [*axes, *([] if weight is None else [weight])]
+        for e in exprs:
+            if not isinstance(e, Expr):
+                raise ModelError(f"joint_histogram needs expressions, got {type(e).__name__}")
+            if not real_valued(e):
+                raise ModelError("joint_histogram needs real-valued axes and weight; one is complex-valued")
+        columns = list(dict.fromkeys(n.attr for e in exprs for n in _columns_of(e)))
+        self.schema.require(columns, self._source_label(), needed_by="joint_histogram")
+        parts = []
+        for b in self.iter_batches(columns):
+            x = [np.real(np.broadcast_to(expression_values(e, b.columns, n=b.n_events), (b.n_events,)))
+                 for e in exprs]
+            w = b.weights if event_weights else np.ones(b.n_events)
+            if weight is not None:
+                w = w * x.pop()
+            parts.append(joint_partials(x, w, edges))
+        return JointHistogram.from_partials(edges, parts)
 
     def stats(self) -> DatasetStats:
         """Event count and exact weight totals (laddu's ``Dataset.stats``)."""
