@@ -472,3 +472,52 @@ def test_smaller_differences_of_the_readme_table(files):
     with pytest.raises(laddu.LadduError, match="identical fill and uncertainty policies"):
         laddu.Histogram.from_values_with_edges([0.5, 1.5], bin_edges=[0.0, 1.0, 2.0]).merge(
             laddu.Histogram([1.0, 2.0], bin_edges=[0.0, 1.0, 2.0], errors=[0.5, 0.5]))
+
+
+# ----------------------------------------------------------------------------- to_json / from_json
+
+
+def _json_cases():
+    from tutorial_models import coupled_channel, polarized
+
+    x = ld.scalar("x")
+    return {
+        "ksks bw": ksks.model("bw").source,
+        "polarized tutorial": polarized.build_model(ld).source,
+        "coupled channel": coupled_channel.breit_wigner_models(ld)[0].source,
+        "tags, complex constants, powers": (
+            (ld.cparameter("c", initial=1 - 2j) * x ** 3).tagged("S").tagged("T")
+            + (x.sqrt() * 0.1j).tagged("D")).norm_sqr(),
+        "parameter settings": ld.parameter("p", initial=(0.1, 0.9), bounds=(0.0, 1.0), periodic=False,
+                                           unit="GeV", latex="p", description="a range") * x
+        + ld.parameter("f", fixed=2.0) + float("inf") * 0.0,
+    }
+
+
+@pytest.mark.parametrize("case", ["ksks bw", "polarized tutorial", "coupled channel",
+                                  "tags, complex constants, powers", "parameter settings"])
+def test_expressions_and_models_round_trip_through_json(case):
+    expr = _json_cases()[case]
+    assert ld.Expr.from_json(expr.to_json()) is expr  # the same interned node: every bit kept
+    model = ld.Model(expr)
+    back = ld.Model.from_json(json=model.to_json(), exact_solver_seconds=1.0)
+    assert back.source is model.source and back.parameter_names == model.parameter_names
+    assert back.parameters == model.parameters and list(back.parameters) == list(model.parameters)
+
+
+def test_vectors_round_trip_and_bad_json_is_a_model_error():
+    p = ld.Vec4.event("beam") + ld.Vec4(1.0, 0.0, 0.0, ld.scalar("pz"))
+    assert all(a is b for a, b in zip(ld.Vec4.from_json(p.to_json()), p, strict=True))
+    q = ld.Vec3.event("beam")
+    assert all(a is b for a, b in zip(ld.Vec3.from_json(json=q.to_json()), q, strict=True))
+    with pytest.raises(ModelError, match="Vec3.from_json needs the JSON Vec3.to_json writes"):
+        ld.Vec3.from_json(p.to_json())
+    with pytest.raises(ModelError, match="Expr.from_json needs laddu-dask's expression JSON"):
+        ld.Expr.from_json(laddu.scalar("x").to_json())  # a difference (README table): laddu's format
+    with pytest.raises(ModelError, match="Expr.from_json: not JSON"):
+        ld.Expr.from_json("{not json")
+    bad = ld.scalar("x").to_json().replace('"column"', '"bogus"')
+    with pytest.raises(ModelError, match="Expr.from_json: unknown operation 'bogus'"):
+        ld.Expr.from_json(bad)
+    with pytest.raises(TypeError, match="from_json takes a JSON str, got dict"):
+        ld.Expr.from_json({})

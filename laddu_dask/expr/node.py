@@ -262,6 +262,27 @@ class Expr:
             raise TypeError(f"named() takes a str, got {type(name).__name__}")
         return self
 
+    def to_json(self) -> str:
+        """This expression as JSON (laddu-dask's graph format, see :mod:`laddu_dask.expr.serialize`)."""
+        from laddu_dask.expr.serialize import expr_to_json  # the format builds on this module
+
+        return expr_to_json(self)
+
+    @staticmethod
+    def from_json(json: str) -> Expr:
+        """The expression :meth:`to_json` wrote: the same interned node.
+
+        Examples
+        --------
+        >>> import laddu_dask as ld
+        >>> e = ld.scalar("x") * 2.0 + 1j
+        >>> ld.Expr.from_json(json=e.to_json()) is e
+        True
+        """
+        from laddu_dask.expr.serialize import expr_from_json
+
+        return expr_from_json(json)
+
     # -- projection tags (laddu's names; see laddu_dask.expr.tags) -------------------------
     def tagged(self, tag: str) -> Expr:
         """This expression labelled with the projection tag ``tag`` (a metadata node that
