@@ -17,6 +17,7 @@ Examples
 
 from __future__ import annotations
 
+import json as json_module
 import math
 import re
 
@@ -84,6 +85,12 @@ def parse_bytes(spec: int | float | str) -> int:
     if n < 0:
         raise BudgetError(f"cannot parse memory size {spec!r}: {_SIZE_HINT}")
     return n
+
+
+def _percent(percent: float) -> float:
+    if isinstance(percent, bool) or not isinstance(percent, (int, float)) or not 0 < percent <= 100:
+        raise BudgetError(f"a memory percentage must be a number in (0, 100], got {percent!r}")
+    return float(percent)
 
 
 def _parse_percent(spec: str) -> tuple[str, float] | None:
@@ -167,6 +174,61 @@ class MemoryBudget:
                 raise BudgetError(f"{name} memory must be an integer >= 0 bytes, got {value!r}")
         base = total if self._base == "total" else available
         return int(base * self._value / 100)
+
+    # -- laddu's constructors and JSON form ------------------------------------------------
+    @staticmethod
+    def bytes(bytes: int) -> MemoryBudget:  # noqa: A002 - laddu's keyword
+        """A budget of ``bytes`` bytes (laddu's ``MemoryBudget.bytes``)."""
+        if isinstance(bytes, bool) or not isinstance(bytes, int):
+            raise TypeError(f"MemoryBudget.bytes takes an int, got {type(bytes).__name__}")
+        return MemoryBudget(bytes)
+
+    @staticmethod
+    def percent_available(percent: float) -> MemoryBudget:
+        """``percent`` % of the memory free when the budget is resolved."""
+        return MemoryBudget(f"{_percent(percent)!r}% available")
+
+    @staticmethod
+    def percent_total(percent: float) -> MemoryBudget:
+        """``percent`` % of the resource's total memory."""
+        return MemoryBudget(f"{_percent(percent)!r}% total")
+
+    def to_json(self) -> str:
+        """laddu's JSON form: ``{"bytes": n}``, ``{"percent_total": f}``, ``{"percent_available": f}``
+        (``f`` a fraction); an unlimited budget (laddu-dask's ``None``) is ``"unlimited"``.
+
+        Examples
+        --------
+        >>> MemoryBudget("60% available").to_json(), MemoryBudget("2 KiB").to_json()
+        ('{"percent_available": 0.6}', '{"bytes": 2048}')
+        >>> MemoryBudget.from_json(json='{"percent_total": 0.5}')
+        MemoryBudget('50.0% total')
+        """
+        if self._value is None:
+            return json_module.dumps("unlimited")
+        if self._base is None:
+            return json_module.dumps({"bytes": int(self._value)})
+        return json_module.dumps({f"percent_{self._base}": self._value / 100})
+
+    @staticmethod
+    def from_json(json: str) -> MemoryBudget:
+        """The budget :meth:`to_json` (or laddu's) wrote; laddu's ``"auto"`` has no equivalent
+        here (a :class:`~laddu_dask.errors.BudgetError`)."""
+        try:
+            data = json_module.loads(json)
+        except (TypeError, ValueError):
+            raise BudgetError(f"MemoryBudget.from_json needs JSON, got {json!r}") from None
+        if data == "unlimited":
+            return MemoryBudget(None)
+        if isinstance(data, dict) and len(data) == 1:
+            (key, value), = data.items()
+            if key == "bytes" and isinstance(value, int) and not isinstance(value, bool):
+                return MemoryBudget(value)
+            if key in ("percent_total", "percent_available") and isinstance(value, (int, float)):
+                base = key.removeprefix("percent_")
+                percent = float(f"{100 * value:.12g}")  # 0.6 is 60 %, not 60.00000000000001 %
+                return MemoryBudget(f"{_percent(percent)!r}% {base}")
+        raise BudgetError(f"MemoryBudget.from_json: not a budget laddu-dask has: {json!r}")
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, MemoryBudget):

@@ -10,6 +10,7 @@ bad values are typed errors naming the keyword; ``Execution`` and ``Channel`` as
 from __future__ import annotations
 
 import inspect
+import json
 
 import numpy as np
 import pyarrow as pa
@@ -521,3 +522,43 @@ def test_vectors_round_trip_and_bad_json_is_a_model_error():
         ld.Expr.from_json(bad)
     with pytest.raises(TypeError, match="from_json takes a JSON str, got dict"):
         ld.Expr.from_json({})
+
+
+@pytest.mark.parametrize("spec", ["2 GiB", "60% available", "50%", 1000, ("percent_total", 10.0),
+                                  ("percent_available", 37.5), ("bytes", 5)])
+def test_memory_budgets_and_plans_speak_laddus_json(spec):
+    """The same JSON as laddu's, both ways; laddu's static constructors."""
+    def build(lib):
+        if isinstance(spec, tuple):
+            return getattr(lib.MemoryBudget, spec[0])(spec[1])
+        return lib.MemoryBudget(spec)
+
+    ours, theirs = build(ld), build(laddu)
+    assert json.loads(ours.to_json()) == json.loads(theirs.to_json())
+    assert ld.MemoryBudget.from_json(theirs.to_json()) == ours
+    assert json.loads(laddu.MemoryBudget.from_json(ours.to_json()).to_json()) == json.loads(theirs.to_json())
+    for device in (None, spec):
+        mine = ld.MemoryPlan(host=ours, device=None if device is None else build(ld))
+        laddus = laddu.MemoryPlan(host=theirs, device=None if device is None else build(laddu))
+        assert json.loads(mine.to_json()) == json.loads(laddus.to_json())
+        assert ld.MemoryPlan.from_json(json=laddus.to_json()) == mine
+
+
+def test_bad_budget_json_and_bins_json():
+    assert ld.MemoryBudget.from_json(ld.MemoryBudget(None).to_json()).unlimited  # laddu-dask's own
+    with pytest.raises(BudgetError, match="MemoryBudget.from_json: not a budget laddu-dask has: '\"auto\"'"):
+        ld.MemoryBudget.from_json(laddu.MemoryBudget("auto").to_json())  # laddu's automatic planning
+    with pytest.raises(BudgetError, match=r"a memory percentage must be a number in \(0, 100\], got 150"):
+        ld.MemoryBudget.percent_total(150)
+    with pytest.raises(TypeError, match="MemoryBudget.bytes takes an int, got float"):
+        ld.MemoryBudget.bytes(1.5)
+    with pytest.raises(BudgetError, match="MemoryPlan.from_json needs"):
+        ld.MemoryPlan.from_json('{"host": 1}')
+    edges = [0.0, 0.25, 1.5, 4.0]
+    assert ld.Bin(edges).to_json() == laddu.Bin(edges).to_json().replace(",", ", ")
+    assert ld.Bin.from_json(laddu.Bin(edges).to_json()).edges == edges
+    assert laddu.Bin.from_json(ld.Bin(edges).to_json()).edges == edges
+    with pytest.raises(ModelError, match="bin edges must be finite and strictly increasing"):
+        ld.Bin.from_json("[1.0, 0.0]")
+    with pytest.raises(ModelError, match="Bin.from_json needs a JSON list of edges"):
+        ld.Bin.from_json('{"edges": [0, 1]}')

@@ -22,6 +22,7 @@ Examples
 from __future__ import annotations
 
 import functools
+import json as jsonlib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -87,6 +88,28 @@ class Bin:
 
     def __repr__(self) -> str:
         return f"Bin({self._edges})"
+
+    def to_json(self) -> str:
+        """The edges as a JSON list, laddu's form (``Bin.from_json`` of either library reads it).
+
+        Examples
+        --------
+        >>> import laddu_dask as ld
+        >>> ld.Bin.from_json(json=ld.Bin([0.0, 0.5, 2.0]).to_json()).edges
+        [0.0, 0.5, 2.0]
+        """
+        return jsonlib.dumps(self._edges)
+
+    @staticmethod
+    def from_json(json: str) -> Bin:
+        """The bins :meth:`to_json` (or laddu's) wrote; ``ModelError`` for anything else."""
+        try:
+            edges = jsonlib.loads(json)
+        except (TypeError, ValueError):
+            raise ModelError(f"Bin.from_json needs a JSON list of edges, got {json!r}") from None
+        if not isinstance(edges, list):
+            raise ModelError(f"Bin.from_json needs a JSON list of edges, got {json!r}")
+        return Bin(edges)
 
 
 @dataclass(frozen=True)

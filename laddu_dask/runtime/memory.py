@@ -25,6 +25,7 @@ Examples
 
 from __future__ import annotations
 
+import json as _json
 import os
 from dataclasses import dataclass
 
@@ -100,6 +101,34 @@ class MemoryPlan:
     ) -> None:
         self.host = _as_budget(host)
         self.device = _as_budget(device)
+
+    def to_json(self) -> str:
+        """laddu's JSON form, ``{"host": budget, "device": budget or null}`` (see
+        :meth:`MemoryBudget.to_json <laddu_dask.budgets.MemoryBudget.to_json>`); an unlimited
+        device budget is ``null``, as laddu's absent one.
+
+        Examples
+        --------
+        >>> plan = MemoryPlan(host="2 GiB", device="50%")
+        >>> plan.to_json()
+        '{"host": {"bytes": 2147483648}, "device": {"percent_total": 0.5}}'
+        >>> MemoryPlan.from_json(json=plan.to_json()) == plan
+        True
+        """
+        device = None if self.device.unlimited else _json.loads(self.device.to_json())
+        return _json.dumps({"host": _json.loads(self.host.to_json()), "device": device})
+
+    @staticmethod
+    def from_json(json: str) -> MemoryPlan:
+        """The plan :meth:`to_json` (or laddu's) wrote."""
+        try:
+            data = _json.loads(json)
+        except (TypeError, ValueError):
+            raise BudgetError(f"MemoryPlan.from_json needs JSON, got {json!r}") from None
+        if not isinstance(data, dict) or set(data) != {"host", "device"}:
+            raise BudgetError(f"MemoryPlan.from_json needs {{'host': ..., 'device': ...}}, got {json!r}")
+        device = None if data["device"] is None else MemoryBudget.from_json(_json.dumps(data["device"]))
+        return MemoryPlan(host=MemoryBudget.from_json(_json.dumps(data["host"])), device=device)
 
     def host_bytes(self) -> int | None:
         """The host budget in bytes on this machine (``None``: unlimited)."""
