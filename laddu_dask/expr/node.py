@@ -248,37 +248,21 @@ class Expr:
         return apply("to_complex", self)
 
     def named(self, name: str) -> Expr:
-        """laddu's display name of the expression's root, which never changes a value:
-        laddu-dask has no graph printer, so this is the expression itself.
-
-        Examples
-        --------
-        >>> import laddu_dask as ld
-        >>> x = ld.scalar("x")
-        >>> (x * x).named("square") is x * x
-        True
-        """
+        """laddu's display name, which changes no value; laddu-dask prints no graph, so this is
+        the expression itself (``x.named("x") is x``)."""
         if not isinstance(name, str):
             raise TypeError(f"named() takes a str, got {type(name).__name__}")
         return self
 
     def to_json(self) -> str:
-        """This expression as JSON (laddu-dask's graph format, see :mod:`laddu_dask.expr.serialize`)."""
+        """This expression as JSON (the graph format of :mod:`laddu_dask.expr.serialize`)."""
         from laddu_dask.expr.serialize import expr_to_json  # the format builds on this module
 
         return expr_to_json(self)
 
     @staticmethod
     def from_json(json: str) -> Expr:
-        """The expression :meth:`to_json` wrote: the same interned node.
-
-        Examples
-        --------
-        >>> import laddu_dask as ld
-        >>> e = ld.scalar("x") * 2.0 + 1j
-        >>> ld.Expr.from_json(json=e.to_json()) is e
-        True
-        """
+        """The expression :meth:`to_json` wrote: the same interned node."""
         from laddu_dask.expr.serialize import expr_from_json
 
         return expr_from_json(json)
