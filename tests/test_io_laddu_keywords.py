@@ -562,3 +562,39 @@ def test_bad_budget_json_and_bins_json():
         ld.Bin.from_json("[1.0, 0.0]")
     with pytest.raises(ModelError, match="Bin.from_json needs a JSON list of edges"):
         ld.Bin.from_json('{"edges": [0, 1]}')
+
+
+def _histograms(lib):
+    edges = [0.0, 1.0, 2.0]
+    filled = lib.Histogram.from_values_with_edges([0.5, 1.5, -1.0, 3.0, 1.7], bin_edges=edges,
+                                                  weights=[1.0, 2.0, 3.0, 4.0, -0.5])
+    other = lib.Histogram.from_values_with_edges([0.2, 1.2, 5.0], bin_edges=edges, weights=[2.0, 5.0, 1.0])
+    given = lib.Histogram([3.0, 1.0], bin_edges=edges, errors=[0.5, 0.25])
+    plain = lib.Histogram([1.0, 2.0], bin_edges=edges, underflow=0.5)
+    filled.fill(-2.0, weight=1.5)
+    return {"filled": filled, "add": filled.add(other), "+": filled + other, "-": filled - other,
+            "add independent": filled.add(other, independent=True), "subtract": filled.subtract(other),
+            "subtract independent": filled.subtract(other, independent=True),
+            "scaled": filled.scaled(-2.0), "*": 3.0 * filled, "density": filled.density(),
+            "normalized": filled.normalized(), "normalized with flows": filled.normalized(include_flow=True),
+            "given": given, "given + given": given + given, "plain": plain, "plain + given": plain + given,
+            "plain add independent": plain.add(plain, independent=True),
+            "plain normalized": plain.normalized()}
+
+
+def test_histogram_arithmetic_status_and_squares_are_laddus():
+    ours, theirs = _histograms(ld), _histograms(laddu)
+    for name, want in theirs.items():
+        got = ours[name]
+        np.testing.assert_allclose(got.counts, want.counts, rtol=1e-13, err_msg=name)
+        np.testing.assert_allclose(got.errors, want.errors, rtol=1e-13, err_msg=name)
+        assert got.uncertainty_status == want.uncertainty_status, name
+        assert (got.reported_errors is None) == (want.reported_errors is None), name
+        assert got.underflow == pytest.approx(want.underflow, rel=1e-13), name
+        assert got.overflow == pytest.approx(want.overflow, rel=1e-13), name
+        bins, low, high = got.squared_weight_constituents()
+        wbins, wlow, whigh = want.squared_weight_constituents()
+        np.testing.assert_allclose(bins, wbins, rtol=1e-13, err_msg=name)
+        assert (low is None, high is None) == (wlow is None, whigh is None), name
+        if wlow is not None:
+            assert (low, high) == pytest.approx((wlow, whigh), rel=1e-13), name

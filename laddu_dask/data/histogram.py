@@ -90,6 +90,16 @@ class Histogram:
             raise ModelError(f"a histogram needs one error per bin ({c.size}), got {e.size}")
         self._edges, self._counts, self._errors = edges, c, e
         self.underflow, self.overflow = float(underflow), float(overflow)
+        # laddu's bookkeeping: squared weights of the flows (known when filled from values)
+        # and whether the errors are still reported (not after add/subtract of dependent ones)
+        self._flow_squares: tuple[float, float] | None = None
+        self._status = "available"
+
+    def _with(self, counts: np.ndarray, errors: np.ndarray, underflow: float, overflow: float,
+              flow_squares: tuple[float, float] | None, status: str) -> Histogram:
+        out = Histogram(counts, bin_edges=self._edges, underflow=underflow, overflow=overflow, errors=errors)
+        out._flow_squares, out._status = flow_squares, status
+        return out
 
     @staticmethod
     def from_values_with_edges(values: Sequence[float], *, bin_edges: Sequence[float],
@@ -114,7 +124,9 @@ class Histogram:
         n = len(edges) + 1
         sums = [math.fsum(p) for p in partials]
         w, w2 = sums[:n], sums[n:]
-        return Histogram(w[1:-1], bin_edges=edges, underflow=w[0], overflow=w[-1], errors=np.sqrt(w2[1:-1]))
+        out = Histogram(w[1:-1], bin_edges=edges, underflow=w[0], overflow=w[-1], errors=np.sqrt(w2[1:-1]))
+        out._flow_squares = (w2[0], w2[-1])
+        return out
 
     # -- laddu's accessors ---------------------------------------------------------------
     @property
@@ -160,12 +172,19 @@ class Histogram:
 
     def scaled(self, factor: float) -> Histogram:
         """Counts and errors times ``factor`` (errors by its magnitude)."""
-        return Histogram(self._counts * factor, bin_edges=self._edges, underflow=self.underflow * factor,
-                         overflow=self.overflow * factor, errors=self._errors * abs(factor))
+        flows = self._flow_squares
+        squares = None if flows is None else (flows[0] * factor * factor, flows[1] * factor * factor)
+        return self._with(self._counts * factor, self._errors * abs(factor), self.underflow * factor,
+                          self.overflow * factor, squares, self._status)
 
     def normalized(self, *, include_flow: bool = False) -> Histogram:
-        """Scaled to unit total weight."""
-        return self.scaled(1.0 / self.total_weight(include_flow=include_flow))
+        """Scaled to unit total weight; without ``include_flow`` the flows are dropped (0), as
+        in laddu."""
+        out = self.scaled(1.0 / self.total_weight(include_flow=include_flow))
+        if not include_flow:
+            out.underflow = out.overflow = 0.0
+            out._flow_squares = None if out._flow_squares is None else (0.0, 0.0)
+        return out
 
     def density(self, *, signed: bool = False) -> Histogram:
         """A probability density: counts over (total weight x bin width); ``signed`` keeps
@@ -173,8 +192,8 @@ class Histogram:
         total = self.total_weight()
         scale = 1.0 / (total if signed else abs(total))
         widths = np.diff(self._edges)
-        return Histogram(self._counts * scale / widths, bin_edges=self._edges,
-                         errors=self._errors * abs(scale) / widths)
+        return self._with(self._counts * scale / widths, self._errors * abs(scale) / widths, 0.0, 0.0,
+                          None if self._flow_squares is None else (0.0, 0.0), self._status)
 
     # -- filling in place (laddu's fill, merge, set_bin) ------------------------------------
     def fill(self, value: float, *, weight: float = 1.0, error: float | None = None) -> None:
@@ -197,10 +216,14 @@ class Histogram:
         spread = abs(weight) if error is None else _error(error, "histogram fill error")
         k = self.bin_index(value)
         if k is None:
-            if value < self._edges[0]:
+            under = value < self._edges[0]
+            if under:
                 self.underflow += weight
             else:
                 self.overflow += weight
+            if self._flow_squares is not None:
+                low, high = self._flow_squares
+                self._flow_squares = (low + spread ** 2, high) if under else (low, high + spread ** 2)
             return
         self._counts[k] += weight
         self._errors[k] = math.hypot(self._errors[k], spread)
@@ -231,6 +254,11 @@ class Histogram:
         self._errors = np.hypot(self._errors, other._errors)
         self.underflow += other.underflow
         self.overflow += other.overflow
+        if self._flow_squares is not None and other._flow_squares is not None:
+            self._flow_squares = (self._flow_squares[0] + other._flow_squares[0],
+                                  self._flow_squares[1] + other._flow_squares[1])
+        else:
+            self._flow_squares = None
 
     def set_bin(self, index: int, *, count: float | None = None, error: float | None = None) -> None:
         """Set the count and/or the error of bin ``index`` (laddu's ``set_bin``).
@@ -249,19 +277,47 @@ class Histogram:
         if error is not None:
             self._errors[index] = _error(error, "histogram bin error")
 
-    def _combine(self, other: Histogram, sign: float) -> Histogram:
+    def _combine(self, other: Histogram, sign: float, independent: bool) -> Histogram:
         if not isinstance(other, Histogram) or not np.array_equal(self._edges, other._edges):
             raise ModelError("histograms combine only with a histogram of the same edges")
-        return Histogram(self._counts + sign * other._counts, bin_edges=self._edges,
-                         underflow=self.underflow + sign * other.underflow,
-                         overflow=self.overflow + sign * other.overflow,
-                         errors=np.hypot(self._errors, other._errors))
+        squares = None if self._flow_squares is None or other._flow_squares is None else (
+            self._flow_squares[0] + other._flow_squares[0], self._flow_squares[1] + other._flow_squares[1])
+        status = "available" if independent and self._status == other._status == "available" \
+            else "unavailable_covariance"
+        return self._with(self._counts + sign * other._counts, np.hypot(self._errors, other._errors),
+                          self.underflow + sign * other.underflow, self.overflow + sign * other.overflow,
+                          squares, status)
+
+    def add(self, other: Histogram, *, independent: bool = False) -> Histogram:
+        """The sum, errors in quadrature; they stay reported (:attr:`reported_errors`) only
+        when the two are declared ``independent``, as laddu's ``add``."""
+        return self._combine(other, 1.0, independent)
+
+    def subtract(self, other: Histogram, *, independent: bool = False) -> Histogram:
+        """The difference, errors in quadrature (see :meth:`add`)."""
+        return self._combine(other, -1.0, independent)
 
     def __add__(self, other: Histogram) -> Histogram:
-        return self._combine(other, 1.0)
+        return self.add(other)
 
     def __sub__(self, other: Histogram) -> Histogram:
-        return self._combine(other, -1.0)
+        return self.subtract(other)
+
+    @property
+    def reported_errors(self) -> list[float] | None:
+        """The errors, or None after an ``add``/``subtract`` not declared ``independent``."""
+        return self.errors if self._status == "available" else None
+
+    @property
+    def uncertainty_status(self) -> str:
+        """``"available"``, or ``"unavailable_covariance"`` (laddu's status names)."""
+        return self._status
+
+    def squared_weight_constituents(self) -> tuple[list[float], float | None, float | None]:
+        """Squared errors per bin, and the squared weights of under- and overflow (None
+        unless filled from values), as laddu's."""
+        flows = (None, None) if self._flow_squares is None else self._flow_squares
+        return (self._errors ** 2).tolist(), flows[0], flows[1]
 
     def __mul__(self, factor: float) -> Histogram:
         return self.scaled(float(factor))
