@@ -29,6 +29,8 @@ from laddu_dask.data import (
     DatasetStats,
     EventBatch,
     Histogram,
+    JointHistogram,
+    JointHistogramDiagnostics,
     ParquetSink,
     RootSink,
     Schema,
@@ -301,7 +303,8 @@ __all__ += ["Isospin", "Statistics"]
 # quantum-number selection rules and partial waves
 __all__ += ["AllowedPartialWave", "PartialWave", "RuleCheck", "RuleReport", "RuleSet", "SelectionRules"]
 # dataset operations (issue 12)
-__all__ += ["Bin", "BinnedDataset", "DatasetStats", "Histogram"]
+__all__ += ["Bin", "BinnedDataset", "DatasetStats", "Histogram", "JointHistogram",
+            "JointHistogramDiagnostics"]
 # penalties and laddu's name of the error base class
 __all__ += ["LassoPenalty", "LadduError", "RidgePenalty"]
 # laddu's file destinations
@@ -331,3 +334,8 @@ logging.getLogger("laddu_dask").addHandler(logging.NullHandler())
 # laddu's minimizer and sampler namespace (issue 24)
 __all__ += ["ganesh"]
 __all__ += ["backend", "capabilities"]
+
+# laddu's io module: Schema, WriteResult, EventBatch, the readers (issue 24)
+from laddu_dask import io  # noqa: E402 - the facade's last layer: it re-exports the data layer's names
+
+__all__ += ["io"]

@@ -7,6 +7,7 @@ reads back, and ``except ld.LadduError`` catching what laddu-dask raises.
 from __future__ import annotations
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from laddu_reference import laddu, needs_laddu
 
@@ -73,6 +74,52 @@ def test_write_to_sinks_laddu_reads(tmp_path, precision):
         ds.write_to(str(tmp_path / "x.parquet"))
     with pytest.raises(ValueError, match="precision must be one of 'f64', 'f32', got 'f16'"):
         ld.ParquetSink(tmp_path / "y.parquet", precision="f16")
+
+
+@needs_laddu
+@pytest.mark.parametrize("kind", ["ParquetSink", "RootSink"])
+@pytest.mark.parametrize(("output", "where"), [(None, "one.ext"), ("single", "one.ext"), ("auto", "one.ext"),
+                                               ("sharded", "shard.ext"), ("sharded", "folder")])
+def test_write_to_returns_laddus_write_result(tmp_path, kind, output, where):
+    """The same WriteResult (paths, counts, events) and file names as laddu's, for every
+    ``output``; the files read back the same in laddu."""
+    ext = ".parquet" if kind == "ParquetSink" else ".root"
+    rng = np.random.default_rng(5)
+    beam = np.column_stack([rng.uniform(5, 9, 7), np.zeros((7, 2)), rng.uniform(5, 9, 7)])
+    columns = {"p4s": {"beam": beam}, "scalars": {"s": rng.normal(size=7)}, "weights": rng.uniform(-1, 2, 7)}
+    results = {}
+    for name, lib in (("ours", ld), ("laddu", laddu)):
+        target = tmp_path / name / "sub" / where.replace(".ext", ext)  # "sub" does not exist yet
+        ds = lib.Dataset.from_arrays(**columns)
+        results[name] = ds.write_to(getattr(lib, kind)(str(target)), output=output, chunk_size=3)
+    ours, theirs = results["ours"], results["laddu"]
+    assert isinstance(ours, ld.io.WriteResult)
+    assert [p.relative_to(tmp_path / "ours") for p in ours.paths] == [
+        p.relative_to(tmp_path / "laddu") for p in theirs.paths]
+    assert (ours.counts, ours.events) == (theirs.counts, theirs.events) == ([7], 7)
+    read = laddu.read_parquet if kind == "ParquetSink" else laddu.read_root
+    back = read(str(ours.paths[0]))
+    assert np.array_equal(np.asarray(back.weights()), columns["weights"])
+    assert np.array_equal(np.asarray(back.column("s")), columns["scalars"]["s"])
+
+
+def test_write_to_keywords_are_checked_before_writing(tmp_path):
+    ds = ld.Dataset.from_arrays(scalars={"s": np.arange(4.0)})
+    sink = ld.ParquetSink(tmp_path / "out.parquet")
+    with pytest.raises(ValueError, match="output must be 'auto', 'single' or 'sharded', got 'per_rank'"):
+        ds.write_to(sink, output="per_rank")
+    with pytest.raises(TypeError, match=r"output must be a str \('auto', 'single' or 'sharded'\), got int"):
+        ds.write_to(sink, output=1)
+    with pytest.raises(ValueError, match="chunk_size must be at least 1 event, got 0"):
+        ds.write_to(sink, chunk_size=0)
+    with pytest.raises(TypeError, match=r"write_to\(execution=\) must be an ld.Execution or None, got str"):
+        ds.write_to(sink, execution="cpu")
+    assert not (tmp_path / "out.parquet").exists()
+    result = ds.write_to(sink, chunk_size=3, execution=ld.Execution())
+    assert (result.paths, result.counts, result.events) == ([tmp_path / "out.parquet"], [4], 4)
+    assert ld.read_parquet(result.paths[0]).column("s").tolist() == [0.0, 1.0, 2.0, 3.0]
+    # a difference (README table): each batch of chunk_size events is a row group (laddu: one)
+    assert pq.ParquetFile(result.paths[0]).metadata.num_row_groups == 2
 
 
 def test_laddu_error_catches_what_laddu_dask_raises():

@@ -485,7 +485,10 @@ def test_execution_takes_laddus_signature():
     ex = Execution("jit", precision="auto", autodiff="forward", threads=2)
     assert (ex.backend, ex.device, ex.kernel, ex.precision, ex.num_workers, ex.autodiff) == (
         "jit", "cpu", "fused", "f64", 2, "forward")
-    assert (Execution("cpu").device, Execution("cpu").kernel, Execution().backend) == ("cpu", "auto", "cpu")
+    assert (Execution("cpu").device, Execution("cpu").kernel, Execution().backend) == ("cpu", "auto", "auto")
+    # laddu's defaults backend="auto", precision="auto": the CPU (never a GPU unasked), in f64
+    assert (Execution().device, Execution().precision, Execution("auto").device) == ("cpu", "f64", "cpu")
+    assert Execution("auto", device="cpu", kernel="numpy").kernel == "numpy"  # device= (ours) still decides
     assert Execution("cpu", mpi=False, partitioning="rows").partitioning == "rows"
     assert not Execution().is_distributed
     # laddu-dask's own spelling is unchanged: device= by name; an int device is laddu's GPU index
@@ -506,7 +509,7 @@ def test_execution_takes_laddus_signature():
         Execution(device="0000:01:00.0")
     with pytest.raises(TypeError, match="takes from 1 to 2 positional arguments but 3 were given"):
         Execution("cpu", "f64")  # precision and the rest are keywords, as in laddu  # type: ignore[misc]
-    if not Execution("auto").device == "gpu":  # no GPU here: an explicit GPU index is a clear error
+    if not Execution(device="auto").device == "gpu":  # no GPU here: an explicit GPU index is a clear error
         with pytest.raises(ValueError, match="device='gpu'"):
             Execution(device=0)
 

@@ -14,6 +14,7 @@ from laddu_dask.data.blocks import BlockPartition
 from laddu_dask.data.checks import DEFAULT_CHUNK_SIZE, MEMORY_POLICIES
 from laddu_dask.data.dataset import Dataset
 from laddu_dask.data.histogram import Histogram
+from laddu_dask.data.joint_histogram import JointHistogram, JointHistogramDiagnostics
 from laddu_dask.data.operations import Bin, BinnedDataset, DatasetStats
 from laddu_dask.data.parquet import ParquetPartition, read_parquet
 from laddu_dask.data.parquet_writer import write_parquet
@@ -36,6 +37,8 @@ __all__ = [
     "DatasetStats",
     "EventBatch",
     "Histogram",
+    "JointHistogram",
+    "JointHistogramDiagnostics",
     "ParquetPartition",
     "ParquetSink",
     "Partition",

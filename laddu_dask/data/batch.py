@@ -11,7 +11,7 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -70,6 +70,39 @@ class EventBatch:
     def n_events(self) -> int:
         """Number of events in the batch."""
         return int(self.weights.shape[0])
+
+    def __len__(self) -> int:
+        return self.n_events
+
+    @property
+    def length(self) -> int:
+        """Number of events (laddu's ``EventBatch.length``)."""
+        return self.n_events
+
+    @property
+    def p4s(self) -> dict[str, Any]:
+        """Four-vector name to its ``(n, 4)`` array of ``(E, px, py, pz)`` (laddu's ``p4s``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> cols = {f"k_{c}": np.array([4.0 - i]) for i, c in enumerate(("e", "px", "py", "pz"))}
+        >>> EventBatch({**cols, "s": np.zeros(1)}, np.ones(1)).p4s["k"].tolist()
+        [[4.0, 3.0, 2.0, 1.0]]
+        """
+        xp = self.xp
+        return {name: xp.stack([self.columns[c] for c in p4_columns(name)], axis=1)
+                for name in self._p4_names()}
+
+    @property
+    def scalars(self) -> dict[str, Any]:
+        """Scalar name to its values: the columns of no four-vector (laddu's ``scalars``)."""
+        taken = {c for name in self._p4_names() for c in p4_columns(name)}
+        return {c: a for c, a in self.columns.items() if c not in taken}
+
+    def _p4_names(self) -> list[str]:
+        return [c[:-2] for c in self.columns if c.endswith("_e")
+                and all(x in self.columns for x in p4_columns(c[:-2]))]
 
     @property
     def xp(self) -> ModuleType:
@@ -133,3 +166,41 @@ class EventBatch:
         return EventBatch(
             cols, self.weights[start:stop], offset=self.offset + start, source=self.source
         )
+
+
+class BatchIterator:
+    """A closeable iterator over a dataset's batches (laddu's ``BatchIterator``), loading one
+    partition at a time; also a context manager, which closes it on exit.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import laddu_dask as ld
+    >>> with ld.Dataset.from_arrays(scalars={"x": np.arange(5.0)}).batches(chunk_size=2) as it:
+    ...     [len(b.weights) for b in it]
+    [2, 2, 1]
+    """
+
+    def __init__(self, batches: Iterator[EventBatch]) -> None:
+        self._batches: Iterator[EventBatch] | None = batches
+
+    def __iter__(self) -> BatchIterator:
+        return self
+
+    def __next__(self) -> EventBatch:
+        if self._batches is None:
+            raise RuntimeError("batch iterator is closed")  # laddu's error after close()
+        return next(self._batches)
+
+    def close(self) -> None:
+        """Stop: no further batch is read."""
+        batches, self._batches = self._batches, None
+        close = getattr(batches, "close", None)
+        if close is not None:
+            close()
+
+    def __enter__(self) -> BatchIterator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

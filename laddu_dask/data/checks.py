@@ -44,6 +44,25 @@ def check_memory_policy(memory_policy: str) -> str:
     return MemoryPolicy.check(memory_policy, "memory_policy")
 
 
+def check_execution(execution: Any, where: str) -> None:
+    """Raise TypeError unless ``execution`` is None or an :class:`~laddu_dask.Execution`.
+
+    The data layer sits below the runtime, so an execution is recognised by what it does
+    (its memory decisions and precision), not by its class.
+
+    Examples
+    --------
+    >>> check_execution("cpu", "evaluate")
+    Traceback (most recent call last):
+    ...
+    TypeError: evaluate(execution=) must be an ld.Execution or None, got str
+    """
+    if execution is not None and not (hasattr(execution, "memory_decisions")
+                                      and hasattr(execution, "precision")):
+        raise TypeError(f"{where}(execution=) must be an ld.Execution or None, "
+                        f"got {type(execution).__name__}")
+
+
 def resolve_chunk_size(chunk_size: int | None) -> int:
     """Return the events per partition: ``DEFAULT_CHUNK_SIZE`` for None.
 

@@ -105,6 +105,9 @@ class Dataset(DatasetCollection, DatasetOperations):
         collection.
     memory_policy : str
         ``"resident"``, ``"streaming"`` or ``"fastest"`` (a hint to the runtime).
+    memory : MemoryBudget or None
+        The host budget this dataset was read with (laddu's ``memory=``); a preparation
+        keeps within it as well as within the execution's.
     chunk_size : int
         Maximum events per partition (resolved).
     chunk_size_given : bool
@@ -123,8 +126,9 @@ class Dataset(DatasetCollection, DatasetOperations):
     """
 
     def __init__(self, origin: DataOrigin | Any, chunk_size: int | None = None,
-                 memory_policy: str = "fastest") -> None:
+                 memory_policy: str = "fastest", memory: Any = None) -> None:
         self.memory_policy = check_memory_policy(memory_policy)
+        self.memory = memory  # a read's own host budget (laddu's memory=), or None
         if not _is_origin(origin):
             origin = dask_origin(origin)
         self._origin: DataOrigin = origin
@@ -268,11 +272,13 @@ class Dataset(DatasetCollection, DatasetOperations):
         >>> Dataset.from_arrays(scalars={"x": np.zeros(7)}).with_chunk_size(3).n_partitions
         3
         """
-        return Dataset(self._origin, chunk_size=chunk_size, memory_policy=self.memory_policy)
+        return Dataset(self._origin, chunk_size=chunk_size, memory_policy=self.memory_policy,
+                       memory=self.memory)
 
     def with_memory_policy(self, memory_policy: str) -> Dataset:
         """Return the same dataset with another memory policy."""
-        return Dataset(self._origin, chunk_size=self._chunk_arg, memory_policy=memory_policy)
+        return Dataset(self._origin, chunk_size=self._chunk_arg, memory_policy=memory_policy,
+                       memory=self.memory)
 
     # -- sizes -------------------------------------------------------------------------
 

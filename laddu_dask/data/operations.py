@@ -22,6 +22,7 @@ Examples
 from __future__ import annotations
 
 import functools
+import json as jsonlib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -30,12 +31,16 @@ from typing import Any
 import numpy as np
 
 from laddu_dask.compile.selection import expression_values
+from laddu_dask.data.batch import BatchIterator
+from laddu_dask.data.checks import check_execution, resolve_chunk_size
 from laddu_dask.data.derived import DerivedOrigin, RowRule, map_batches
 from laddu_dask.data.histogram import Histogram, histogram_partials
-from laddu_dask.data.sinks import ParquetSink, RootSink
+from laddu_dask.data.joint_histogram import JointHistogram, check_axes, joint_partials
+from laddu_dask.data.sinks import ParquetSink, RootSink, WriteResult, output_paths
 from laddu_dask.errors import ModelError
 from laddu_dask.expr.node import Expr, walk
 from laddu_dask.expr.predicate import Predicate
+from laddu_dask.expr.value_type import real_valued
 
 __all__ = ["Bin", "BinnedDataset", "DatasetOperations", "DatasetStats"]
 
@@ -84,6 +89,28 @@ class Bin:
     def __repr__(self) -> str:
         return f"Bin({self._edges})"
 
+    def to_json(self) -> str:
+        """The edges as a JSON list, laddu's form (``Bin.from_json`` of either library reads it).
+
+        Examples
+        --------
+        >>> import laddu_dask as ld
+        >>> ld.Bin.from_json(json=ld.Bin([0.0, 0.5, 2.0]).to_json()).edges
+        [0.0, 0.5, 2.0]
+        """
+        return jsonlib.dumps(self._edges)
+
+    @staticmethod
+    def from_json(json: str) -> Bin:
+        """The bins :meth:`to_json` (or laddu's) wrote; ``ModelError`` for anything else."""
+        try:
+            edges = jsonlib.loads(json)
+        except (TypeError, ValueError):
+            raise ModelError(f"Bin.from_json needs a JSON list of edges, got {json!r}") from None
+        if not isinstance(edges, list):
+            raise ModelError(f"Bin.from_json needs a JSON list of edges, got {json!r}")
+        return Bin(edges)
+
 
 @dataclass(frozen=True)
 class BinnedDataset:
@@ -120,7 +147,8 @@ class DatasetOperations:
 
     # -- lazy views ----------------------------------------------------------------------
     def _derived(self, rule: RowRule, counts: Sequence[int] | None = None) -> Any:
-        return type(self)(DerivedOrigin(self, rule, counts), memory_policy=self.memory_policy)
+        return type(self)(DerivedOrigin(self, rule, counts), memory_policy=self.memory_policy,
+                          memory=self.memory)
 
     def select(self, predicate: Predicate, *, execution: Any = None) -> Any:
         """The events where ``predicate`` holds, lazily (laddu's ``Dataset.select``).
@@ -212,30 +240,73 @@ class DatasetOperations:
     def evaluate(self, expr: Expr | Mapping[str, Expr], *, execution: Any = None,
                  real: bool = False) -> Any:
         """The value of a parameter-free expression (or of each of a mapping of them) for
-        every event (laddu's ``Dataset.evaluate``): ``complex128`` arrays, ``float64`` with
-        ``real=True`` (then a complex expression is a ``ModelError``).
+        every event (laddu's ``Dataset.evaluate``): ``complex128`` arrays, or ``float64``
+        with ``real=True``.
+
+        ``real=True`` takes what laddu types as real (:func:`~laddu_dask.expr.value_type.
+        real_valued`): columns, real constants and every function of them, such as
+        ``Vec4.m()``, ``Channel.mass(...)``, ``sqrt``, ``log``, and returns the real part of
+        their values (``Vec4.m()`` of a space-like vector is 0, as in laddu); an expression
+        with a complex constant or operation (``cis``, a line shape, ``1j * x``) is refused.
+
+        Parameters
+        ----------
+        expr : Expr or mapping of str to Expr
+            One expression, or named ones (an empty mapping reads no events).
+        execution : Execution, optional
+            Accepted for laddu's signature (the events are read in this process).
+        real : bool
+            Return real values (see above).
+
+        Raises
+        ------
+        ModelError
+            Not an expression; a free parameter in it; ``real=True`` with a complex-typed
+            expression (naming it). Checked for every expression before any event is read.
+        SchemaError
+            A column the dataset lacks.
+        TypeError
+            ``real`` is not a bool, or ``execution`` not an ``Execution``.
 
         Examples
         --------
         >>> import numpy as np
         >>> import laddu_dask as ld
-        >>> ds = ld.Dataset.from_arrays(scalars={"x": np.array([1.0, 4.0])})
+        >>> ds = ld.Dataset.from_arrays(scalars={"x": np.array([1.0, 4.0, -4.0])})
         >>> ds.evaluate(ld.scalar("x") * 2.0, real=True)
-        array([2., 8.])
+        array([ 2.,  8., -8.])
         >>> ds.evaluate(ld.scalar("x").sqrt())  # complex, as in laddu
-        array([1.+0.j, 2.+0.j])
+        array([1.+0.j, 2.+0.j, 0.+2.j])
+        >>> ds.evaluate(ld.scalar("x").sqrt(), real=True)  # its real part, as in laddu
+        array([1., 2., 0.])
         """
-        if isinstance(expr, Mapping):
-            return {name: self.evaluate(e, real=real) for name, e in expr.items()}
-        if not isinstance(expr, Expr):
-            raise ModelError(f"evaluate needs an expression, got {type(expr).__name__}")
-        if real and expr.kind != "real":
-            raise ModelError(f"evaluate(real=True) needs a real expression, got a {expr.kind} one: {expr}")
+        if not isinstance(real, bool):
+            raise TypeError(f"evaluate(real=) must be a bool, got {type(real).__name__}")
+        check_execution(execution, "evaluate")
+        named = isinstance(expr, Mapping)
+        exprs = dict(expr) if named else {None: expr}
+        for name, e in exprs.items():
+            what = "evaluate" if name is None else f"evaluate of {name!r}"
+            if not isinstance(e, Expr):
+                raise ModelError(f"{what} needs an expression, got {type(e).__name__}")
+            free = sorted({n.attr.name for n in walk(e) if n.op == "param" and not n.attr.is_fixed})
+            if free:
+                raise ModelError(f"{what}: a dataset expression cannot have free parameters "
+                                 f"({', '.join(map(repr, free))}); evaluate it with ld.Model(...).evaluate")
+            if real and not real_valued(e):
+                raise ModelError(f"{what}(real=True) needs a real-valued expression; this one is "
+                                 "complex-valued (a complex constant or operation feeds it): take .real(), "
+                                 ".imag() or .norm_sqr(), or pass real=False")
+        values = {name: self._values(e, real) for name, e in exprs.items()}
+        return values if named else values[None]
+
+    def _values(self, expr: Expr, real: bool) -> np.ndarray:
         columns = [n.attr for n in _columns_of(expr)]
         self.schema.require(columns, self._source_label(), needed_by="evaluate")
         parts = [np.broadcast_to(expression_values(expr, b.columns, n=b.n_events), (b.n_events,))
                  for b in self.iter_batches(columns)]
-        return _concat(parts).astype(np.float64 if real else np.complex128)
+        values = _concat(parts)
+        return np.real(values).astype(np.float64) if real else values.astype(np.complex128)
 
     def histogram(self, expr: Expr, *, bin_edges: Sequence[float], event_weights: bool = True,
                   weight: Expr | None = None, execution: Any = None) -> Histogram:
@@ -277,6 +348,42 @@ class DatasetOperations:
                 acc.extend(p)
         return Histogram.from_partials(parts, edges)
 
+    def joint_histogram(self, axes: Sequence[Expr], *, bin_edges: Sequence[Sequence[float]],
+                        event_weights: bool = True, weight: Expr | None = None,
+                        execution: Any = None) -> JointHistogram:
+        """The N-dimensional weighted histogram of real expressions (laddu's
+        ``Dataset.joint_histogram``): one list of edges per axis, ``[low, high)`` bins, the
+        last edge out of range; each event counts with its weight (1 with
+        ``event_weights=False``) times ``weight``.  Partitions are read one at a time and
+        every sum is exact.
+
+        Raises
+        ------
+        ModelError
+            No axes, a list of edges per axis missing or not increasing, or a complex-typed
+            axis or weight (laddu's ``real=True`` typing).
+        """
+        check_execution(execution, "joint_histogram")
+        axes = list(axes)
+        edges = check_axes(bin_edges, len(axes))
+        exprs = [*axes, *([] if weight is None else [weight])]
+        for e in exprs:
+            if not isinstance(e, Expr):
+                raise ModelError(f"joint_histogram needs expressions, got {type(e).__name__}")
+            if not real_valued(e):
+                raise ModelError("joint_histogram needs real-valued axes and weight; one is complex-valued")
+        columns = list(dict.fromkeys(n.attr for e in exprs for n in _columns_of(e)))
+        self.schema.require(columns, self._source_label(), needed_by="joint_histogram")
+        parts = []
+        for b in self.iter_batches(columns):
+            x = [np.real(np.broadcast_to(expression_values(e, b.columns, n=b.n_events), (b.n_events,)))
+                 for e in exprs]
+            w = b.weights if event_weights else np.ones(b.n_events)
+            if weight is not None:
+                w = w * x.pop()
+            parts.append(joint_partials(x, w, edges))
+        return JointHistogram.from_partials(edges, parts)
+
     def stats(self) -> DatasetStats:
         """Event count and exact weight totals (laddu's ``Dataset.stats``)."""
         w = self.weights()
@@ -287,21 +394,80 @@ class DatasetOperations:
             positive_weights=math.fsum(w[w > 0]), negative_weights=math.fsum(w[w < 0]),
         )
 
-    def write_to(self, sink: ParquetSink | RootSink) -> None:
+    def write_to(self, sink: ParquetSink | RootSink, *, output: str | None = None,
+                 chunk_size: int | None = None, execution: Any = None) -> WriteResult:
         """Write every event to ``sink`` (laddu's ``Dataset.write_to``): a
-        :class:`~laddu_dask.ParquetSink` or :class:`~laddu_dask.RootSink`.
+        :class:`~laddu_dask.ParquetSink` or :class:`~laddu_dask.RootSink`, atomically.
+
+        Parameters
+        ----------
+        sink : ParquetSink or RootSink
+            The format, path and precision.
+        output : {"auto", "single", "sharded"}, optional
+            One file at the sink's path (``"auto"``, ``"single"``), or laddu's shard of rank
+            0 of 1 (``NAME.rank00000-of00001.EXT``, or ``PATH/part-rank00000-of00001.EXT``
+            for a path without a suffix).
+        chunk_size : int, optional
+            Events read and written at a time (each a Parquet row group); the default is
+            the dataset's partitions.
+        execution : Execution, optional
+            Accepted for laddu's signature (writing runs in this process).
+
+        Returns
+        -------
+        WriteResult
+            The file written and its event count (``paths``, ``counts``, ``events``).
 
         Raises
         ------
         TypeError
-            For another kind of sink.
+            For another kind of sink, or a keyword of the wrong type (naming it).
+        ValueError
+            A bad ``output`` or ``chunk_size``.
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> import numpy as np
+        >>> import laddu_dask as ld
+        >>> ds = ld.Dataset.from_arrays(scalars={"x": np.arange(3.0)})
+        >>> result = ds.write_to(ld.ParquetSink(os.path.join(tempfile.mkdtemp(), "x.parquet")))
+        >>> result.counts, result.events
+        ([3], 3)
         """
-        if isinstance(sink, ParquetSink):
-            self.write_parquet(sink.path, precision=sink.precision)
-        elif isinstance(sink, RootSink):
-            self.write_root(sink.path, tree=sink.tree, precision=sink.precision)
-        else:
+        if not isinstance(sink, (ParquetSink, RootSink)):
             raise TypeError(f"write_to needs a ParquetSink or a RootSink, got {type(sink).__name__}")
+        check_execution(execution, "write_to")
+        target = output_paths(sink.path, output, ".parquet" if isinstance(sink, ParquetSink) else ".root")
+        source = self if chunk_size is None else self.with_chunk_size(resolve_chunk_size(chunk_size))
+        target.parent.mkdir(parents=True, exist_ok=True)  # as laddu, which makes the folders
+        if isinstance(sink, ParquetSink):
+            source.write_parquet(target, precision=sink.precision)
+        else:
+            source.write_root(target, tree=sink.tree, precision=sink.precision)
+        return WriteResult([target], [self.n_events])
+
+    def batches(self, *, chunk_size: int | None = None, execution: Any = None) -> BatchIterator:
+        """The events in batches of at most ``chunk_size`` (default: the partitions), one
+        loaded at a time, as a closeable :class:`~laddu_dask.io.BatchIterator` (laddu's
+        ``Dataset.batches``); each is an :class:`~laddu_dask.io.EventBatch` with its
+        effective weights.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import laddu_dask as ld
+        >>> ds = ld.Dataset.from_arrays(scalars={"x": np.arange(3.0)}, weights=[1.0, 2.0, 0.5])
+        >>> [b.weights.tolist() for b in ds.batches(chunk_size=2)]
+        [[1.0, 2.0], [0.5]]
+        """
+        check_execution(execution, "batches")
+        source = self if chunk_size is None else self.with_chunk_size(resolve_chunk_size(chunk_size))
+        return BatchIterator(source.iter_batches())
+
+    def column_names(self) -> list[str]:
+        """The scalar column names, the names :meth:`column` takes (laddu's ``column_names``)."""
+        return list(self.schema.scalars)
 
     def p4_names(self) -> list[str]:
         """The four-vector names (laddu's ``Dataset.p4_names()``)."""

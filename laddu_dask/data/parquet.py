@@ -29,10 +29,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from dask.base import is_dask_collection, tokenize
 
+from laddu_dask.budgets import MemoryBudget
 from laddu_dask.data.batch import EventBatch
 from laddu_dask.data.checks import (
     check_finite,
-    check_memory_policy,
     check_same_columns,
     missing_value,
     resolve_chunk_size,
@@ -43,6 +43,7 @@ from laddu_dask.data.fs import filesystem, is_url, open_input
 from laddu_dask.data.identity import FileIdentity
 from laddu_dask.data.partition import Partition, load_from_file
 from laddu_dask.data.paths import PathArg, expand_paths
+from laddu_dask.data.read_options import check_cache, check_memory, check_nulls, check_validate, select_schema
 from laddu_dask.data.schema import Schema
 from laddu_dask.errors import DataChangedError, DataError
 
@@ -151,6 +152,7 @@ class ParquetPartition(Partition):
     identity: FileIdentity = field(repr=False)
     group_rows: int = 0
     filesystem: Any = field(default=None, repr=False)
+    nulls: str = "error"
 
     @property
     def decoded_rows(self) -> int:
@@ -221,15 +223,22 @@ class ParquetPartition(Partition):
         return arrays
 
     def _convert(self, chunked: pa.ChunkedArray, name: str, out: np.ndarray, offset: int) -> None:
-        """Check ``chunked`` (no nulls, finite) and copy it into ``out`` (events from ``offset``)."""
+        """Check ``chunked`` (no nulls unless ``nulls="nan"``, finite) and copy it into ``out``
+        (events from ``offset``); with ``nulls="nan"`` a null is read as NaN."""
+        nulls = None
         if chunked.null_count:
-            i = pc.index(pc.is_null(chunked), True).as_py()
-            raise missing_value(name, offset + i, self.source)
+            if self.nulls == "error":
+                i = pc.index(pc.is_null(chunked), True).as_py()
+                raise missing_value(name, offset + i, self.source)
+            nulls = pc.is_null(chunked).to_numpy(zero_copy_only=False)
+            chunked = pc.fill_null(chunked, pa.scalar(0).cast(chunked.type))
         raw = _numbers(chunked)
         with np.errstate(over="ignore"):
             np.copyto(out, raw, casting="unsafe")
         check_finite(out, name, offset, self.source,
                      original=raw if raw.dtype.kind == "f" and raw.dtype != out.dtype else None)
+        if nulls is not None:
+            out[nulls] = np.nan
 
 
 class ParquetOrigin:
@@ -238,14 +247,19 @@ class ParquetOrigin:
     has_blocks = False
     chosen_by_user = False
 
-    def __init__(self, files: Sequence[_FileInfo], schema: Schema) -> None:
+    def __init__(self, files: Sequence[_FileInfo], schema: Schema, nulls: str = "error",
+                 selected: bool = False) -> None:
         self.files = tuple(files)
         self.schema = schema
+        self.nulls = nulls
         self.sources = tuple(f.path for f in self.files)
         self.n_events = sum(f.n_rows for f in self.files)
+        # what is read from the files: the same files read otherwise are other Dask keys
+        reading = () if nulls == "error" and not selected else (
+            nulls, schema.p4s, schema.scalars, schema.has_weight)
         self.token = "parquet-" + tokenize(
             [(f.path if f.filesystem is not None else os.path.abspath(f.path), f.identity, f.n_rows)
-             for f in self.files]
+             for f in self.files], *reading
         )
 
     def graph(self) -> None:
@@ -267,6 +281,7 @@ class ParquetOrigin:
                     path=f.path, start=a, row_groups=tuple(range(first, last + 1)),
                     skip=a - starts[first], schema=self.schema, identity=f.identity,
                     group_rows=max(f.row_group_rows[first:last + 1]), filesystem=f.filesystem,
+                    nulls=self.nulls,
                 ))
             offset += f.n_rows
         if not parts:
@@ -283,8 +298,10 @@ class ParquetOrigin:
 
 
 def read_parquet(path: PathArg | Sequence[PathArg], chunk_size: int | None = None,
-                 memory_policy: str = "fastest",
-                 storage_options: Mapping[str, Any] | None = None) -> Dataset:
+                 memory_policy: str | None = None,
+                 storage_options: Mapping[str, Any] | None = None, *,
+                 memory: MemoryBudget | int | str | None = None, cache: str | None = None,
+                 nulls: str = "error", validate: bool = True, schema: Schema | None = None) -> Dataset:
     """Open Parquet event files lazily as a :class:`Dataset`.
 
     Only the files' metadata are read now. Each file's identity (size, modification
@@ -309,10 +326,25 @@ def read_parquet(path: PathArg | Sequence[PathArg], chunk_size: int | None = Non
         Maximum events per partition (default: the Dask config's
         ``laddu-dask.chunk-size``, else ``DEFAULT_CHUNK_SIZE``); partitions never span
         two files.
-    memory_policy : {"fastest", "resident", "streaming"}
-        Hint for the runtime.
+    memory_policy : {"fastest", "resident", "streaming"}, optional
+        laddu-dask's name of ``cache`` (an alias; give one or the other).
     storage_options : dict, optional
         Options of the fsspec filesystem of URLs (credentials, endpoints), as in Dask.
+    memory : MemoryBudget, int or str, optional
+        laddu's host-memory budget of this dataset (``"8 GiB"``, ``"60% available"``): a
+        preparation holds the dataset within it as well as within the execution's budget.
+    cache : {"fastest", "resident", "streaming"}, optional
+        laddu's cache policy (case-insensitive, ``"auto"`` is ``"fastest"``; default
+        ``"fastest"``): keep the prepared partitions, stream them, or whichever fits.
+    nulls : {"error", "nan"}
+        A null value is a :class:`~laddu_dask.errors.DataError` naming its column and
+        event (``"error"``), or is read as NaN (``"nan"``), as in laddu.
+    validate : bool
+        laddu's switch to check every matched file when the dataset is made; laddu-dask
+        reads every file's metadata for its row counts, and checks them, either way.
+    schema : Schema, optional
+        Read only these fields (``ld.Schema(p4s=[...], scalars=[...], weights=True)``), in
+        that order; without ``weights=True`` every weight is 1, as in laddu.
 
     Raises
     ------
@@ -324,10 +356,14 @@ def read_parquet(path: PathArg | Sequence[PathArg], chunk_size: int | None = Non
         both spellings).
     SchemaError
         Files disagree on their columns (naming both), or a four-vector is incomplete.
+        A field of ``schema`` the files lack or that holds no numbers.
     ValueError
-        Bad ``chunk_size`` or ``memory_policy``.
+        Bad ``chunk_size``, ``cache``/``memory_policy`` (or both given, disagreeing) or ``nulls``.
+    BudgetError
+        A ``memory`` that is no size, or zero bytes.
     TypeError
-        ``path`` is a Dask collection (use :meth:`Dataset.from_dask`).
+        ``path`` is a Dask collection (use :meth:`Dataset.from_dask`); a keyword of the
+        wrong type (naming it).
 
     Examples
     --------
@@ -335,22 +371,28 @@ def read_parquet(path: PathArg | Sequence[PathArg], chunk_size: int | None = Non
 
         ds = read_parquet("accmc/*.parquet", chunk_size=100_000)
         ds = read_parquet("s3://bucket/accmc/", storage_options={"anon": True})
+        ds = read_parquet("data.parquet", cache="streaming", memory="4 GiB", nulls="nan")
     """
     if is_dask_collection(path):
         raise TypeError(f"read_parquet reads files; for a Dask collection ({type(path).__name__}) "
                         "use ld.Dataset.from_dask")
-    check_memory_policy(memory_policy)
+    policy = check_cache(cache, memory_policy)
+    budget = check_memory(memory)
+    nulls = check_nulls(nulls)
+    check_validate(validate)
     resolve_chunk_size(chunk_size)  # validate before touching any file
     files = expand_paths(path, storage_options)
     infos: list[_FileInfo] = []
-    schema: Schema | None = None
+    found: Schema | None = None
     for p in files:
         info, s = _inspect(p, filesystem(p, storage_options)[0] if is_url(p) else None)
-        if schema is None:
-            schema = s
+        if found is None:
+            found = s
         else:
-            check_same_columns(infos[0].path, schema, p, s)
+            check_same_columns(infos[0].path, found, p, s)
         infos.append(info)
-    assert schema is not None
-    return Dataset(ParquetOrigin(infos, schema), chunk_size=chunk_size,
-                   memory_policy=memory_policy)
+    assert found is not None
+    where = infos[0].path if len(infos) == 1 else f"{infos[0].path} (and {len(infos) - 1} more files)"
+    selected = select_schema(found, schema, where)
+    return Dataset(ParquetOrigin(infos, selected, nulls, selected=schema is not None), chunk_size=chunk_size,
+                   memory_policy=policy, memory=budget)

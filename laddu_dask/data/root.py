@@ -35,11 +35,11 @@ from typing import Any
 import numpy as np
 from dask.base import is_dask_collection, tokenize
 
+from laddu_dask.budgets import MemoryBudget
 from laddu_dask.data.amptools import COUNTER, RESERVED, amptools_leaves, check_names
 from laddu_dask.data.batch import EventBatch
 from laddu_dask.data.checks import (
     cast_column,
-    check_memory_policy,
     check_same_columns,
     resolve_chunk_size,
     split_rows,
@@ -49,6 +49,7 @@ from laddu_dask.data.fs import filesystem, is_url, open_input
 from laddu_dask.data.identity import FileIdentity
 from laddu_dask.data.partition import Partition, load_from_file
 from laddu_dask.data.paths import PathArg, expand_paths
+from laddu_dask.data.read_options import check_cache, check_memory, check_validate, select_schema
 from laddu_dask.data.schema import WEIGHT_COLUMN, Schema
 from laddu_dask.errors import DataChangedError, DataError, LadduDaskError, SchemaError
 
@@ -343,7 +344,7 @@ class RootOrigin:
     chosen_by_user = False
 
     def __init__(self, trees: Sequence[_TreeInfo], schema: Schema,
-                 leaves: Mapping[str, tuple[str, int]], n_final: int = 0) -> None:
+                 leaves: Mapping[str, tuple[str, int]], n_final: int = 0, selected: bool = False) -> None:
         self.trees = tuple(trees)
         self.schema = schema
         self.leaves = tuple((c, b, i) for c, (b, i) in leaves.items())
@@ -352,7 +353,8 @@ class RootOrigin:
         self.n_events = sum(t.n_entries for t in self.trees)
         self.token = "root-" + tokenize(
             [(t.path if t.filesystem is not None else os.path.abspath(t.path), t.tree,
-              t.identity, t.n_entries) for t in self.trees], self.leaves, n_final)
+              t.identity, t.n_entries) for t in self.trees], self.leaves, n_final,
+            *((schema.p4s, schema.scalars, schema.has_weight) if selected else ()))
 
     def graph(self) -> None:
         return None
@@ -388,8 +390,10 @@ class RootOrigin:
 
 def read_root(path: PathArg | Sequence[PathArg], tree: str | None = None, *,
               amptools: Sequence[str] | None = None, chunk_size: int | None = None,
-              memory_policy: str = "fastest",
-              storage_options: Mapping[str, Any] | None = None) -> Dataset:
+              memory_policy: str | None = None,
+              storage_options: Mapping[str, Any] | None = None,
+              memory: MemoryBudget | int | str | None = None, cache: str | None = None,
+              validate: bool = True, schema: Schema | None = None) -> Dataset:
     """Open ROOT TTrees lazily as a :class:`Dataset`, in laddu's branch names or AmpTools'.
 
     Only the trees' metadata are read now (and, for AmpTools, the ``NumFinalState``
@@ -416,10 +420,12 @@ def read_root(path: PathArg | Sequence[PathArg], tree: str | None = None, *,
         Maximum events per partition (default as for :func:`read_parquet`). When the
         tree's baskets are no larger, a partition ends at the last basket boundary within
         it, so that no basket is decompressed twice; it never spans two files.
-    memory_policy : {"fastest", "resident", "streaming"}
-        Hint for the runtime.
+    memory_policy : {"fastest", "resident", "streaming"}, optional
+        laddu-dask's name of ``cache`` (an alias; give one or the other).
     storage_options : dict, optional
         Options of the fsspec filesystem of URLs.
+    memory, cache, validate, schema
+        laddu's keywords, as for :func:`~laddu_dask.data.parquet.read_parquet`.
 
     Raises
     ------
@@ -435,7 +441,11 @@ def read_root(path: PathArg | Sequence[PathArg], tree: str | None = None, *,
         and branch), an incomplete four-vector, files with different columns, bad
         ``amptools`` names.
     ValueError
-        Bad ``chunk_size`` or ``memory_policy``.
+        Bad ``chunk_size``, ``cache`` or ``memory_policy`` (or both given, disagreeing).
+    BudgetError
+        A ``memory`` that is no size, or zero bytes.
+    TypeError
+        A keyword of the wrong type (naming it).
 
     Examples
     --------
@@ -446,24 +456,28 @@ def read_root(path: PathArg | Sequence[PathArg], tree: str | None = None, *,
     if is_dask_collection(path):
         raise TypeError(f"read_root reads files; for a Dask collection ({type(path).__name__}) "
                         "use ld.Dataset.from_dask")
-    check_memory_policy(memory_policy)
+    policy = check_cache(cache, memory_policy)
+    budget = check_memory(memory)
+    check_validate(validate)
     resolve_chunk_size(chunk_size)
     if amptools is not None:
         amptools = check_names(amptools)
     files = expand_paths(path, storage_options, suffix=".root")
     infos: list[_TreeInfo] = []
-    schema: Schema | None = None
+    found: Schema | None = None
     leaves: dict[str, tuple[str, int]] = {}
     for p in files:
         fs = filesystem(p, storage_options)[0] if is_url(p) else None
         info, s, where = _inspect(p, tree if not infos else infos[0].tree, amptools, fs)
-        if schema is None:
-            schema, leaves = s, where
+        if found is None:
+            found, leaves = s, where
         else:
-            check_same_columns(f"{infos[0].path}:{infos[0].tree}", schema, f"{p}:{info.tree}", s)
+            check_same_columns(f"{infos[0].path}:{infos[0].tree}", found, f"{p}:{info.tree}", s)
         infos.append(info)
-    assert schema is not None
+    assert found is not None
     n_final = 0 if amptools is None else len(amptools) - 1
-    return Dataset(RootOrigin(infos, schema, leaves, n_final), chunk_size=chunk_size,
-                   memory_policy=memory_policy)
+    label = f"{infos[0].path}:{infos[0].tree}" + (f" (and {len(infos) - 1} more files)" if infos[1:] else "")
+    selected = select_schema(found, schema, label)
+    return Dataset(RootOrigin(infos, selected, leaves, n_final, selected=schema is not None),
+                   chunk_size=chunk_size, memory_policy=policy, memory=budget)
 

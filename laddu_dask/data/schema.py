@@ -16,7 +16,7 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from laddu_dask.errors import SchemaError
@@ -51,7 +51,7 @@ def _quoted(names: Iterable[str]) -> str:
     return ", ".join(repr(n) for n in names)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Schema:
     """Which four-vectors, scalars and weight an event sample holds.
 
@@ -80,10 +80,36 @@ class Schema:
     has_weight: bool
     non_numeric: tuple[tuple[str, str, str], ...] = field(default=(), compare=False, repr=False)
 
+    def __init__(self, p4s: Iterable[str] = (), scalars: Iterable[str] = (), has_weight: bool = False,
+                 non_numeric: Iterable[tuple[str, str, str]] = (), *, weights: bool | None = None,
+                 columns: Mapping[str, object] | None = None) -> None:
+        """laddu's keywords too: ``Schema(p4s=[...], scalars=[...], weights=True, columns={...})``.
+
+        ``weights`` is laddu's name of ``has_weight``; the names of laddu's integer
+        ``columns`` are scalars here (laddu-dask reads integer columns as float64 scalars),
+        their dtypes are not checked.
+        """
+        if weights is not None:
+            if not isinstance(weights, bool):
+                raise TypeError(f"Schema(weights=) must be a bool, got {type(weights).__name__}")
+            if has_weight and not weights:
+                raise ValueError("Schema: has_weight=True and weights=False disagree (the same setting)")
+            has_weight = weights
+        if isinstance(p4s, str) or isinstance(scalars, str):
+            raise TypeError("Schema(p4s=, scalars=) take sequences of names, not one string")
+        extra = () if columns is None else tuple(columns)
+        object.__setattr__(self, "p4s", tuple(p4s))
+        object.__setattr__(self, "scalars", tuple(scalars) + extra)
+        object.__setattr__(self, "has_weight", bool(has_weight))
+        object.__setattr__(self, "non_numeric", tuple(tuple(c) for c in non_numeric))
+        self.__post_init__()
+
+    @property
+    def weights(self) -> bool:
+        """Whether weights are stored (laddu's name of :attr:`has_weight`)."""
+        return self.has_weight
+
     def __post_init__(self) -> None:
-        object.__setattr__(self, "p4s", tuple(self.p4s))
-        object.__setattr__(self, "scalars", tuple(self.scalars))
-        object.__setattr__(self, "non_numeric", tuple(tuple(c) for c in self.non_numeric))
         cols = self.columns()
         dup = sorted({c for c in cols if cols.count(c) > 1})
         if dup:

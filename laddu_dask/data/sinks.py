@@ -10,7 +10,9 @@ Examples
 >>> import numpy as np
 >>> import laddu_dask as ld
 >>> path = os.path.join(tempfile.mkdtemp(), "events.parquet")
->>> ld.Dataset.from_arrays(scalars={"x": np.arange(3.0)}).write_to(ld.ParquetSink(path, precision="f32"))
+>>> ds = ld.Dataset.from_arrays(scalars={"x": np.arange(3.0)})
+>>> ds.write_to(ld.ParquetSink(path, precision="f32")).events
+3
 >>> ld.read_parquet(path).column("x").tolist()
 [0.0, 1.0, 2.0]
 """
@@ -19,10 +21,15 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from laddu_dask.options import Precision
 
-__all__ = ["ParquetSink", "RootSink"]
+__all__ = ["OUTPUTS", "ParquetSink", "RootSink", "WriteResult", "output_paths"]
+
+#: laddu's ``output=`` of ``Dataset.write_to``: ``"auto"`` and ``"single"`` write one file,
+#: ``"sharded"`` one file per rank (laddu-dask is one rank).
+OUTPUTS = ("auto", "single", "sharded")
 
 
 @dataclass(frozen=True)
@@ -49,3 +56,58 @@ class RootSink:
         object.__setattr__(self, "path", path)
         object.__setattr__(self, "tree", tree)
         object.__setattr__(self, "precision", Precision.check(precision, "precision"))
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What :meth:`Dataset.write_to <laddu_dask.data.operations.DatasetOperations.write_to>`
+    wrote (laddu's ``WriteResult``): the files, and the events in each, in rank order.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> r = WriteResult([Path("a.parquet")], [3])
+    >>> r.paths, r.counts, r.events
+    ([PosixPath('a.parquet')], [3], 3)
+    """
+
+    paths: list[Path]
+    counts: list[int]
+
+    @property
+    def events(self) -> int:
+        """Events written, in all files."""
+        return sum(self.counts)
+
+
+def output_paths(path: str | os.PathLike[str], output: str | None, extension: str) -> Path:
+    """The file ``write_to`` writes for laddu's ``output=`` (one rank: rank 0 of 1).
+
+    ``"sharded"`` names the shard as laddu does: ``NAME.rank00000-of00001.EXT`` beside a
+    path with a suffix, ``PATH/part-rank00000-of00001.EXT`` in a folder otherwise.
+
+    Raises
+    ------
+    TypeError
+        ``output`` is not a string.
+    ValueError
+        ``output`` is not ``"auto"``, ``"single"`` or ``"sharded"``.
+
+    Examples
+    --------
+    >>> output_paths("out/events.parquet", "sharded", ".parquet").as_posix()
+    'out/events.rank00000-of00001.parquet'
+    >>> output_paths("out/shards", "sharded", ".root").as_posix()
+    'out/shards/part-rank00000-of00001.root'
+    """
+    if output is not None and not isinstance(output, str):
+        raise TypeError(f"output must be a str ('auto', 'single' or 'sharded'), got {type(output).__name__}")
+    if output not in (None, *OUTPUTS):
+        raise ValueError(f"output must be 'auto', 'single' or 'sharded', got {output!r}")
+    target = Path(path)
+    if output != "sharded":
+        return target
+    shard = "rank00000-of00001"
+    if target.suffix:
+        return target.with_name(f"{target.stem}.{shard}{target.suffix}")
+    return target / f"part-{shard}{extension}"

@@ -233,6 +233,24 @@ class Model:
         """
         return _evaluator()(self, dataset, parameters, execution, real, True)
 
+    def to_json(self) -> str:
+        """The model's source expression as JSON (laddu's ``Model.to_json``; the format of
+        :meth:`Expr.to_json <laddu_dask.expr.node.Expr.to_json>`)."""
+        return self.source.to_json()
+
+    @staticmethod
+    def from_json(json: str, *, exact_solver_seconds: float = 0.0) -> Model:
+        """The model :meth:`to_json` wrote (laddu's ``Model.from_json``).
+
+        Examples
+        --------
+        >>> import laddu_dask as ld
+        >>> m = ld.Model(ld.parameter("a", initial=2.0) * ld.scalar("x"))
+        >>> ld.Model.from_json(json=m.to_json()).parameter_names
+        ['a']
+        """
+        return Model(Expr.from_json(json), exact_solver_seconds=exact_solver_seconds)
+
     def __repr__(self) -> str:
         return (
             f"Model({len(self.parameter_names)} free parameters: {', '.join(self.parameter_names)}; "

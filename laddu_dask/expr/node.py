@@ -247,6 +247,26 @@ class Expr:
         """The same value as a complex number (so that ``sqrt`` and ``log`` continue analytically)."""
         return apply("to_complex", self)
 
+    def named(self, name: str) -> Expr:
+        """laddu's display name, which changes no value; laddu-dask prints no graph, so this is
+        the expression itself (``x.named("x") is x``)."""
+        if not isinstance(name, str):
+            raise TypeError(f"named() takes a str, got {type(name).__name__}")
+        return self
+
+    def to_json(self) -> str:
+        """This expression as JSON (the graph format of :mod:`laddu_dask.expr.serialize`)."""
+        from laddu_dask.expr.serialize import expr_to_json  # the format builds on this module
+
+        return expr_to_json(self)
+
+    @staticmethod
+    def from_json(json: str) -> Expr:
+        """The expression :meth:`to_json` wrote: the same interned node."""
+        from laddu_dask.expr.serialize import expr_from_json
+
+        return expr_from_json(json)
+
     # -- projection tags (laddu's names; see laddu_dask.expr.tags) -------------------------
     def tagged(self, tag: str) -> Expr:
         """This expression labelled with the projection tag ``tag`` (a metadata node that

@@ -107,6 +107,19 @@ class Vec3:
     def __repr__(self) -> str:
         return f"Vec3({self._x!r}, {self._y!r}, {self._z!r})"
 
+    def to_json(self) -> str:
+        """The components as JSON (laddu's ``Vec3.to_json``; :mod:`laddu_dask.expr.serialize`)."""
+        from laddu_dask.expr.serialize import components_to_json  # it builds on the node module
+
+        return components_to_json("Vec3", self)
+
+    @staticmethod
+    def from_json(json: str) -> Vec3:
+        """The vector :meth:`to_json` wrote."""
+        from laddu_dask.expr.serialize import components_from_json
+
+        return Vec3(*components_from_json(json, "Vec3"))
+
     def __add__(self, other: Vec3) -> Vec3:
         return Vec3(*(a + b for a, b in zip(self, _vec3(other))))
 
@@ -245,6 +258,27 @@ class Vec4:
 
     def __repr__(self) -> str:
         return f"Vec4({self._e!r}, {self._px!r}, {self._py!r}, {self._pz!r})"
+
+    def to_json(self) -> str:
+        """The components as JSON (laddu's ``Vec4.to_json``; :mod:`laddu_dask.expr.serialize`).
+
+        Examples
+        --------
+        >>> import laddu_dask as ld
+        >>> p = ld.Vec4.event("beam")
+        >>> [a is b for a, b in zip(ld.Vec4.from_json(json=p.to_json()), p)]
+        [True, True, True, True]
+        """
+        from laddu_dask.expr.serialize import components_to_json
+
+        return components_to_json("Vec4", self)
+
+    @staticmethod
+    def from_json(json: str) -> Vec4:
+        """The four-vector :meth:`to_json` wrote."""
+        from laddu_dask.expr.serialize import components_from_json
+
+        return Vec4(*components_from_json(json, "Vec4"))
 
     def __add__(self, other: Vec4) -> Vec4:
         return Vec4(*(a + b for a, b in zip(self, _vec4(other))))

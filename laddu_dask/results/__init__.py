@@ -8,7 +8,7 @@ This package sits above the likelihood and analysis layers (DESIGN.md) and may i
 them; nothing below imports it. It gives :class:`~laddu_dask.Likelihood` laddu's
 ``projection``, ``intensity_integrals``, ``yield_context`` and ``cross_section`` methods
 (and ``fit_fractions``, ``project``) by registering them when it is imported, which
-``import laddu_dask`` does.
+``import laddu_dask`` does; likewise :class:`~laddu_dask.Channel` laddu's ``validate_generation``.
 
 Examples
 --------
@@ -17,6 +17,7 @@ Examples
 (True, 'laddu_dask.results.yields', 'laddu_dask.results.generation')
 """
 
+from laddu_dask.expr.topology import Channel
 from laddu_dask.likelihood.likelihood import register_method
 from laddu_dask.results.binned import Axis, BinnedEstimate, YieldHistogramView
 from laddu_dask.results.closure import ClosureResult, closure_study
@@ -34,7 +35,7 @@ from laddu_dask.results.integrals import (
     projection,
 )
 from laddu_dask.results.luminosity import AreaUnit, Luminosity
-from laddu_dask.results.phase_space import PhaseSpacePlan
+from laddu_dask.results.phase_space import PhaseSpacePlan, validate_generation
 from laddu_dask.results.plot import plot_projection
 from laddu_dask.results.rate_closure import RateClosure
 from laddu_dask.results.report import GenerationReport
@@ -47,6 +48,7 @@ register_method("intensity_integrals", intensity_integrals)
 register_method("yield_context", yield_context)
 register_method("cross_section", cross_section)
 register_method("fit_fractions", fit_fractions)
+Channel.validate_generation = validate_generation  # laddu's method; generation plans live here
 
 __all__ = ["AreaUnit", "Axis", "BinnedEstimate", "ClosureResult", "ComponentYieldProjection", "CrossSection",
            "CrossSectionProjection", "Estimate", "FitFractions", "GenerationReport", "Generator",

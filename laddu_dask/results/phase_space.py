@@ -126,6 +126,27 @@ class _VertexStep:
     proposal: VertexProposal
 
 
+def validate_generation(channel: Channel) -> None:
+    """Check everything generation needs from ``channel`` (laddu's ``Channel.validate_generation``,
+    which ``import laddu_dask`` gives every :class:`~laddu_dask.Channel`): an initial state,
+    a mass or mass proposal for every edge, an output edge, and a proposal fitting every vertex.
+
+    Raises
+    ------
+    ModelError
+        Naming the edge or vertex at fault (a ``LadduError``, as laddu's).
+
+    Examples
+    --------
+    >>> import laddu_dask as ld
+    >>> ld.Channel("empty", edges=[ld.Edge("X")], vertices=[]).validate_generation()
+    Traceback (most recent call last):
+    ...
+    laddu_dask.errors.ModelError: channel 'empty': edge 'X' has neither particle properties ...
+    """
+    PhaseSpacePlan(channel)
+
+
 class PhaseSpacePlan:
     """The generation plan of a channel: masses, initial momenta and vertices in order.
 

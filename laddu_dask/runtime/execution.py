@@ -105,13 +105,15 @@ def _laddu_backend(backend: str | None, device: str | int | None, kernel: str,
     if isinstance(device, int) and not isinstance(device, bool):  # laddu: the GPU adapter index
         if gpu is not None and gpu != device:
             raise ValueError(f"device={device!r} (laddu's GPU index) and gpu={gpu!r} disagree")
-        gpu, device = device, "gpu" if backend is None else None
+        gpu, device = device, "gpu" if backend in (None, "auto") else None
     elif device is not None and device not in Device.values():
         raise ValueError(f"device must be one of {', '.join(map(repr, Device.values()))} or a GPU index "
                          f"(an int), got {device!r}; laddu-dask selects GPUs by index, not by name "
                          "or PCI bus ID")
     if backend is not None:
         backend = Backend.check(backend, "backend")
+        if backend == "auto":  # laddu's default: the CPU, compiled kernels where they help
+            return device or "cpu", kernel, 0 if gpu is None else gpu  # device= (ours) decides
         wanted = {"cpu": "cpu", "jit": "cpu", "gpu": "gpu", "auto": "auto"}[backend]
         if device is not None and device != wanted:
             raise ValueError(f"backend {backend!r} runs on {wanted!r}, but device={device!r} was given")
@@ -128,15 +130,17 @@ class Execution:
 
     Parameters
     ----------
-    backend : {"cpu", "jit", "gpu", "auto"}, optional
+    backend : {"auto", "cpu", "jit", "gpu"}
         laddu's first argument, positional only: ``"jit"`` is the CPU with the fused
-        kernels, ``"auto"`` takes a GPU when CuPy sees one.  The default is the CPU.
+        kernels; ``"auto"`` (the default, as in laddu) is the CPU with ``kernel``'s choice,
+        or wherever ``device=`` says (laddu-dask's spelling, ``device="auto"`` taking a GPU
+        when CuPy sees one).
     device : {"cpu", "gpu", "auto"} or int, optional
         Where kernels run (laddu-dask's spelling of ``backend``), or, as in laddu, the
         index of the GPU to use (then the backend is ``"gpu"``).
-    precision : {"f64", "f32", "auto"}
+    precision : {"auto", "f64", "f32"}
         Arithmetic precision of the kernels (sums are always accumulated exactly);
-        ``"auto"`` is ``"f64"``, as in laddu.
+        ``"auto"`` (the default, as in laddu) is ``"f64"``.
     memory : MemoryPlan, MemoryBudget, int or str, optional
         Host (and device) budgets; a single budget applies to the host.
     client : distributed.Client, optional
@@ -198,11 +202,11 @@ class Execution:
 
     def __init__(
         self,
-        backend: str | None = None,
+        backend: str | None = "auto",
         /,
         *,
         device: str | int | None = None,
-        precision: str = "f64",
+        precision: str = "auto",
         memory: MemoryPlan | MemoryBudget | int | str | None = None,
         client: Any = None,
         split_every: int | None = None,

@@ -25,14 +25,11 @@ Examples
 
 from __future__ import annotations
 
-import math
+import json as _json
 import os
-import re
 from dataclasses import dataclass
 
-from dask.utils import format_bytes as dask_format_bytes
-from dask.utils import parse_bytes as dask_parse_bytes
-
+from laddu_dask.budgets import MemoryBudget, format_bytes, parse_bytes
 from laddu_dask.errors import BudgetError
 from laddu_dask.options import MemoryPolicy
 from laddu_dask.validate import integer
@@ -52,158 +49,6 @@ __all__ = [
 #: Allowed values of ``policy`` in :func:`decide_storage`.
 POLICIES = MemoryPolicy.values()
 _RESOURCES = ("host", "device")
-
-_NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
-_PERCENT_RE = re.compile(rf"^\s*({_NUMBER})\s*%\s*(?:of\s+)?(total|available)?\s*$", re.I)
-_UNLIMITED = ("unlimited", "none")
-_SIZE_HINT = "expected a number of bytes such as 1024, '500 MB', '1.5GB' or '2 GiB'"
-
-
-def format_bytes(n: int) -> str:
-    """Human-readable size with the exact count, e.g. ``'1.50 GiB (1610612736 bytes)'``.
-
-    Examples
-    --------
-    >>> format_bytes(1610612736)
-    '1.50 GiB (1610612736 bytes)'
-    >>> format_bytes(512)
-    '512 bytes'
-    """
-    n = int(n)
-    return f"{n} bytes" if abs(n) < 1024 else f"{dask_format_bytes(n)} ({n} bytes)"
-
-
-def parse_bytes(spec: int | float | str) -> int:
-    """Parse a memory size into bytes (with :func:`dask.utils.parse_bytes`, as Dask's config does).
-
-    Decimal units (``kB``, ``MB``, ``GB``, ``TB``, ``PB``; also ``k``, ``M``, ...)
-    are powers of 1000, binary units (``KiB``, ``MiB``, ``GiB``, ``TiB``, ``PiB``;
-    also ``Ki``, ``Mi``, ...) powers of 1024; case and spaces do not matter.
-    Fractional results are rounded down to whole bytes.
-
-    Raises
-    ------
-    BudgetError
-        For negative, non-finite or unparseable sizes; the message quotes the text.
-
-    Examples
-    --------
-    >>> parse_bytes(1024), parse_bytes("500 MB"), parse_bytes("1.5GB"), parse_bytes("64 KiB")
-    (1024, 500000000, 1500000000, 65536)
-    """
-    if isinstance(spec, bool):
-        raise BudgetError(f"cannot parse memory size {spec!r}: {_SIZE_HINT}")
-    if isinstance(spec, int):
-        if spec < 0:
-            raise BudgetError(f"memory size must be >= 0 bytes, got {spec!r}")
-        return spec
-    if isinstance(spec, float):
-        if not math.isfinite(spec) or spec < 0:
-            raise BudgetError(f"memory size must be a finite number >= 0, got {spec!r}")
-        return int(spec)
-    if not isinstance(spec, str):
-        raise BudgetError(f"cannot parse memory size {spec!r} ({type(spec).__name__}): {_SIZE_HINT}")
-    try:
-        n = dask_parse_bytes(spec) if spec.strip() else -1  # dask reads "" as 1 byte
-    except (ValueError, OverflowError):
-        n = -1
-    if n < 0:
-        raise BudgetError(f"cannot parse memory size {spec!r}: {_SIZE_HINT}")
-    return n
-
-
-def _parse_percent(spec: str) -> tuple[str, float] | None:
-    match = _PERCENT_RE.match(spec)
-    if match is None:
-        return None
-    pct = float(match.group(1))
-    if not 0 < pct <= 100:
-        raise BudgetError(f"memory percentage must be in (0, 100], got {spec!r}")
-    base = (match.group(2) or "total").lower()
-    return base, pct
-
-
-class MemoryBudget:
-    """A budget of one memory resource (host or device).
-
-    Parameters
-    ----------
-    spec : int, str or None
-        ``None`` (or ``"unlimited"``): no limit. A size in bytes (``1024``,
-        ``"500 MB"``, ``"2 GiB"``; see :func:`parse_bytes`). ``"70%"`` (or
-        ``"70% total"``): that share of the resource's total memory.
-        ``"70% available"``: that share of the memory free when it is resolved.
-
-    Raises
-    ------
-    BudgetError
-        When ``spec`` cannot be parsed (checked at construction).
-
-    Examples
-    --------
-    >>> MemoryBudget("70%").resolve(total=1000, available=400)
-    700
-    >>> MemoryBudget("50% available").resolve(total=1000, available=400)
-    200
-    >>> MemoryBudget(None).resolve(total=1000, available=400) is None
-    True
-    """
-
-    def __init__(self, spec: int | str | None) -> None:
-        if isinstance(spec, MemoryBudget):
-            spec = spec.spec
-        self.spec = spec
-        self._base: str | None = None  # None: absolute bytes; "total" / "available": share
-        self._value: float | int | None = None  # bytes, or percentage
-        if spec is None or (isinstance(spec, str) and spec.strip().lower() in _UNLIMITED):
-            self.spec = None
-            return
-        percent = _parse_percent(spec) if isinstance(spec, str) else None
-        if percent is not None:
-            self._base, self._value = percent
-        else:
-            self._value = parse_bytes(spec)
-
-    @property
-    def unlimited(self) -> bool:
-        """Whether the budget sets no limit."""
-        return self._value is None
-
-    @property
-    def needs_machine(self) -> bool:
-        """Whether resolving needs the machine's memory sizes (a percentage)."""
-        return self._base is not None
-
-    def resolve(self, total: int, available: int) -> int | None:
-        """Bytes allowed given the resource's ``total`` and ``available`` bytes.
-
-        Returns ``None`` for an unlimited budget.
-
-        Examples
-        --------
-        >>> MemoryBudget("1 KiB").resolve(total=10**9, available=0)
-        1024
-        """
-        if self._value is None:
-            return None
-        if self._base is None:
-            return int(self._value)
-        for name, value in (("total", total), ("available", available)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise BudgetError(f"{name} memory must be an integer >= 0 bytes, got {value!r}")
-        base = total if self._base == "total" else available
-        return int(base * self._value / 100)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, MemoryBudget):
-            return NotImplemented
-        return (self._base, self._value) == (other._base, other._value)
-
-    def __hash__(self) -> int:
-        return hash((self._base, self._value))
-
-    def __repr__(self) -> str:
-        return f"MemoryBudget({self.spec!r})"
 
 
 def _host_memory() -> tuple[int, int]:
@@ -256,6 +101,34 @@ class MemoryPlan:
     ) -> None:
         self.host = _as_budget(host)
         self.device = _as_budget(device)
+
+    def to_json(self) -> str:
+        """laddu's JSON form, ``{"host": budget, "device": budget or null}`` (see
+        :meth:`MemoryBudget.to_json <laddu_dask.budgets.MemoryBudget.to_json>`); an unlimited
+        device budget is ``null``, as laddu's absent one.
+
+        Examples
+        --------
+        >>> plan = MemoryPlan(host="2 GiB", device="50%")
+        >>> plan.to_json()
+        '{"host": {"bytes": 2147483648}, "device": {"percent_total": 0.5}}'
+        >>> MemoryPlan.from_json(json=plan.to_json()) == plan
+        True
+        """
+        device = None if self.device.unlimited else _json.loads(self.device.to_json())
+        return _json.dumps({"host": _json.loads(self.host.to_json()), "device": device})
+
+    @staticmethod
+    def from_json(json: str) -> MemoryPlan:
+        """The plan :meth:`to_json` (or laddu's) wrote."""
+        try:
+            data = _json.loads(json)
+        except (TypeError, ValueError):
+            raise BudgetError(f"MemoryPlan.from_json needs JSON, got {json!r}") from None
+        if not isinstance(data, dict) or set(data) != {"host", "device"}:
+            raise BudgetError(f"MemoryPlan.from_json needs {{'host': ..., 'device': ...}}, got {json!r}")
+        device = None if data["device"] is None else MemoryBudget.from_json(_json.dumps(data["device"]))
+        return MemoryPlan(host=MemoryBudget.from_json(_json.dumps(data["host"])), device=device)
 
     def host_bytes(self) -> int | None:
         """The host budget in bytes on this machine (``None``: unlimited)."""

@@ -46,7 +46,7 @@ from laddu_dask.data.dataset import Dataset
 from laddu_dask.runtime.accumulate import Uncertified, work_bytes
 from laddu_dask.runtime.execution import Execution
 from laddu_dask.runtime.jobs import ReductionJob
-from laddu_dask.runtime.memory import decide_storage
+from laddu_dask.runtime.memory import MemoryPlan, decide_storage
 from laddu_dask.runtime.preparation import PreparedDataset, prepare_batch
 from laddu_dask.runtime.reducer import Params, PartitionReducer
 
@@ -274,6 +274,9 @@ class PreparedModel:
         dataset.schema.require(self.compiled.columns, ", ".join(dataset.sources))
         resident_bpe, stream_bpe = self._bytes_per_event()
         budget = execution.host_budget_bytes()
+        if getattr(dataset, "memory", None) is not None:  # the read's own budget (laddu's memory=)
+            own = MemoryPlan(host=dataset.memory).host_bytes()
+            budget = own if budget is None or own is None else min(budget, own)
         # the largest row group, whatever the chunk size (every one is read by a partition)
         group = max((p.decoded_rows for p in dataset.partitions), default=0)
         read_bytes = max((p.read_bytes for p in dataset.partitions), default=0)
