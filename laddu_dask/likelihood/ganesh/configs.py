@@ -35,8 +35,19 @@ from typing import Any
 import numpy as np
 
 from laddu_dask.errors import GaneshConfigError
+from laddu_dask.likelihood.ganesh.line_searches import HagerZhangLineSearch, MoreThuenteLineSearch
+from laddu_dask.likelihood.ganesh.line_searches import line_search as _line_search
 from laddu_dask.likelihood.ganesh.transforms import check_transform
-from laddu_dask.likelihood.ganesh.validate import choice, count, intervals, names, number, positive, within
+from laddu_dask.likelihood.ganesh.validate import (
+    Settings,
+    choice,
+    count,
+    intervals,
+    names,
+    number,
+    positive,
+    within,
+)
 
 __all__ = [
     "AdamConfig",
@@ -53,104 +64,12 @@ __all__ = [
 ]
 
 
-class _Settings:
-    """Shared ``__repr__`` and ``__eq__`` over the constructor's keywords."""
-
-    _fields: tuple[str, ...] = ()
-
-    def __repr__(self) -> str:
-        body = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._fields)
-        return f"{type(self).__name__}({body})"
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and all(
-            np.array_equal(
-                np.asarray(getattr(self, f), dtype=object), np.asarray(getattr(other, f), dtype=object)
-            )
-            for f in self._fields
-        )
-
-    __hash__ = None  # type: ignore[assignment]
-
-
-class _Config(_Settings):
+class _Config(Settings):
     """Keywords every minimizer configuration has."""
 
     def _common(self, parameter_names: Sequence[str] | None, transform: Any) -> None:
         self.parameter_names = names(parameter_names)
         self.transform = check_transform(transform)
-
-
-class MoreThuenteLineSearch(_Settings):
-    """Moré–Thuente strong-Wolfe line-search settings (``0 < c1 < c2 < 1``).
-
-    SciPy's ``line_search`` (MINPACK's ``dcsrch``, which *is* Moré–Thuente) runs it with
-    ``c1``, ``c2`` and ``max_iterations``; ``max_zoom`` is recorded (SciPy's search has no
-    separate zoom limit). L-BFGS-B always uses SciPy's own Moré–Thuente search.
-
-    Examples
-    --------
-    >>> MoreThuenteLineSearch(c1=1e-4, c2=0.4).c2
-    0.4
-    """
-
-    _fields = ("c1", "c2", "max_iterations", "max_zoom")
-
-    def __init__(
-        self, *, c1: float = 1e-4, c2: float = 0.9, max_iterations: int = 20, max_zoom: int = 20
-    ) -> None:
-        self.c1, self.c2 = number("c1", c1), number("c2", c2)
-        if not 0 < self.c1 < self.c2 < 1:
-            raise GaneshConfigError(f"MoreThuenteLineSearch needs 0 < c1 < c2 < 1, got c1={c1!r}, c2={c2!r}")
-        self.max_iterations = count("max_iterations", max_iterations, 1)
-        self.max_zoom = count("max_zoom", max_zoom, 1)
-
-
-class HagerZhangLineSearch(_Settings):
-    """Hager–Zhang strong-Wolfe line-search settings (``0 < delta < sigma < 1``).
-
-    SciPy has no Hager–Zhang search: the conjugate-gradient loop uses SciPy's strong-Wolfe
-    search (``line_search``) with ``c1 = delta``, ``c2 = sigma`` and ``max_iterations``;
-    ``epsilon``, ``theta``, ``gamma`` and ``max_bisects`` are accepted and recorded.
-
-    Examples
-    --------
-    >>> HagerZhangLineSearch().sigma
-    0.9
-    """
-
-    _fields = ("delta", "sigma", "epsilon", "theta", "gamma", "max_iterations", "max_bisects")
-
-    def __init__(
-        self,
-        *,
-        delta: float = 0.1,
-        sigma: float = 0.9,
-        epsilon: float = 1e-6,
-        theta: float = 0.5,
-        gamma: float = 0.66,
-        max_iterations: int = 100,
-        max_bisects: int = 50,
-    ) -> None:
-        self.delta, self.sigma = number("delta", delta), number("sigma", sigma)
-        if not 0 < self.delta < self.sigma < 1:
-            raise GaneshConfigError(
-                f"HagerZhangLineSearch needs 0 < delta < sigma < 1, got delta={delta!r}, sigma={sigma!r}"
-            )
-        self.epsilon = positive("epsilon", epsilon)
-        self.theta = within("theta", theta, 0.0, 1.0)
-        self.gamma = within("gamma", gamma, 0.0, 1.0)
-        self.max_iterations = count("max_iterations", max_iterations, 1)
-        self.max_bisects = count("max_bisects", max_bisects, 1)
-
-
-def _line_search(value: Any) -> MoreThuenteLineSearch | HagerZhangLineSearch | None:
-    if value is None or isinstance(value, MoreThuenteLineSearch | HagerZhangLineSearch):
-        return value
-    raise GaneshConfigError(
-        "line_search must be a MoreThuenteLineSearch, a HagerZhangLineSearch or None, "
-        f"got {type(value).__name__}"
-    )
 
 
 class LBFGSBConfig(_Config):

@@ -69,9 +69,11 @@ def nelder_mead(problem: Any, run: Any, y0: np.ndarray, config: Any, rng: Any, b
             take_e = fe < fr if config.expansion_method == "greedy_minimization" else fe < fs[0]
             xs[-1], fs[-1] = (xe, fe) if take_e else (xr, fr)
             volume *= a * b if take_e else a
+            label = "EXPAND"  # as laddu labels it, whichever point greedy selection keeps
         elif fr < fs[-2]:
             xs[-1], fs[-1] = xr, fr
             volume *= a
+            label = "REFLECT"
         else:
             outside = fr < fs[-1]
             xc = centroid + c * ((xr if outside else xs[-1]) - centroid)
@@ -79,14 +81,22 @@ def nelder_mead(problem: Any, run: Any, y0: np.ndarray, config: Any, rng: Any, b
             if fc < (fr if outside else fs[-1]):
                 xs[-1], fs[-1] = xc, fc
                 volume *= a * c if outside else c
+                label = "CONTRACT OUT" if outside else "CONTRACT IN"
             else:
                 xs[1:] = xs[0] + s * (xs[1:] - xs[0])
                 fs[1:] = [problem.value(p) for p in xs[1:]]
                 volume *= s**n
+                label = "SHRINK"
         order = np.argsort(fs, kind="stable")
         xs, fs = xs[order], fs[order]
         if run.after_step(
-            xs[0], fs[0], simplex_x=xs, simplex_f=fs, relative_volume=volume, initial_spread=spread0
+            xs[0],
+            fs[0],
+            simplex_x=xs,
+            simplex_f=fs,
+            relative_volume=volume,
+            initial_spread=spread0,
+            label=label,
         ):
             return xs[0], float(fs[0]), run.message
 
@@ -160,8 +170,7 @@ def swarm(problem: Any, run: Any, y0: np.ndarray, config: Any, rng: Any, bounds:
 
 def evolution(problem: Any, run: Any, y0: np.ndarray, config: Any, rng: Any, bounds: tuple) -> tuple:
     """``scipy.optimize.differential_evolution`` (rand/1/bin, no polish): the population
-    starts at ``y0`` and ``y0 + initial_scale * N(0, 1)``; one generation per step. Beyond
-    laddu's ``MaxSteps``, the run also ends (a success) once every member has the same value.
+    starts at ``y0`` and ``y0 + initial_scale * N(0, 1)``; one generation per step.
     SciPy needs a finite box: ``y0 +- 1e4 max(1, |y0|, initial_scale)``."""
     n = len(y0)
     count = config.population_size or max(10 * n, 4)
@@ -183,7 +192,7 @@ def evolution(problem: Any, run: Any, y0: np.ndarray, config: Any, rng: Any, bou
         maxiter=10**9,
         init=init,
         tol=0.0,
-        atol=0.0,
+        atol=-1.0,  # SciPy's own test (population spread <= atol) never passes: terminators decide
         mutation=config.differential_weight,
         recombination=config.crossover_probability,
         rng=rng,
@@ -192,8 +201,6 @@ def evolution(problem: Any, run: Any, y0: np.ndarray, config: Any, rng: Any, bou
     )
     if run.message is not None:
         return last[0], last[1], run.message
-    if res.success:  # SciPy stops once every member has the same value: nothing can move
-        return np.asarray(res.x), float(res.fun), StatusMessage(True, "POPULATION CONVERGED")
     return (
         np.asarray(res.x),
         float(res.fun),

@@ -121,14 +121,16 @@ class Run:
         self.best: tuple[np.ndarray, float] | None = None
 
     def after_step(self, y: np.ndarray, fx: float, **fields: Any) -> bool:
-        """Record the step's point (internal ``y``) and value, then observe and test."""
+        """Record the step's point (internal ``y``) and value, then observe and test; a
+        ``label`` field names the kind of step in the snapshot (``"Step: REFLECT"``)."""
         st = self.state
         st.step += 1
         st.y, st.fx = np.array(y, dtype=float), float(fx)
         st.x, st.evals = self.problem.external(st.y), self.problem.counts()
+        label = fields.pop("label", None)
         st.__dict__.update(fields)
         self.best = (st.y.copy(), st.fx)
-        snapshot = StatusSnapshot(st.step, False, "Step")
+        snapshot = StatusSnapshot(st.step, False, "Step" if label is None else f"Step: {label}")
         for obs in self.observers:
             obs.observe(st) if isinstance(obs, Observer) else obs(st.step, snapshot)
         stop = False

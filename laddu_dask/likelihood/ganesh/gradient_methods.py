@@ -24,6 +24,7 @@ Examples
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -127,6 +128,14 @@ def _beta(update: str, g1: np.ndarray, g0: np.ndarray, d: np.ndarray) -> float:
     return float(beta) if np.isfinite(beta) else 0.0
 
 
+def _wolfe(fg: _Cached, y: np.ndarray, d: np.ndarray, g: np.ndarray, f: float, f_old: float | None,
+           search: dict[str, Any]) -> float | None:
+    """The step length of SciPy's strong-Wolfe search along ``d`` (``None``: it failed)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # SciPy's LineSearchWarning: a failure is None
+        return so.line_search(fg.value, fg.gradient, y, d, gfk=g, old_fval=f, old_old_fval=f_old, **search)[0]
+
+
 def conjugate_gradient(problem: Any, run: Any, y0: np.ndarray, config: Any, rng: Any, bounds: tuple) -> tuple:
     """Nonlinear CG on SciPy's strong-Wolfe ``line_search``; one step per line search.
     A direction that is not a descent direction, or a failed search, restarts from the
@@ -139,14 +148,10 @@ def conjugate_gradient(problem: Any, run: Any, y0: np.ndarray, config: Any, rng:
     while True:
         if g @ d >= 0:
             d = -g
-        alpha, *_, f_new, f_old_new, _ = so.line_search(
-            fg.value, fg.gradient, y, d, gfk=g, old_fval=f, old_old_fval=f_old, **search
-        )
+        alpha = _wolfe(fg, y, d, g, f, f_old, search)
         if alpha is None and not np.array_equal(d, -g):
             d = -g
-            alpha, *_, f_new, f_old_new, _ = so.line_search(
-                fg.value, fg.gradient, y, d, gfk=g, old_fval=f, **search
-            )
+            alpha = _wolfe(fg, y, d, g, f, None, search)
         if alpha is None:
             return _finish(run, y, f, "LINE SEARCH FAILED")
         y_new = y + alpha * d

@@ -18,6 +18,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from laddu_dask.errors import GaneshConfigError
 
 
@@ -91,3 +93,23 @@ def names(value: Any) -> list[str] | None:
     if isinstance(value, str) or not all(isinstance(n, str) for n in value):
         raise GaneshConfigError(f"parameter_names must be a sequence of str, got {value!r}")
     return list(value)
+
+
+class Settings:
+    """Shared ``__repr__`` and ``__eq__`` over the constructor's keywords."""
+
+    _fields: tuple[str, ...] = ()
+
+    def __repr__(self) -> str:
+        body = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._fields)
+        return f"{type(self).__name__}({body})"
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and all(
+            np.array_equal(
+                np.asarray(getattr(self, f), dtype=object), np.asarray(getattr(other, f), dtype=object)
+            )
+            for f in self._fields
+        )
+
+    __hash__ = None  # type: ignore[assignment]
