@@ -125,7 +125,8 @@ class TrustRegionGTerminator(_GradientNorm):
 
 class LBFGSBInfNormGTerminator(Terminator):
     """L-BFGS-B: the largest component of the projected gradient ``x - clip(x - g)`` is
-    below ``eps_abs`` (default ``eps^(1/3)``)."""
+    below ``eps_abs`` (default ``eps^(1/3)``); a component pushing out of an active bound
+    counts zero."""
 
     method, _fields = "LBFGSBConfig", ("eps_abs",)
 
@@ -134,7 +135,7 @@ class LBFGSBInfNormGTerminator(Terminator):
 
     def check(self, state: SimpleNamespace) -> str | None:
         lo, hi = state.bounds
-        projected = state.x - np.clip(state.x - state.gradient, lo, hi)
+        projected = state.y - np.clip(state.y - state.gradient, lo, hi)
         return (
             "PROJECTED GRADIENT WITHIN TOLERANCE" if float(np.max(np.abs(projected))) < self.eps_abs else None
         )

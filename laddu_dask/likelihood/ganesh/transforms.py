@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from laddu_dask.errors import GaneshConfigError
-from laddu_dask.likelihood.ganesh.validate import intervals
+from laddu_dask.likelihood.ganesh.validate import intervals as _pairs
 
 __all__ = [
     "Bounds",
@@ -74,7 +74,7 @@ class Bounds(Transform):
     """
 
     def __init__(self, bounds: Sequence[tuple[float | None, float | None]]) -> None:
-        self.bounds = intervals("bounds", bounds, finite=False)
+        self.bounds = _pairs("bounds", bounds, finite=False)
         self.size = len(self.bounds)
         lo, hi = np.array(self.bounds, dtype=float).reshape(-1, 2).T
         self._lo, self._hi = lo, hi
@@ -159,10 +159,10 @@ class PeriodicTransform(Transform):
     array([1., 5.])
     """
 
-    def __init__(self, intervals_: Sequence[tuple[float, float] | None]) -> None:
-        items = list(intervals_)
+    def __init__(self, intervals: Sequence[tuple[float, float] | None]) -> None:
+        items = list(intervals)
         given = [(i, p) for i, p in enumerate(items) if p is not None]
-        checked = intervals("intervals", [p for _, p in given], finite=True)
+        checked = _pairs("intervals", [p for _, p in given], finite=True)
         self.intervals = [None] * len(items)
         for (i, _), pair in zip(given, checked):
             self.intervals[i] = pair
@@ -177,7 +177,7 @@ class PeriodicTransform(Transform):
     def to_external(self, y: np.ndarray) -> np.ndarray:
         x = np.array(y, dtype=float)
         for i, pair in enumerate(self.intervals):
-            if pair is not None:
+            if pair is not None and math.isfinite(x[i]):
                 a, b = pair
                 x[i] = a + math.fmod(math.fmod(x[i] - a, b - a) + (b - a), b - a)
         return x
