@@ -340,6 +340,41 @@ def test_every_conjugate_gradient_update_and_line_search_converges(update, line_
     assert s.message.success and np.allclose(s.x, 1.0, atol=1e-6)
 
 
+def test_conjugate_gradient_updates_by_hand():
+    from laddu_dask.likelihood.ganesh.gradient_methods import _beta
+
+    g0, g1, d = np.array([1.0, 0.0]), np.array([0.5, 0.5]), np.array([-1.0, 0.0])
+    # y = g1 - g0 = (-0.5, 0.5); d.y = 0.5; g1.y = 0; g1.g1 = 0.5; g0.g0 = 1; y.y = 0.5
+    assert _beta("fletcher_reeves", g1, g0, d) == 0.5
+    assert _beta("polak_ribiere_plus", g1, g0, d) == 0.0
+    assert _beta("polak_ribiere_plus", np.array([0.5, 0.0]), g0, d) == 0.0  # g1.y = -0.25 < 0: clipped
+    assert _beta("polak_ribiere_plus", np.array([2.0, 0.0]), g0, d) == 2.0  # g1.y = 2
+    assert _beta("hestenes_stiefel_plus", np.array([2.0, 0.0]), g0, d) == 0.0  # 2 / d.y = 2 / -1 < 0: clipped
+    assert _beta("hestenes_stiefel_plus", np.array([0.5, 1.0]), g0, d) == 1.5  # g1.y = 0.75, d.y = 0.5
+    assert _beta("dai_yuan", g1, g0, d) == 1.0  # 0.5 / 0.5
+    # Hager-Zhang: (y - 2 d |y|^2 / d.y) . g1 / d.y = ((-0.5, 0.5) - 2 (-1, 0) 0.5 / 0.5) . g1 / 0.5
+    assert _beta("hager_zhang", g1, g0, d) == pytest.approx(((1.5 * 0.5) + 0.5 * 0.5) / 0.5)
+
+
+def test_lbfgsb_history_size_is_scipys_number_of_corrections():
+    scales = np.logspace(0, 3, 12)
+
+    class Valley:  # an ill-conditioned quadratic: more corrections, fewer steps
+        def value(self, x):
+            return float(np.sum(scales * np.asarray(x) ** 2))
+
+        def value_and_gradient(self, x):
+            return self.value(x), 2 * scales * np.asarray(x)
+
+    def steps(history):
+        seen = []
+        minimize(Valley(), np.ones(12), config=g.LBFGSBConfig(history_size=history),
+                 observers=[lambda step, snapshot: seen.append(step)])
+        return len(seen)
+
+    assert steps(1) > steps(3) > steps(12)
+
+
 def test_summaries():
     s = minimize(Bowl(), [3.0, -2.0], parameter_names=["p", "q"])
     assert np.allclose(s.covariance, 0.5 * np.eye(2), atol=1e-8)  # inverse of the Hessian 2 I

@@ -180,7 +180,7 @@ class NelderMeadConfig(_Config):
     ``x0_i (1 + initial_step)`` (``initial_zero_step`` where ``x0_i = 0``), unless
     ``initial_simplex`` (``n + 1`` points) is given. ``expansion_method`` is
     ``"greedy_minimization"`` (keep the better of expanded and reflected points) or
-    ``"greedy_expansion"`` (keep the expanded one when it beats the best).
+    ``"greedy_expansion"`` (keep the expanded one).
 
     Examples
     --------

@@ -66,7 +66,7 @@ def nelder_mead(problem: Any, run: Any, y0: np.ndarray, config: Any, rng: Any, b
         if fr < fs[0]:
             xe = centroid + a * b * (centroid - xs[-1])
             fe = problem.value(xe)
-            take_e = fe < fr if config.expansion_method == "greedy_minimization" else fe < fs[0]
+            take_e = fe < fr if config.expansion_method == "greedy_minimization" else True
             xs[-1], fs[-1] = (xe, fe) if take_e else (xr, fr)
             volume *= a * b if take_e else a
             label = "EXPAND"  # as laddu labels it, whichever point greedy selection keeps

@@ -111,17 +111,22 @@ class Problem:
 
 
 class Run:
-    """The step loop's bookkeeping: after each step the method calls :meth:`after_step`,
-    which calls the observers, then asks the terminators (``True``: stop)."""
+    """The step loop's bookkeeping: after each step the method calls :meth:`after_step`.
 
-    def __init__(self, problem: Problem, terminators: list[Any], observers: list[Any]) -> None:
-        self.problem, self.terminators, self.observers = problem, terminators, observers
+    As in laddu, a step asks the method's default terminators first, then calls the
+    observers, then asks the given terminators; the first terminator to answer stops the run
+    (so a step that a default terminator ends is not observed)."""
+
+    def __init__(
+        self, problem: Problem, defaults: list[Any], observers: list[Any], terminators: list[Any]
+    ) -> None:
+        self.problem, self.defaults, self.observers, self.given = problem, defaults, observers, terminators
+        self.terminators = defaults + terminators
         self.state = SimpleNamespace(step=-1, memory={}, f_previous=math.inf, fx=math.nan)
         self.message: StatusMessage | None = None
-        self.best: tuple[np.ndarray, float] | None = None
 
     def after_step(self, y: np.ndarray, fx: float, **fields: Any) -> bool:
-        """Record the step's point (internal ``y``) and value, then observe and test; a
+        """Record the step's point (internal ``y``) and value, then test and observe; a
         ``label`` field names the kind of step in the snapshot (``"Step: REFLECT"``)."""
         st = self.state
         st.step += 1
@@ -129,18 +134,23 @@ class Run:
         st.x, st.evals = self.problem.external(st.y), self.problem.counts()
         label = fields.pop("label", None)
         st.__dict__.update(fields)
-        self.best = (st.y.copy(), st.fx)
         snapshot = StatusSnapshot(st.step, False, "Step" if label is None else f"Step: {label}")
-        for obs in self.observers:
-            obs.observe(st) if isinstance(obs, Observer) else obs(st.step, snapshot)
-        stop = False
-        for t in self.terminators:
+        stop = self._ask(self.defaults, snapshot)
+        if not stop:
+            for obs in self.observers:
+                obs.observe(st) if isinstance(obs, Observer) else obs(st.step, snapshot)
+            stop = self._ask(self.given, snapshot)
+        st.f_previous = st.fx
+        return stop
+
+    def _ask(self, terminators: list[Any], snapshot: StatusSnapshot) -> bool:
+        st = self.state
+        for t in terminators:
             if isinstance(t, Terminator):
                 text = t.check(st)
                 if text is not None:
                     self.message = StatusMessage(t.succeeds, text or None)
-                    stop = True
-                    break
+                    return True
             else:
                 answer = t(st.step, snapshot)
                 if not isinstance(answer, bool | np.bool_):
@@ -149,16 +159,15 @@ class Run:
                     )
                 if answer:
                     self.message = StatusMessage(False, None)
-                    stop = True
-                    break
-        st.f_previous = st.fx
-        return stop
+                    return True
+        return False
 
 
 def _callbacks(
     method: str, terminators: Sequence[Any], observers: Sequence[Any], default_callbacks: bool
-) -> tuple[list[Any], list[Any]]:
-    """The run's terminators (given, then the method's defaults) and observers, checked."""
+) -> tuple[list[Any], list[Any], list[Any]]:
+    """The method's default terminators (when asked for), the observers and the given
+    terminators, checked."""
     terms = list(terminators)
     for t in terms:
         ok = (isinstance(t, Terminator) and t.method in (None, method)) or (
@@ -174,15 +183,13 @@ def _callbacks(
             raise TypeError(
                 f"observers must be ganesh observers or Python callables (step, snapshot), got {o!r}"
             )
-    if default_callbacks:
-        given = {type(t) for t in terms}
-        terms += [t for t in default_terminators(method) if type(t) not in given]
-    if not terms:
+    defaults = default_terminators(method) if default_callbacks else []
+    if not terms and not defaults:
         raise GaneshConfigError(
             f"{method} would never stop: no terminator applies (pass terminators="
             "[ld.ganesh.MaxSteps(n)]" + (" or default_callbacks=True" if not default_callbacks else "") + ")"
         )
-    return terms, list(observers)
+    return defaults, list(observers), terms
 
 
 def _bounds(bounds: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -269,7 +276,7 @@ def minimize(
     if not n or not np.isfinite(x0).all():
         raise GaneshConfigError(f"x0 must be non-empty and finite, got {x0.tolist()}")
     method = type(config).__name__
-    terms, obs = _callbacks(method, terminators, observers, default_callbacks)
+    defaults, obs, terms = _callbacks(method, terminators, observers, default_callbacks)
     own = getattr(config, "bounds", None)
     lo, hi = _bounds(own if own is not None else bounds, n)
     user = check_transform(config.transform, n)
@@ -278,7 +285,7 @@ def minimize(
     parts += [user] if user is not None else []
     transform = None if not parts else parts[0] if len(parts) == 1 else TransformChain(parts)
     problem = Problem(objective, transform, n)
-    run = Run(problem, terms, obs)
+    run = Run(problem, defaults, obs, terms)
     x_start = np.clip(x0, lo, hi)
     y0 = problem.internal(x_start)
     rng = np.random.default_rng(seed)

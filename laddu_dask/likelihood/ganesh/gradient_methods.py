@@ -198,20 +198,20 @@ def trust_region(problem: Any, run: Any, y0: np.ndarray, config: Any, rng: Any, 
 
 
 def adam(problem: Any, run: Any, y0: np.ndarray, config: Any, rng: Any, bounds: tuple) -> tuple:
-    """Adam (Kingma & Ba): one exact gradient per step; the step's point and value are
-    the last evaluated ones."""
+    """Adam (Kingma & Ba) with bias-corrected moments: each step moves with the gradient
+    at the current point, then evaluates the new point (its value is the step's, as in
+    laddu; its gradient serves the next step), so a step costs one value-and-gradient."""
     y = np.array(y0, dtype=float)
-    problem.value(y)
+    f, g = problem.value_and_gradient(y)
     m = np.zeros_like(y)
     v = np.zeros_like(y)
     b1, b2 = config.beta_1, config.beta_2
     t = 0
     while True:
-        f, g = problem.value_and_gradient(y)
-        point = y.copy()
         t += 1
         m = b1 * m + (1 - b1) * g
         v = b2 * v + (1 - b2) * g * g
         y = y - config.alpha * (m / (1 - b1**t)) / (np.sqrt(v / (1 - b2**t)) + config.epsilon)
-        if run.after_step(point, f, gradient=g):
-            return point, f, run.message
+        f, g = problem.value_and_gradient(y)
+        if run.after_step(y, f, gradient=g):
+            return y, f, run.message
