@@ -5,6 +5,23 @@ The names, keywords and meanings are laddu 0.28.1's (``laddu.ganesh``); a script
 to :meth:`~laddu_dask.Likelihood.fit`, ``fit_restarts``, ``bootstrap_fit`` and ``sample``.
 The engine every fit goes through is :func:`~laddu_dask.likelihood.ganesh.engine.minimize`.
 
+Where the minimizers differ from laddu's (each for the reason given):
+
+- L-BFGS-B is SciPy's: its own line search (``line_search`` and ``max_step`` are recorded),
+  and it ends a run (not a success) when its line search cannot lower ``f`` any more, where
+  laddu's keeps stepping until ``MaxSteps``.
+- Conjugate gradient uses SciPy's strong-Wolfe ``line_search`` for both line-search kinds
+  (SciPy has neither Moré–Thuente nor Hager–Zhang as a public search).
+- Trust region solves its subproblem with SciPy's ``trust-exact`` for either ``subproblem``;
+  SciPy caps ``eta`` below 0.25. Inside bounds it works where laddu 0.28.1's fails.
+- CMA-ES is ``cma``'s: its stopping criteria stand for the CMA-ES terminators, so a run may
+  end on a different one (e.g. ``TOLFUN`` where laddu's says ``CONDITION COVARIANCE``).
+- Smooth bounds are MINUIT's transforms; near a bound the path (not the minimum) can differ.
+- A run nothing can stop (``PSOConfig`` without ``MaxSteps``, ``default_callbacks=False``
+  without terminators) is a ``GaneshConfigError`` up front; laddu's would run forever.
+- A Hessian counts once in ``evals.h`` (its ``2 n`` exact gradients are not added to ``g``);
+  Adam's first evaluation also counts a gradient (``g`` is laddu's plus one).
+
 Examples
 --------
 >>> import laddu_dask as ld
