@@ -368,8 +368,12 @@ def test_lbfgsb_history_size_is_scipys_number_of_corrections():
 
     def steps(history):
         seen = []
-        minimize(Valley(), np.ones(12), config=g.LBFGSBConfig(history_size=history),
-                 observers=[lambda step, snapshot: seen.append(step)])
+        minimize(
+            Valley(),
+            np.ones(12),
+            config=g.LBFGSBConfig(history_size=history),
+            observers=[lambda step, snapshot: seen.append(step)],
+        )
         return len(seen)
 
     assert steps(1) > steps(3) > steps(12)
@@ -386,3 +390,38 @@ def test_summaries():
     assert multi.best_run_index == int(np.argmin([r.fx for r in runs]))
     assert multi.best is runs[multi.best_run_index] and multi.restart_count == 2 and multi.runs == runs
     assert g.MultiStartSummary([]).best is None
+
+
+class Recorded(Bowl):
+    """The bowl around (1, 1), recording every point it is evaluated at."""
+
+    def __init__(self):
+        self.points = []
+
+    def value(self, x):
+        self.points.append(np.array(x, dtype=float))
+        return super().value(x)
+
+
+@pytest.mark.parametrize(
+    "method",
+    [
+        "LBFGSBConfig",
+        "NelderMeadConfig",
+        "ConjugateGradientConfig",
+        "TrustRegionConfig",
+        "CMAESConfig",
+        "DifferentialEvolutionConfig",
+        "SimulatedAnnealingConfig",
+        "PSOConfig",
+        "AdamConfig",
+    ],
+)
+def test_no_method_evaluates_outside_the_bounds(method):
+    bowl = Recorded()
+    steps = [g.MaxSteps(300)] if method in ("DifferentialEvolutionConfig", "PSOConfig") else []
+    config = getattr(g, method)(**({"alpha": 0.05} if method == "AdamConfig" else {}))
+    s = minimize(bowl, [0.0, 0.0], config=config, terminators=steps, bounds=[(-2.0, 0.5), (-3.0, None)])
+    points = np.array(bowl.points)
+    assert (points[:, 0] >= -2.0).all() and (points[:, 0] <= 0.5).all() and (points[:, 1] >= -3.0).all()
+    assert np.allclose(s.x, [0.5, 1.0], atol=2e-2)  # the constrained minimum, on the bound
