@@ -7,7 +7,7 @@ Examples
 >>> from laddu_dask.likelihood.ganesh.status import StatusMessage
 >>> m = StatusMessage(True, "converged: gradient norm below 1e-06")
 >>> m.success, str(m)
-(True, 'converged: gradient norm below 1e-06')
+(True, 'Success: converged: gradient norm below 1e-06')
 """
 
 from __future__ import annotations
@@ -17,13 +17,18 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class StatusMessage:
-    """Whether a run succeeded, and why it stopped (``text``; ``None`` when it gave none)."""
+    """Whether a run succeeded, and why it stopped (``text``; ``None`` when it gave none).
+
+    ``str`` is laddu's: ``"Success: TEXT"`` for a success, ``"Message: TEXT"`` otherwise,
+    ``"Step"`` when a run stopped (by a Python terminator) without a text."""
 
     success: bool
     text: str | None = None
 
     def __str__(self) -> str:
-        return self.text if self.text is not None else ("success" if self.success else "failure")
+        if self.text is None:
+            return "Step"
+        return f"{'Success' if self.success else 'Message'}: {self.text}"
 
 
 @dataclass(frozen=True)
