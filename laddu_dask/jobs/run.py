@@ -324,7 +324,7 @@ def run_fit(config: FitConfig | str | os.PathLike[str], *, scheduler: str | None
         "method": result.method,
         "message": result.message,
         "parameter_names": list(names),
-        "values": result.values,
+        "values": result.named_parameters,
         "errors": result.errors,
         "covariance": cov,
         "correlation": corr,
@@ -403,7 +403,7 @@ def _fit_bins(config: FitConfig, term: Any, execution: Any, say: Callable[..., N
         best = f.best
         out.append({"index": f.index, "low": f.low, "high": f.high, "valid": best is not None,
                     "fval": None if best is None else best.fval,
-                    "values": None if best is None else best.values,
+                    "values": None if best is None else best.named_parameters,
                     "errors": None if best is None else best.errors,
                     "data_events": None if f.likelihood is None else f.likelihood.terms[0].data.n_events,
                     "restarts": _ensemble_summary(f.ensemble)})

@@ -115,7 +115,7 @@ class ClosureResult:
         rows = [fits[int(i)] for i in self.valid_indices]
         shape = (len(rows), len(self.parameter_names))
         #: Fitted values and HESSE errors of the valid replicas, ``(n_valid, n_parameters)``.
-        self.values = np.array([[r.values[n] for n in self.parameter_names] for r in rows],
+        self.values = np.array([[r.named_parameters[n] for n in self.parameter_names] for r in rows],
                                dtype=np.float64).reshape(shape)
         self.errors = np.array([[r.errors[n] for n in self.parameter_names] for r in rows],
                                dtype=np.float64).reshape(shape)
