@@ -87,6 +87,11 @@ class _Watched(MinuitCost):
                 self.callback(self.calls, value)
         return value, grad
 
+    def one_by_one(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_points` for a likelihood that evaluates one point at a time."""
+        pairs = [self._compute(np.asarray(p, dtype=np.float64), True) for p in points]
+        return np.array([v for v, _ in pairs]), np.array([g for _, g in pairs])
+
     def _points(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         with outside_minuit():
             values, grads = super()._points(points)
@@ -242,7 +247,8 @@ def fit(
             result = _fit_lbfgsb(objective, names, x0, used_bounds, max_calls)
         else:
             with minuit_output() as said:  # Minuit's own messages: to the log and the message
-                result = _fit_migrad(objective, names, x0, tolerance, max_calls, strategy, said)
+                result, problems = _fit_migrad(objective, names, x0, tolerance, max_calls, strategy)
+            result.message = result.terminal_message = fit_message(problems, result.minuit.fmin, "", said)
     except BaseException:
         if printer is not None:
             printer.finish(None)
@@ -283,13 +289,14 @@ def _fit_lbfgsb(objective: _Watched, names: list[str], x0: np.ndarray, bounds: l
     """laddu's default fit: L-BFGS-B, then ``2 H^-1`` from the Hessian of exact gradients."""
     run = minimize_lbfgsb(objective._both, x0, bounds, max_calls)
     single = objective.calls
-    hess = gradient_hessian(objective._points, run.x, bounds, names)
+    hess = gradient_hessian(objective._points if hasattr(objective.likelihood, "values_and_gradients")
+                            else objective.one_by_one, run.x, bounds, names)
     cov, positive = covariance_from_hessian(hess)
     _, grad = objective._both(run.x)
     diagonal = np.diag(cov)
     with np.errstate(invalid="ignore"):
         errors = np.sqrt(np.where(diagonal >= 0, diagonal, np.nan))
-    problems = ([] if run.converged else [f"L-BFGS-B: {run.text}"]) + \
+    problems = ([] if run.converged else [f"{run.text} (L-BFGS-B)"]) + \
         ([] if positive else ["Hessian not positive-definite"])
     grad = projected_gradient(run.x, grad, bounds)  # at an active bound the rest is not a distance
     edm = float(0.25 * grad @ cov @ grad)  # g^T H^-1 g / 2
@@ -306,8 +313,8 @@ def _fit_lbfgsb(objective: _Watched, names: list[str], x0: np.ndarray, bounds: l
 
 
 def _fit_migrad(objective: _Watched, names: list[str], x0: np.ndarray, tolerance: float,
-                max_calls: int | None, strategy: int, said: list[str]) -> FitResult:
-    """MIGRAD, then HESSE (when MIGRAD converged)."""
+                max_calls: int | None, strategy: int) -> tuple[FitResult, list[str]]:
+    """MIGRAD, then HESSE (when MIGRAD converged); the result and its problems."""
     minuit, values, fval, problems, converged = _run_migrad(objective, names, x0, tolerance, max_calls,
                                                             strategy)
     cov = None
@@ -317,12 +324,12 @@ def _fit_migrad(objective: _Watched, names: list[str], x0: np.ndarray, tolerance
     return FitResult(
         values=values, errors=np.array(minuit.errors, dtype=np.float64), fval=float(fval),
         valid=not problems, n_calls=objective.calls, method="migrad", covariance=cov, parameter_names=names,
-        minuit=minuit, message=fit_message(problems, fmin, "", said),
+        minuit=minuit,
         edm=math.nan if fmin is None else float(fmin.edm), correlation=correlation_of(cov),
         converged=converged,
         diagnostics={"function_evaluations": objective.calls, "gradient_evaluations": objective.gradients,
                      "hessian_evaluations": 0},
-    )
+    ), problems
 
 
 _Run = tuple[Any, np.ndarray, float, list[str], bool]  # minuit, values, fval, problems, converged

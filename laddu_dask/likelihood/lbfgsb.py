@@ -130,7 +130,8 @@ def minimize_lbfgsb(both: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: 
 
 def covariance_from_hessian(hessian: np.ndarray) -> tuple[np.ndarray, bool]:
     """``2 H^-1``, the covariance of the parameters of ``-2 ln L`` (a pseudo-inverse when
-    ``H`` is singular, as ganesh's), and whether ``H`` is positive-definite.
+    ``H`` is singular, as ganesh's; made exactly symmetric), and whether ``H`` is
+    positive-definite.
 
     Examples
     --------
@@ -147,4 +148,4 @@ def covariance_from_hessian(hessian: np.ndarray) -> tuple[np.ndarray, bool]:
         positive = True
     except np.linalg.LinAlgError:
         positive = False
-    return 2.0 * inverse, positive
+    return inverse + inverse.T, positive  # 2 H^-1, exactly symmetric
