@@ -48,7 +48,7 @@ def test_the_default_seed_is_zero(lik, capsys):
     assert fit_restarts(lik, 3, tolerance=1e-6).starts.tolist() == RESTART_STARTS_0
     ensemble = bootstrap_fit(lik, 2, tolerance=1e-6)
     want = [w_a / w_b for w_a, w_b in REPLICA_CLASS_WEIGHTS_0]  # closed form a = W_A / W_B
-    assert [f.values["a"] for f in ensemble] == pytest.approx(want, rel=1e-4)
+    assert [f.named_parameters["a"] for f in ensemble] == pytest.approx(want, rel=1e-4)
     assert ensemble.label == "bootstrap"
     assert capsys.readouterr().out == ""  # no progress unless asked for
 
@@ -82,7 +82,8 @@ def test_a_numpy_integer_count_of_restarts_with_an_initial_start(lik):
 
 def test_one_bootstrap_replica_is_a_fit(lik):
     (fit,) = lik.bootstrap_fit(1, seed=11, tolerance=1e-6)
-    assert fit.values["a"] == pytest.approx(3.0 / 7.0, rel=1e-4)  # replica 0 of seed 11: W_A = 3, W_B = 7
+    # replica 0 of seed 11: W_A = 3, W_B = 7
+    assert fit.named_parameters["a"] == pytest.approx(3.0 / 7.0, rel=1e-4)
 
 
 def test_the_note_of_restarts_without_some_ranges_is_the_whole_advice():
@@ -232,10 +233,11 @@ def test_fits_one_by_one_record_a_failure_and_go_on(lik):
     failed, fit = ensemble
     assert failed.message == \
         "failed: ParameterError: start value -1.0 of 'a' lies outside its bounds [0.001, 1000]"
-    assert (failed.values, failed.method, failed.parameter_names, failed.valid) == \
+    assert (failed.named_parameters, failed.method, failed.parameter_names, failed.valid) == \
         ({"a": -1.0}, "lbfgsb", ["a"], False)
+    assert (failed.converged, failed.outcome, failed.standard_errors) == (False, "failed", None)
     assert fit.valid and fit.method == "lbfgsb"
-    assert fit.values["a"] == pytest.approx(6.0 / 6.0, rel=1e-4)  # a = W_A / W_B = 6 / 6
+    assert fit.named_parameters["a"] == pytest.approx(6.0 / 6.0, rel=1e-4)  # a = W_A / W_B = 6 / 6
     assert heard == [(0, 2, False), (1, 2, True)]
     assert ensemble.parameter_names == ["a"] and ensemble.starts.tolist() == [[-1.0], [1.25]]
     assert (ensemble.label, ensemble.message) == ("each", "said")

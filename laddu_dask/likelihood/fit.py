@@ -292,14 +292,14 @@ def _fit_lbfgsb(objective: _Watched, names: list[str], x0: np.ndarray, bounds: l
     hess = gradient_hessian(objective._points if hasattr(objective.likelihood, "values_and_gradients")
                             else objective.one_by_one, run.x, bounds, names)
     cov, positive = covariance_from_hessian(hess)
+    if not positive:  # no covariance and no errors where the Hessian is not positive-definite (laddu's)
+        cov = None
     _, grad = objective._both(run.x)
-    diagonal = np.diag(cov)
-    with np.errstate(invalid="ignore"):
-        errors = np.sqrt(np.where(diagonal >= 0, diagonal, np.nan))
+    errors = np.full(len(names), math.nan) if cov is None else np.sqrt(np.diag(cov))
     problems = ([] if run.converged else [f"{run.text} (L-BFGS-B)"]) + \
         ([] if positive else ["Hessian not positive-definite"])
     grad = projected_gradient(run.x, grad, bounds)  # at an active bound the rest is not a distance
-    edm = float(0.25 * grad @ cov @ grad)  # g^T H^-1 g / 2
+    edm = math.nan if cov is None else float(0.25 * grad @ cov @ grad)  # g^T H^-1 g / 2
     message = (f"valid minimum; L-BFGS-B: {run.text}; EDM {edm:.3g}" if not problems
                else "invalid minimum: " + "; ".join(problems))
     return FitResult(

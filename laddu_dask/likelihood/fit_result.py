@@ -169,7 +169,8 @@ class FitResult:
         The summary holds ganesh's raw covariance, the inverse Hessian of ``-2 ln L``; the
         result's :attr:`covariance` is twice it, the covariance of the parameters (as
         laddu's ``FitResult``). A summary without a Hessian (``evals.h == 0``: a method that
-        gives no errors) has no covariance and no standard errors.
+        gives no errors) has no covariance and no standard errors, and so has one whose
+        covariance is not positive-definite (then the result is not ``valid``).
 
         Parameters
         ----------
@@ -191,15 +192,16 @@ class FitResult:
         cov = None
         if int(evals.h) > 0 and summary.covariance is not None:
             cov = 2.0 * np.asarray(summary.covariance, dtype=np.float64)
-        errors = np.full(len(names), math.nan) if cov is None else \
-            np.sqrt(np.where(np.diag(cov) >= 0, np.diag(cov), np.nan))
+            if not (np.isfinite(cov).all() and _positive_definite(cov)):
+                cov = None  # as laddu's: no covariance and no errors from a Hessian that is not
+        errors = np.full(len(names), math.nan) if cov is None else np.sqrt(np.diag(cov))
         success, text = bool(summary.message.success), summary.message.text
         terminal = f"{'Success' if success else 'Message'}: {text}"
-        accurate = cov is not None and np.isfinite(cov).all() and _positive_definite(cov)
-        message = (("valid minimum; " if success and accurate else "invalid minimum: ")
-                   + (text or "") + ("" if accurate or cov is None else "; covariance not positive-definite"))
+        failed = int(evals.h) > 0 and cov is None
+        message = (("valid minimum; " if success and not failed else "invalid minimum: ") + (text or "")
+                   + ("; Hessian not positive-definite" if failed else ""))
         return cls(
-            values=x, errors=errors, fval=float(summary.fx), valid=success and (cov is None or accurate),
+            values=x, errors=errors, fval=float(summary.fx), valid=success and not failed,
             n_calls=int(evals.f), method=method, covariance=cov,
             parameter_names=names, message=message, wall_time=wall_time, correlation=correlation_of(cov),
             bounds={} if bounds is None else dict(zip(names, (tuple(b) for b in bounds))),
