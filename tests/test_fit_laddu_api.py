@@ -132,11 +132,11 @@ def test_use_parameter_metadata_false_drops_the_bounds():
 def test_a_ganesh_config_without_the_ganesh_minimizer_is_a_clear_error():
     lik = _likelihood(ld)
     try:
-        from laddu_dask.likelihood.ganesh import minimize  # noqa: F401
+        from laddu_dask.likelihood.ganesh.engine import minimize  # noqa: F401
     except ImportError:
         pass
     else:  # pragma: no cover - once the ganesh module has its minimizer this test is moot
-        pytest.skip("laddu_dask.likelihood.ganesh.minimize exists")
+        pytest.skip("laddu_dask.likelihood.ganesh.engine.minimize exists")
     with pytest.raises(NotImplementedError,
                        match=r"no laddu_dask\.likelihood\.ganesh\.minimize yet; fit with method='lbfgsb'"):
         lik.fit(config=object())
@@ -191,3 +191,21 @@ def test_fit_results_save_and_load_and_old_files_still_load(tmp_path):
     (tmp_path / "old.json").write_text(json.dumps(old))
     again = FitResult.load(tmp_path / "old.json")
     assert again.values.tolist() == fit.values.tolist() and again.converged is fit.valid
+
+
+@needs_laddu
+def test_a_ganesh_config_fit_is_laddus():
+    """With the ganesh engine (``ld.ganesh``): a config, or terminators with no config, gives
+    laddu's FitResult of the same method."""
+    engine = pytest.importorskip("laddu_dask.likelihood.ganesh.engine")
+    assert callable(engine.minimize)
+    lik, theirs = _likelihood(ld), _likelihood(laddu)
+    ours, want = lik.fit(config=ld.ganesh.LBFGSBConfig()), theirs.fit(config=laddu.ganesh.LBFGSBConfig())
+    np.testing.assert_allclose(ours.values, np.asarray(want.values), rtol=1e-6)
+    np.testing.assert_allclose(ours.standard_errors, np.asarray(want.standard_errors), rtol=1e-4)
+    assert ours.terminal_message == want.terminal_message and ours.raw_ganesh_summary is not None
+    simplex = lik.fit(config=ld.ganesh.NelderMeadConfig())
+    assert simplex.method == "neldermead" and simplex.standard_errors is None and simplex.converged
+    stopped = lik.fit(terminators=[ld.ganesh.MaxSteps(2)])
+    assert not stopped.converged
+    assert stopped.terminal_message == "Message: Maximum number of steps reached (2)"

@@ -263,23 +263,23 @@ def fit(
 def _fit_ganesh(likelihood: Any, x0: np.ndarray, names: list[str], bounds: list, config: Any,
                 terminators: Sequence[Any], observers: Sequence[Any], seed: int,
                 default_callbacks: bool) -> FitResult:
-    """The fit by a ganesh configuration (L-BFGS-B's when ``config`` is None)."""
+    """The fit by a ganesh configuration (L-BFGS-B's when ``config`` is None), through
+    the ganesh engine's ``minimize``."""
     try:
-        from laddu_dask.likelihood import ganesh
-
-        minimize = ganesh.minimize
-        if config is None:
-            config = ganesh.LBFGSBConfig()
-    except (ImportError, AttributeError):
-        raise NotImplementedError(
-            "config=, terminators= and observers= run a ganesh minimizer, and this build of laddu-dask "
-            "has no laddu_dask.likelihood.ganesh.minimize yet; fit with method='lbfgsb' (laddu's "
-            "default) or method='migrad'") from None
+        from laddu_dask.likelihood.ganesh.engine import minimize
+    except ImportError:
+        try:
+            from laddu_dask.likelihood.ganesh import minimize
+        except ImportError:
+            raise NotImplementedError(
+                "config=, terminators= and observers= run a ganesh minimizer, and this build of laddu-dask "
+                "has no laddu_dask.likelihood.ganesh.minimize yet; fit with method='lbfgsb' (laddu's "
+                "default) or method='migrad'") from None
     start = time.perf_counter()
     summary = minimize(likelihood, x0, config=config, terminators=list(terminators),
                        observers=list(observers), seed=seed, default_callbacks=default_callbacks,
                        bounds=bounds, parameter_names=names)
-    kind = type(config).__name__.removesuffix("Config").lower()
+    kind = "lbfgsb" if config is None else type(config).__name__.removesuffix("Config").lower()
     return FitResult.from_summary(summary, method=kind, bounds=bounds, parameter_names=names,
                                   wall_time=time.perf_counter() - start)
 
