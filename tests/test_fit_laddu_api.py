@@ -119,6 +119,11 @@ def test_migrad_stays_one_keyword_away():
     np.testing.assert_allclose(migrad.values, default.values, atol=1e-3 * default.standard_errors.max())
     np.testing.assert_allclose(migrad.standard_errors, default.standard_errors, rtol=1e-3)
     assert ld.fit(lik).objective == default.objective  # the module-level fit is the method's
+    # MIGRAD's options with laddu's default would be silently unused: an error naming them
+    with pytest.raises(ParameterError, match="^tolerance is an option of MIGRAD: pass method='migrad'"):
+        lik.fit(tolerance=1e-4)
+    with pytest.raises(ParameterError, match="^strategy, hessian are options of MIGRAD"):
+        lik.fit(method="lbfgsb", strategy=2, hessian="minuit")
 
 
 def test_use_parameter_metadata_false_drops_the_bounds():

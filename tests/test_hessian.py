@@ -125,4 +125,4 @@ def test_a_likelihood_without_points_evaluation_gets_minuits_hesse(columns):
     # laddu's default takes its Hessian's gradients one point at a time: the same numbers
     assert ld.fit(Plain()).errors == lik.fit().errors
     with pytest.raises(ValueError, match="hessian"):
-        lik.fit(hessian="exact")
+        lik.fit(method="migrad", hessian="exact")

@@ -97,7 +97,7 @@ def fit_each(likelihoods: list[Any], starts: list[Any], *, method: str | None, l
     likelihood run in lockstep with their evaluations merged (``batch``,
     :mod:`laddu_dask.analysis.batching`); on a cluster, fits whose data are small run as
     tasks next to their data (:mod:`laddu_dask.analysis.tasks`)."""
-    options = check_fit_options(options)
+    options = check_fit_options(options, method)
     names = likelihoods[0].parameter_names
     if batch and len(likelihoods) > 1 and all(lik is likelihoods[0] for lik in likelihoods) \
             and not runs_as_tasks(likelihoods[0]):

@@ -124,19 +124,28 @@ def _hesse(objective: _Watched, names: list[str], x: np.ndarray, tolerance: floa
     return m
 
 
-def check_fit_options(options: dict[str, Any]) -> dict[str, Any]:
+def check_fit_options(options: dict[str, Any], method: str | None = "migrad") -> dict[str, Any]:
     """``options`` of :func:`fit` (``strategy``, ``tolerance``, ``max_calls``) checked: a
-    NaN or infinite tolerance would let MIGRAD stop anywhere and call it valid.
+    NaN or infinite tolerance would let MIGRAD stop anywhere and call it valid; MIGRAD's
+    options (``strategy``, ``tolerance``, ``hessian``) are an error for another ``method``
+    (None: laddu's default), or with a ganesh ``config``.
 
     Raises
     ------
     ParameterError
         Naming the keyword and its allowed values.
     """
+    ganesh = options.get("config") is not None or bool(options.get("terminators")) or \
+        bool(options.get("observers")) or options.get("default_callbacks") is False
+    migrads = [k for k in ("strategy", "tolerance", "hessian") if options.get(k) is not None]
+    if migrads and (ganesh or method not in ("migrad", FitMethod.MIGRAD)):
+        what = "is an option" if len(migrads) == 1 else "are options"
+        raise ParameterError(f"{', '.join(migrads)} {what} of MIGRAD: pass method='migrad' (laddu's "
+                             "default, L-BFGS-B, stops by its own rule)")
     out = dict(options)
-    if "strategy" in out:
+    if out.get("strategy") is not None:
         out["strategy"] = integer(out["strategy"], "strategy", minimum=0, maximum=2)
-    if "tolerance" in out:
+    if out.get("tolerance") is not None:
         out["tolerance"] = number(out["tolerance"], "tolerance", above=0.0)
     if out.get("max_calls") is not None:
         out["max_calls"] = integer(out["max_calls"], "max_calls", minimum=1)
@@ -154,11 +163,11 @@ def fit(
     seed: int = 0,
     default_callbacks: bool = True,
     use_parameter_metadata: bool = True,
-    strategy: int = 1,
-    tolerance: float = 0.1,
+    strategy: int | None = None,
+    tolerance: float | None = None,
     max_calls: int | None = None,
     progress: bool | Any = False,
-    hessian: str = "gradient",
+    hessian: str | None = None,
 ) -> FitResult:
     """Minimise ``likelihood`` from ``initial`` (laddu's ``Likelihood.fit``, with MIGRAD
     one keyword away).
@@ -188,7 +197,8 @@ def fit(
     use_parameter_metadata : bool
         Give the minimiser the parameters' bounds (False: unbounded; laddu's meaning).
     strategy, tolerance : int, float
-        MIGRAD's strategy and EDM tolerance (``method="migrad"`` only).
+        MIGRAD's strategy (default 1) and EDM tolerance (default 0.1); ``method="migrad"``
+        only.
     max_calls : int, optional
         Limit on likelihood evaluations (a fit that reaches it has not converged).
     progress : bool or callable
@@ -196,7 +206,8 @@ def fit(
         updating display in a notebook, whole lines at most every 5 s in a file or a
         pipe); a callable gets ``(calls, value)``.
     hessian : {"gradient", "minuit"}
-        Where MIGRAD's seed and HESSE take second derivatives from (``method="migrad"``):
+        Where MIGRAD's seed and HESSE take second derivatives from (``method="migrad"``
+        only; default ``"gradient"``):
         central differences of the exact gradient, the ``2 n`` points in one evaluation
         round (:mod:`laddu_dask.likelihood.hessian`; each point counts as an evaluation), or
         Minuit's own from function values. ``"gradient"`` falls back to ``"minuit"`` for a
@@ -211,8 +222,9 @@ def fit(
     Raises
     ------
     ParameterError
-        For a start outside the bounds, a bad option, or ``method`` together with a
-        ganesh ``config``, ``terminators`` or ``observers``.
+        For a start outside the bounds, a bad option, a MIGRAD option (``strategy``,
+        ``tolerance``, ``hessian``) without ``method="migrad"``, or ``method`` together with
+        a ganesh ``config``, ``terminators`` or ``observers``.
     NotImplementedError
         For a ganesh ``config`` (or callbacks) while :mod:`laddu_dask.likelihood.ganesh`
         has no ``minimize``.
@@ -222,7 +234,12 @@ def fit(
         raise ParameterError(f"method={method!r} and a ganesh config, terminators or observers both choose "
                              "the minimiser; pass method= (laddu-dask's) or config= (ganesh's), not both")
     method = "lbfgsb" if method is None else FitMethod.check(method, "method")
-    hessian = HessianSource.check(hessian, "hessian")
+    check_fit_options({"strategy": strategy, "tolerance": tolerance, "hessian": hessian, "config": config,
+                       "terminators": terminators, "observers": observers,
+                       "default_callbacks": default_callbacks}, method)
+    strategy = 1 if strategy is None else strategy
+    tolerance = 0.1 if tolerance is None else tolerance
+    hessian = HessianSource.check("gradient" if hessian is None else hessian, "hessian")
     checked = check_fit_options({"strategy": strategy, "tolerance": tolerance, "max_calls": max_calls})
     strategy, tolerance, max_calls = checked["strategy"], checked["tolerance"], checked["max_calls"]
     if not hasattr(likelihood, "values_and_gradients"):

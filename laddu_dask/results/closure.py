@@ -360,7 +360,7 @@ def closure_study(model: Model, truth: Any, *, source: Any, accepted_mc: Dataset
     if unknown:
         raise ParameterError(f"closure_study got unknown keyword(s) {', '.join(map(repr, unknown))}; the fit "
                              f"options are {', '.join(_FIT_OPTIONS)}")
-    fit_options = check_fit_options(fit_options)
+    fit_options = check_fit_options(fit_options, method)
     try:
         method = FitMethod.check(method, "method")
     except ValueError as exc:
