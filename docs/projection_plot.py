@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> Path:
     data, mc = ksks.generate(n_data=args.data, n_mc=args.mc, seed=2024)
     lik = ld.Likelihood([ld.NLL(ksks.model("bw"), data=ld.Dataset.from_arrays(p4s=data),
                                 accepted_mc=ld.Dataset.from_arrays(p4s=mc), name="ksks")])
-    fit = lik.fit(initial=ksks.displaced_start())
+    fit = lik.fit(initial=ksks.displaced_start(), method="migrad")
     print(f"fit valid: {fit.valid}")
     print(lik.fit_fractions("ksks", fit.values, covariance=fit))
     mass, costheta, _ = angles_exprs()

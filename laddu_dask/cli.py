@@ -97,7 +97,7 @@ def run_demo(
     say("")
     say(f"{'parameter':>10s} {'start':>9s} {'fitted':>10s} {'error':>9s} {'truth':>9s} {'pull':>6s}")
     for name in lik.parameter_names:
-        value, error, truth = result.values[name], result.errors[name], ksks.TRUTH[name]
+        value, error, truth = result.named_parameters[name], result.errors[name], ksks.TRUTH[name]
         pull = (value - truth) / error if error > 0 else math.nan
         rows.append({"name": name, "start": start[name], "value": value, "error": error,
                      "truth": truth, "pull": pull})

@@ -126,7 +126,8 @@ class Scheduler(Option):
 
 
 class FitMethod(Option):
-    """Minimiser of :meth:`Likelihood.fit`: iminuit MIGRAD or SciPy L-BFGS-B (each then HESSE)."""
+    """Minimiser of :meth:`Likelihood.fit`: iminuit MIGRAD then HESSE, or laddu's default,
+    L-BFGS-B then the covariance ``2 H^-1`` (what ``method=None`` runs)."""
 
     MIGRAD = "migrad"
     LBFGSB = "lbfgsb"

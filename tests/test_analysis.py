@@ -58,22 +58,26 @@ def _likelihood(samples):
     return ld.Likelihood([ld.NLL(_waves(ld), data=_dataset(data), accepted_mc=_dataset(mc))])
 
 
-def test_restarts_are_the_fits_run_one_by_one(samples):
+@pytest.mark.parametrize("method", [None, "migrad"])
+def test_restarts_are_the_fits_run_one_by_one(samples, method):
     lik = _likelihood(samples)
     first = {"w1 re": 0.2, "w1 im": 0.1, "w2 re": 0.3, "w2 im": -0.2}
-    fits = lik.fit_restarts(4, first, seed=7)
+    fits = lik.fit_restarts(4, first, seed=7, method=method)
     starts = [lik.resolve(first).tolist(), *lik.sample_parameters(seed=7, n=3)]
     assert np.array_equal(fits.starts, starts)
     for got, start in zip(fits, starts, strict=True):
-        want = lik.fit(initial=start)
-        assert got.fval == want.fval and got.values == want.values and got.valid == want.valid
-    assert fits.best.fval == min(f.fval for f in fits.valid)
+        want = lik.fit(initial=start, method=method)
+        assert got.fval == want.fval and np.array_equal(got.values, want.values) and got.valid == want.valid
+    # (laddu's L-BFGS-B, like laddu's own, runs from these starts into corners of the bounds
+    # where the Hessian is not positive-definite: converged, not valid)
+    assert fits.best.fval == min(f.fval for f in (fits.valid or fits))
     assert fits.failed == [(i, f.message) for i, f in enumerate(fits) if not f.valid]
 
 
 def test_a_failing_restart_is_recorded_and_the_others_complete(samples):
     lik = _likelihood(samples)
-    fits = lik.fit_restarts(3, {"w1 re": 9.0}, seed=1)  # the first start is outside its bounds
+    # the first start is outside its bounds
+    fits = lik.fit_restarts(3, {"w1 re": 9.0}, seed=1, method="migrad")
     index, message = fits.failed[0]
     assert index == 0 and "ParameterError" in message and "outside its bounds" in fits[0].message
     assert not fits[0].valid and math.isnan(fits[0].fval)
@@ -90,8 +94,8 @@ def test_bootstrap_refits_are_fits_of_reweighted_data_sharing_the_mc(samples):
     for got, s in zip(ensemble, replica_seeds(11, 3), strict=True):
         replica = ld.Likelihood([ld.NLL(_waves(ld), data=_dataset(data).bootstrap(seed=s),
                                         accepted_mc=_dataset(mc))])
-        want = replica.fit(initial=central.values)
-        assert got.fval == want.fval and got.values == want.values
+        want = replica.fit(initial=central.values, method="migrad")
+        assert got.fval == want.fval and np.array_equal(got.values, want.values)
     assert ensemble.draws.shape == (3, 4) and all(v > 0 for v in ensemble.spread().values())
     # the replicas prepared only their data: the accepted MC's preparation is the original's
     term, twin = lik.terms[0], lik.terms[0].with_data(_dataset(data).bootstrap(seed=1))
@@ -113,8 +117,8 @@ def test_binned_fits_are_the_fits_of_each_bin_and_an_empty_bin_is_reported(sampl
         by_hand = ld.Likelihood([ld.NLL(model, data=_dataset({k: v[keep] for k, v in data.items()}),
                                         accepted_mc=_dataset({k: v[keep_mc] for k, v in mc.items()}))])
         for got, start in zip(f.ensemble, by_hand.sample_parameters(seed=bin_seed, n=2), strict=True):
-            want = by_hand.fit(initial=start)
-            assert got.fval == want.fval and got.values == want.values
+            want = by_hand.fit(initial=start, method="migrad")
+            assert got.fval == want.fval and np.array_equal(got.values, want.values)
         assert f.best is not None and f.best.valid
     assert fits[2].likelihood is None and fits[2].best is None
     assert "DataError" in fits[2].ensemble.failed[0][1] and "no events" in fits[2].ensemble.failed[0][1]
@@ -146,16 +150,16 @@ def test_a_mass_independent_fit_has_laddus_nll_in_every_bin():
 
 def test_results_and_ensembles_survive_json(samples, tmp_path):
     lik = _likelihood(samples)
-    fits = lik.fit_restarts(2, seed=3)
+    fits = lik.fit_restarts(2, seed=3, method="migrad")
     fits[0].save(tmp_path / "fit.json")
     back = ld.FitResult.load(tmp_path / "fit.json")
-    assert (back.values, back.errors, back.fval, back.valid, back.parameter_names) == (
-        fits[0].values, fits[0].errors, fits[0].fval, fits[0].valid, fits[0].parameter_names)
+    assert (back.values.tolist(), back.errors, back.fval, back.valid, back.parameter_names) == (
+        fits[0].values.tolist(), fits[0].errors, fits[0].fval, fits[0].valid, fits[0].parameter_names)
     assert np.array_equal(back.covariance, fits[0].covariance) and back.bounds == fits[0].bounds
     fits.save(tmp_path / "ensemble.json")
     again = ld.FitEnsemble.load(tmp_path / "ensemble.json")
     assert [r.fval for r in again] == [r.fval for r in fits] and np.array_equal(again.starts, fits.starts)
-    assert again.best.values == fits.best.values and again.label == "restarts"
+    assert np.array_equal(again.best.values, fits.best.values) and again.label == "restarts"
     with pytest.raises(ValueError, match=r"ensemble.json holds 'laddu_dask.FitEnsemble', not a .*FitResult"):
         ld.FitResult.load(tmp_path / "ensemble.json")
     (tmp_path / "broken.json").write_text("{")
@@ -191,11 +195,11 @@ def test_on_a_cluster_the_fits_run_as_tasks_and_equal_the_local_ones(samples):
             if str(t[0]).startswith("laddu-dask-fit")])
     for got, want in zip(remote_bins, local_bins, strict=True):
         assert [r.fval for r in got.ensemble] == [r.fval for r in want.ensemble]
-        assert [r.values for r in got.ensemble] == [r.values for r in want.ensemble]
+        assert [r.values.tolist() for r in got.ensemble] == [r.values.tolist() for r in want.ensemble]
     assert [r.fval for r in remote_restarts] == [r.fval for r in local_restarts]
     assert [r.fval for r in spanning] == [r.fval for r in local_restarts]
-    assert [r.values for r in spanning] == [r.values for r in local_restarts]
-    assert [r.values for r in remote_restarts] == [r.values for r in local_restarts]
+    assert [r.values.tolist() for r in spanning] == [r.values.tolist() for r in local_restarts]
+    assert [r.values.tolist() for r in remote_restarts] == [r.values.tolist() for r in local_restarts]
     finished = {k for k, state in ran if state == "memory"}
     assert len(finished) == 2 + 1, finished  # one task per likelihood: the 2 bins and the 3 restarts
 
@@ -204,7 +208,7 @@ def test_progress_of_many_fits(samples, capsys):
     """``progress=True`` keeps one line up to date (ending with the last fit); a callable
     hears of every fit as it ends."""
     lik = _likelihood(samples)
-    fits = lik.fit_restarts(2, seed=3, progress=True)
+    fits = lik.fit_restarts(2, seed=3, progress=True, method="migrad")
     line = capsys.readouterr().out.replace("\r", "\n").splitlines()[-1].strip()
     want = f"restarts: 2 of 2 fits done, {len(fits.valid)} valid, best -2 ln L = {fits.best.fval:.10g}"
     assert line == want

@@ -77,7 +77,7 @@ def test_a_migrad_fit_of_pseudo_data_recovers_the_coupling(tmp_path):
                  accepted_mc=ld.read_parquet(mc), name="ksks")
     result = ld.Likelihood([nll]).fit()
     assert result.valid, result.message
-    magnitude, phase = result.values["f2_magnitude"], result.values["f2_phase"]
+    magnitude, phase = result.named_parameters["f2_magnitude"], result.named_parameters["f2_phase"]
     pulls = {
         "f2_magnitude": (magnitude - closure.TRUTH["f2_magnitude"]) / result.errors["f2_magnitude"],
         "f2_phase": math.atan2(math.sin(phase - closure.TRUTH["f2_phase"]),

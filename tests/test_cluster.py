@@ -114,7 +114,7 @@ def test_fit_survives_a_killed_worker(own_client, sample):
     assert killed[0] not in holders(client, prepared)
     assert result.valid
     assert result.fval == reference.fval
-    assert result.values == reference.values
+    assert np.array_equal(result.values, reference.values)
 
 
 def test_worker_errors_reach_the_client(client, sample):

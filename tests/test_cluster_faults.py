@@ -211,7 +211,7 @@ def test_fit_survives_losing_all_workers(cluster, ksks_sample):
     assert not set(holders(client, prepared)) & killed[0]
     assert result.valid
     assert result.fval == reference.fval
-    assert result.values == reference.values
+    assert np.array_equal(result.values, reference.values)
 
 
 def test_no_worker_within_the_timeout(cluster, ksks_sample):

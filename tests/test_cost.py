@@ -85,10 +85,10 @@ def test_minuit_on_the_likelihood_reaches_the_fit_of_lik_fit(samples):
     assert m.fmin.nhessian == 0  # a plain Minuit computes its own second derivatives
     # "a" ends at its limit, where lik.fit's HESSE is Minuit's own as well (tests/test_hessian.py)
     assert m.fmin.has_parameters_at_limit
-    for result in (lik.fit(hessian="minuit"), lik.fit()):
+    for result in (lik.fit(method="migrad", hessian="minuit"), lik.fit(method="migrad")):
         assert m.valid and result.valid
         assert m.fval == result.fval
-        assert list(m.values) == [result.values[n] for n in lik.parameter_names]
+        assert list(m.values) == result.values.tolist()
         assert list(m.errors) == [result.errors[n] for n in lik.parameter_names]
     assert math.isnan(m.fmin.reduced_chi2)
 

@@ -16,6 +16,7 @@ import os
 import signal
 import time
 
+import numpy as np
 import pytest
 from cluster_helpers import holders, printed, wait_until  # noqa: F401 - printed is a fixture
 
@@ -59,7 +60,7 @@ def _fit(lik, progress):
 def _same(result, reference):
     assert result.valid
     assert result.fval == reference.fval
-    assert result.values == reference.values
+    assert np.array_equal(result.values, reference.values)
     assert result.n_calls == reference.n_calls
 
 

@@ -136,7 +136,7 @@ def test_a_fit_to_a_generator_made_toy_recovers_the_truth():
     fit = lik.fit(initial=ksks.displaced_start(), method="migrad")
     assert fit.valid
     for name, truth in ksks.TRUTH.items():
-        pull = (fit.values[name] - truth) / fit.errors[name]
+        pull = (fit.named_parameters[name] - truth) / fit.errors[name]
         assert abs(pull) < 4.0, f"{name}: pull {pull:.2f}"
 
 

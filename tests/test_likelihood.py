@@ -252,17 +252,18 @@ def test_migrad_and_lbfgsb_reach_the_same_minimum():
         assert isinstance(r, FitResult)
         assert r.method == method
         assert r.valid, r.message
-        assert set(r.values) == set(r.errors) == {"p1", "p2"}
+        assert r.values.shape == (2,) and set(r.errors) == {"p1", "p2"}
+        assert r.named_parameters == dict(zip(lik.parameter_names, r.values.tolist()))
         assert r.n_calls > 0
         assert r.fval == lik.value(r.values)
         assert r.covariance is not None and r.covariance.shape == (2, 2)
-        assert r.minuit is not None
+        assert (r.minuit is not None) == (method == "migrad")
     mg, lb = results["migrad"], results["lbfgsb"]
     # same minimum: -2 ln L to 1e-6 (absolute; one standard error is a rise of 1)
     assert mg.fval == pytest.approx(lb.fval, abs=1e-6 * 100)
     assert abs(mg.fval - lb.fval) < 1e-4
     # covariance = 2 H^-1 for -2 ln L, H from central differences of the exact gradient
-    x = np.array([mg.values[n] for n in mg.parameter_names])
+    x = mg.values
     h = 1e-5
     hess = np.array([(lik.gradient(x + h * e) - lik.gradient(x - h * e)) / (2 * h) for e in np.eye(2)])
     np.testing.assert_allclose(mg.covariance, 2.0 * np.linalg.inv(hess), rtol=5e-3)
@@ -272,11 +273,11 @@ def test_migrad_and_lbfgsb_reach_the_same_minimum():
         assert mg.errors[name] == pytest.approx(math.sqrt(mg.covariance[i, i]), rel=3e-2)
         assert mg.errors[name] == pytest.approx(lb.errors[name], rel=3e-2)
         # positions agree to a small fraction of the standard error
-        assert abs(mg.values[name] - lb.values[name]) < 2e-2 * mg.errors[name]
+        assert abs(mg.values[i] - lb.values[i]) < 2e-2 * mg.errors[name]
     # the tight MIGRAD fit sits where the exact gradient vanishes
     _, grad = lik.value_and_gradient(mg.values)
     assert np.all(np.abs(grad) < 1e-3)
-    assert mg.to_dict()["values"] == mg.values
+    assert mg.to_dict()["values"] == mg.values.tolist()
     assert "valid" in repr(mg) and "p1" in repr(mg)
 
 
@@ -285,11 +286,11 @@ def test_fit_honours_bounds(method):
     data, mc = _fit_sample()
     lik = Likelihood([NLL(_fit_model(a_bounds=(-0.5, 0.1), a_initial=0.0), data=data, accepted_mc=mc)])
     free = Likelihood([NLL(_fit_model(), data=data, accepted_mc=mc)]).fit(method="lbfgsb")
-    assert free.values["p1"] > 0.3  # the unconstrained minimum lies outside the bounds
+    assert free.named_parameters["p1"] > 0.3  # the unconstrained minimum lies outside the bounds
     r = lik.fit(method=method)
-    assert -0.5 <= r.values["p1"] <= 0.1
-    assert r.values["p1"] == pytest.approx(0.1, abs=1e-3)
-    assert 0.0 <= r.values["p2"] <= 10.0
+    assert -0.5 <= r.named_parameters["p1"] <= 0.1
+    assert r.named_parameters["p1"] == pytest.approx(0.1, abs=1e-3)
+    assert 0.0 <= r.named_parameters["p2"] <= 10.0
     assert r.fval > free.fval
 
 
@@ -298,7 +299,7 @@ def test_fit_starts_from_the_given_point_and_checks_it():
     lik = Likelihood([NLL(_fit_model(), data=data, accepted_mc=mc)])
     a = lik.fit(initial={"p1": 2.0}, method="lbfgsb")
     b = lik.fit(initial=[2.0, 1.0], method="lbfgsb")
-    assert a.values == b.values
+    assert np.array_equal(a.values, b.values)
     with pytest.raises(ParameterError, match=r"start value 7\.0 of 'p1' lies outside its bounds"):
         lik.fit(initial={"p1": 7.0})
     with pytest.raises(ValueError, match="method must be one of 'migrad', 'lbfgsb', got 'newton'"):
@@ -317,11 +318,16 @@ def test_good_fit_is_valid_with_edm_and_correlation(method):
     lik = Likelihood([NLL(_fit_model(), data=data, accepted_mc=mc)])
     r = lik.fit(method=method)
     assert r.valid, r.message
-    fmin = r.minuit.fmin
-    assert fmin.has_accurate_covar and not fmin.has_made_posdef_covar
     _plain(r.message)
-    assert r.message.startswith(f"valid minimum; EDM {fmin.edm:.2g} < goal {fmin.edm_goal:.2g}")
-    assert r.edm == fmin.edm and 0.0 <= r.edm < fmin.edm_goal
+    if method == "migrad":
+        fmin = r.minuit.fmin
+        assert fmin.has_accurate_covar and not fmin.has_made_posdef_covar
+        assert r.message.startswith(f"valid minimum; EDM {fmin.edm:.2g} < goal {fmin.edm_goal:.2g}")
+        assert r.edm == fmin.edm and 0.0 <= r.edm < fmin.edm_goal
+    else:  # laddu's stopping rule, and the EDM from the gradient and the Hessian there
+        assert r.message.startswith("valid minimum; L-BFGS-B: F_EVAL CONVERGED; EDM ")
+        grad = lik.gradient(r.values)
+        assert r.edm == pytest.approx(0.25 * grad @ r.covariance @ grad, rel=1e-9) and 0.0 <= r.edm < 1e-6
     # correlation = cov / (sigma sigma^T), computed here from the covariance
     sigma = np.sqrt(np.diag(r.covariance))
     np.testing.assert_allclose(r.correlation, r.covariance / np.outer(sigma, sigma), rtol=1e-12, atol=1e-15)
@@ -355,16 +361,21 @@ def _saddle_model():
 @pytest.mark.parametrize("method", ["migrad", "lbfgsb"])
 def test_fit_whose_covariance_was_forced_positive_definite_is_invalid(method):
     data, mc = _fit_sample()
-    r = Likelihood([NLL(_saddle_model(), data=data, accepted_mc=mc)]).fit(method=method)
-    fmin = r.minuit.fmin
-    assert fmin.has_made_posdef_covar and not r.minuit.accurate  # the case really happens
-    if method == "migrad":
-        assert fmin.is_valid  # MIGRAD itself calls the minimum valid: valid used to be True
+    lik = Likelihood([NLL(_saddle_model(), data=data, accepted_mc=mc)])
+    r = lik.fit(method=method)
+    assert r.converged  # the minimiser itself calls the minimum converged: valid used to be True
     assert r.valid is False and r.to_dict()["valid"] is False
     _plain(r.message)
-    assert r.message.startswith("invalid minimum: covariance forced positive-definite; EDM ")
-    assert r.edm == fmin.edm
-    assert r.values["c"] == r.values["d"] == 0.0  # it stayed on the saddle
+    if method == "migrad":
+        fmin = r.minuit.fmin
+        assert fmin.has_made_posdef_covar and not r.minuit.accurate  # the case really happens
+        assert r.message.startswith("invalid minimum: covariance forced positive-definite; EDM ")
+        assert r.edm == fmin.edm
+    else:
+        assert np.linalg.eigvalsh(lik.hessian(r.values)).min() < 0  # the Hessian is indefinite
+        assert r.message == "invalid minimum: Hessian not positive-definite"
+        assert r.covariance is None and r.standard_errors is None  # laddu's: no errors from it
+    assert r.named_parameters["c"] == r.named_parameters["d"] == 0.0  # it stayed on the saddle
 
 
 @pytest.mark.parametrize("method", ["migrad", "lbfgsb"])
@@ -377,7 +388,8 @@ def test_fit_that_reaches_its_call_limit_is_invalid(method):
     if method == "migrad":
         assert "HESSE not run" in r.message and r.minuit.fmin.has_reached_call_limit
     else:
-        assert "; L-BFGS-B: " in r.message  # and SciPy's own words
+        assert r.message.startswith("invalid minimum: call limit reached (L-BFGS-B)")
+        assert not r.converged and r.outcome == "not_converged"
 
 
 # ---------------------------------------------------------------------------

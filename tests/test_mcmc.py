@@ -162,7 +162,7 @@ def test_the_gaussian_toy_is_gaussian(gaussian_fit):
     """The reference of the MCMC test: MIGRAD and HESSE find the analytic mean and covariance."""
     lik, events, fit = gaussian_fit
     assert fit.valid
-    x = np.array([fit.values[n] for n in lik.parameter_names])
+    x = fit.values
     np.testing.assert_allclose(x, events.mean(axis=0), rtol=0, atol=1e-4)
     np.testing.assert_allclose(fit.covariance, np.linalg.inv(A) / len(events), rtol=1e-4)
 
@@ -179,7 +179,7 @@ def test_chain_matches_migrad_minimum_and_hesse_covariance(gaussian_fit):
     assert 0.3 < summary.acceptance_fraction.mean() < 0.8
     tau = summary.autocorrelation(discard)
     assert np.all((tau > 5) & (tau < 80)), tau
-    x = np.array([fit.values[n] for n in lik.parameter_names])
+    x = fit.values
     pulls = (summary.mean(discard) - x) / summary.mean_error(discard)
     assert np.all(np.abs(pulls) < 4), pulls
     # each covariance element within 5 of its Monte Carlo standard errors (Wishart:

@@ -31,7 +31,7 @@ def saddle_likelihood(start=0.1):
 def test_minuit_messages_are_logged_and_in_the_message_not_printed(capfd, caplog):
     stdout = sys.stdout
     with caplog.at_level(logging.DEBUG, logger="laddu_dask"):
-        result = saddle_likelihood().fit()
+        result = saddle_likelihood().fit(method="migrad")
     out, err = capfd.readouterr()
     assert RAW not in out and RAW not in err
     assert sys.stdout is stdout  # the router is gone
@@ -47,7 +47,7 @@ def test_lockstep_restarts_each_keep_their_own_messages(capfd, caplog):
         {n: ld.ParameterUpdate(initial=(0.05, 0.2)) for n in ("a", "b")})
     lik = ld.Likelihood([ld.NLL(spread, data=lik.terms[0].data, accepted_mc=lik.terms[0].accepted_mc)])
     with caplog.at_level(logging.WARNING, logger="laddu_dask"):
-        fits = lik.fit_restarts(4, seed=3)  # four fits, one thread each, evaluations merged
+        fits = lik.fit_restarts(4, seed=3, method="migrad")  # four fits, one thread each, evaluations merged
     out, err = capfd.readouterr()
     assert RAW not in out and RAW not in err
     assert [r.message.count(RAW) for r in fits] == [1, 1, 1, 1]
@@ -57,7 +57,7 @@ def test_lockstep_restarts_each_keep_their_own_messages(capfd, caplog):
 @pytest.mark.filterwarnings("ignore:invalid value encountered in sqrt:RuntimeWarning")
 def test_the_progress_line_still_prints_during_a_fit(capsys, monkeypatch):
     monkeypatch.setattr(ProgressLine, "interval", 0.0)
-    result = saddle_likelihood().fit(progress=True)
+    result = saddle_likelihood().fit(progress=True, method="migrad")
     out = capsys.readouterr().out
     assert out.count("evaluations") >= 2 and RAW not in out  # lines during the fit, and its end
     assert RAW in result.message
@@ -90,7 +90,7 @@ def test_minuit_chatter_at_a_higher_print_level_is_debug_only(capfd, caplog):
     Minuit.print_level.fset(None, 2)
     try:
         with caplog.at_level(logging.DEBUG, logger="laddu_dask"):
-            result = saddle_likelihood().fit()
+            result = saddle_likelihood().fit(method="migrad")
     finally:
         Minuit.print_level.fset(None, level)
     out, err = capfd.readouterr()

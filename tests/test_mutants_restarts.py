@@ -45,17 +45,19 @@ def lik():
 
 
 def test_the_default_seed_is_zero(lik, capsys):
-    assert fit_restarts(lik, 3, tolerance=1e-6).starts.tolist() == RESTART_STARTS_0
+    assert fit_restarts(lik, 3).starts.tolist() == RESTART_STARTS_0
     ensemble = bootstrap_fit(lik, 2, tolerance=1e-6)
     want = [w_a / w_b for w_a, w_b in REPLICA_CLASS_WEIGHTS_0]  # closed form a = W_A / W_B
-    assert [f.values["a"] for f in ensemble] == pytest.approx(want, rel=1e-4)
+    assert [f.named_parameters["a"] for f in ensemble] == pytest.approx(want, rel=1e-4)
     assert ensemble.label == "bootstrap"
     assert capsys.readouterr().out == ""  # no progress unless asked for
 
 
 def test_fit_options_reach_every_fit(lik):
     with pytest.raises(ParameterError, match="strategy"):
-        lik.fit_restarts(2, seed=1, strategy=7)
+        lik.fit_restarts(2, seed=1, strategy=7, method="migrad")
+    with pytest.raises(ParameterError, match="^strategy is an option of MIGRAD: pass method='migrad'"):
+        lik.fit_restarts(2, seed=1, strategy=1)  # laddu's default method has no strategy
     with pytest.raises(ParameterError, match="strategy"):
         lik.bootstrap_fit(2, seed=1, strategy=7)
 
@@ -75,21 +77,22 @@ def test_restarts_need_a_positive_integer(lik, restarts):
 
 def test_a_numpy_integer_count_of_restarts_with_an_initial_start(lik):
     """``initial`` is the first of ``restarts`` starts; the rest are seed 0's draws."""
-    fits = fit_restarts(lik, np.int64(3), {"a": 1.0}, tolerance=1e-6)
+    fits = fit_restarts(lik, np.int64(3), {"a": 1.0})
     assert fits.starts.tolist() == [[1.0], *RESTART_STARTS_0[:2]]
-    (alone,) = fit_restarts(lik, 1, {"a": 0.5}, tolerance=1e-6).starts.tolist()
+    (alone,) = fit_restarts(lik, 1, {"a": 0.5}).starts.tolist()
     assert alone == [0.5]
 
 def test_one_bootstrap_replica_is_a_fit(lik):
     (fit,) = lik.bootstrap_fit(1, seed=11, tolerance=1e-6)
-    assert fit.values["a"] == pytest.approx(3.0 / 7.0, rel=1e-4)  # replica 0 of seed 11: W_A = 3, W_B = 7
+    # replica 0 of seed 11: W_A = 3, W_B = 7
+    assert fit.named_parameters["a"] == pytest.approx(3.0 / 7.0, rel=1e-4)
 
 
 def test_the_note_of_restarts_without_some_ranges_is_the_whole_advice():
     model = ld.Model(ld.parameter("a", initial=(0.5, 2.0), bounds=(1e-3, 1e3)) * ld.scalar("sa")
                      + ld.parameter("b", initial=1.0, bounds=(1e-3, 1e3)) * ld.scalar("sb"))
     _, data, mc = _classes()
-    fits = ld.Likelihood([ld.NLL(model, data=data, accepted_mc=mc)]).fit_restarts(2, seed=3, tolerance=1e-3)
+    fits = ld.Likelihood([ld.NLL(model, data=data, accepted_mc=mc)]).fit_restarts(2, seed=3)
     assert fits.message == f"b start at their initial values in every sampled restart (no starting range); " \
                            f"{HOW}"
 
@@ -181,7 +184,7 @@ def test_restarts_of_one_likelihood_run_in_lockstep_and_replicas_one_by_one(lik,
     monkeypatch.setattr(ld.Likelihood, "fit", counted_fit)
     for n, plain in [(2, 0), (3, 0), (1, 1)]:
         fits.clear()
-        fit_restarts(lik, n, seed=4, tolerance=1e-3)
+        fit_restarts(lik, n, seed=4)
         assert len(fits) == plain, n
     fits.clear()
     bootstrap_fit(lik, 2, seed=11, tolerance=1e-3)
@@ -210,9 +213,9 @@ def test_fits_that_run_as_tasks_are_handed_everything_they_need(lik, monkeypatch
     monkeypatch.setattr(restarts, "fit_as_tasks", tasks)
     monkeypatch.setattr(restarts, "fit_batched", lockstep)
     heard = []
-    ensemble = fit_each([lik, lik], [None, {"a": 2.0}], method="lbfgsb", label="twins", message="said",
+    ensemble = fit_each([lik, lik], [None, {"a": 2.0}], method="migrad", label="twins", message="said",
                         progress=lambda i, n, r: heard.append((i, n, r.message)), tolerance=1e-3)
-    assert calls == [([lik, lik], [[1.25], [2.0]], "lbfgsb", "twins", FIT_FAILURES, {"tolerance": 1e-3})]
+    assert calls == [([lik, lik], [[1.25], [2.0]], "migrad", "twins", FIT_FAILURES, {"tolerance": 1e-3})]
     assert heard == [(0, 2, "failed: RuntimeError: task 0"), (1, 2, "failed: RuntimeError: task 1")]
     assert [f.message for f in ensemble] == ["failed: RuntimeError: task 0", "failed: RuntimeError: task 1"]
     assert ensemble.parameter_names == ["a"] and ensemble.starts.tolist() == [[1.25], [2.0]]
@@ -228,14 +231,15 @@ def test_fits_that_run_as_tasks_are_handed_everything_they_need(lik, monkeypatch
 def test_fits_one_by_one_record_a_failure_and_go_on(lik):
     heard = []
     ensemble = fit_each([lik, lik], [{"a": -1.0}, None], method="lbfgsb", label="each", message="said",
-                        batch=False, progress=lambda i, n, r: heard.append((i, n, r.valid)), tolerance=1e-6)
+                        batch=False, progress=lambda i, n, r: heard.append((i, n, r.valid)))
     failed, fit = ensemble
     assert failed.message == \
         "failed: ParameterError: start value -1.0 of 'a' lies outside its bounds [0.001, 1000]"
-    assert (failed.values, failed.method, failed.parameter_names, failed.valid) == \
+    assert (failed.named_parameters, failed.method, failed.parameter_names, failed.valid) == \
         ({"a": -1.0}, "lbfgsb", ["a"], False)
+    assert (failed.converged, failed.outcome, failed.standard_errors) == (False, "failed", None)
     assert fit.valid and fit.method == "lbfgsb"
-    assert fit.values["a"] == pytest.approx(6.0 / 6.0, rel=1e-4)  # a = W_A / W_B = 6 / 6
+    assert fit.named_parameters["a"] == pytest.approx(6.0 / 6.0, rel=1e-4)  # a = W_A / W_B = 6 / 6
     assert heard == [(0, 2, False), (1, 2, True)]
     assert ensemble.parameter_names == ["a"] and ensemble.starts.tolist() == [[-1.0], [1.25]]
     assert (ensemble.label, ensemble.message) == ("each", "said")
@@ -245,11 +249,10 @@ def test_fits_one_by_one_record_a_failure_and_go_on(lik):
 
 
 def test_fits_one_by_one_show_progress_and_take_the_fit_options(lik, capsys):
-    fit_each([lik, lik], [None, None], method="lbfgsb", label="each", batch=False, progress=True,
-             tolerance=1e-6)
+    fit_each([lik, lik], [None, None], method="lbfgsb", label="each", batch=False, progress=True)
     lines = capsys.readouterr().out.replace("\r", "\n").split("\n")
     assert [line.strip() for line in lines if line.strip()][0] == "each: 1 of 2 fits done, 1 valid, " \
-        f"best -2 ln L = {lik.fit(initial=[1.25], method='lbfgsb', tolerance=1e-6).fval:.10g}"
+        f"best -2 ln L = {lik.fit(initial=[1.25], method='lbfgsb').fval:.10g}"
     (limited,) = fit_each([lik], [None], method="lbfgsb", label="each", batch=False, max_calls=3)
     assert not limited.valid and "call limit reached" in limited.message
     assert capsys.readouterr().out == ""  # no progress unless asked for

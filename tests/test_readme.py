@@ -48,7 +48,7 @@ def test_readme_python_blocks_run(tmp_path, monkeypatch, capsys):
     fit = namespace["fit"]
     assert fit.valid
     for name, truth in ksks.TRUTH.items():
-        pull = (fit.values[name] - truth) / fit.errors[name]
+        pull = (fit.named_parameters[name] - truth) / fit.errors[name]
         assert abs(pull) < 4.0, f"{name}: pull {pull:.2f}"
     out = capsys.readouterr().out
     assert "truth" in out and "s_mass" in out

@@ -90,7 +90,7 @@ def test_fit_bins_extended_gives_each_bins_closed_form_yield():
         fval = 2.0 * (w - w * math.log(s_hat) - math.fsum(wd[d] * np.log(xd[d])))
         best = fit.best
         assert best is not None
-        assert best.values["s"] == pytest.approx(s_hat, rel=1e-4)
+        assert best.named_parameters["s"] == pytest.approx(s_hat, rel=1e-4)
         assert best.fval == pytest.approx(fval, rel=1e-9, abs=1e-7)
 
 

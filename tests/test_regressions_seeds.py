@@ -64,7 +64,7 @@ def test_bootstrap_fit_with_a_seed_refits_the_same_replicas_as_before():
     assert [f.valid for f in ensemble] == [True, True, True]
     # closed form: a = W_A / W_B of each replica (the MC's classes are equal)
     want = [w_a / w_b for w_a, w_b in REPLICA_CLASS_WEIGHTS_11]
-    assert [f.values["a"] for f in ensemble] == pytest.approx(want, rel=1e-4)
+    assert [f.named_parameters["a"] for f in ensemble] == pytest.approx(want, rel=1e-4)
 
 
 def test_fit_restarts_with_a_seed_starts_where_it_did():
@@ -82,4 +82,4 @@ def test_fit_bins_with_a_seed_starts_each_bin_where_it_did():
                        restarts=2, seed=5, tolerance=1e-6)
     assert [f.ensemble.starts.tolist() for f in fits] == BIN_STARTS_5
     # each bin holds three A and three B events: a = 1 in both (closed form)
-    assert [f.best.values["a"] for f in fits] == pytest.approx([1.0, 1.0], rel=1e-4)
+    assert [f.best.named_parameters["a"] for f in fits] == pytest.approx([1.0, 1.0], rel=1e-4)

@@ -256,8 +256,7 @@ def test_fit_result_view_shows_validity_edm_bounds_and_correlations():
     assert names == ["parameter", "value", "error", "bounds"]
     assert [row[0] for row in cells] == r.parameter_names
     assert [row[3] for row in cells] == ["[0.5, +inf)", "unbounded"]
-    assert [float(row[1]) for row in cells] == pytest.approx([r.values[n] for n in r.parameter_names],
-                                                             rel=1e-5)
+    assert [float(row[1]) for row in cells] == pytest.approx(r.values.tolist(), rel=1e-5)
     cnames, ccells = _grid(corr)
     assert cnames == ["correlation", *r.parameter_names]
     for i, row in enumerate(ccells):
@@ -265,8 +264,8 @@ def test_fit_result_view_shows_validity_edm_bounds_and_correlations():
         assert [float(c) for c in row[1:]] == pytest.approx(r.correlation[i], abs=0.006)
         assert row[1 + i] == "+1.00"
     status = "valid" if r.valid else "INVALID"
-    assert f"<b>FitResult</b> (migrad: {status}, fval = {r.fval:.10g}, edm = {r.edm:.3g}," in page
-    assert f"<p>{html.escape(r.message)}</p>" in page and r.message.startswith("valid minimum; EDM")
+    assert f"<b>FitResult</b> (lbfgsb: {status}, fval = {r.fval:.10g}, edm = {r.edm:.3g}," in page
+    assert f"<p>{html.escape(r.message)}</p>" in page and r.message.startswith("valid minimum; L-BFGS-B")
 
 
 # ----------------------------------------------------------------------------- fit progress
@@ -371,9 +370,11 @@ def test_progress_says_when_a_fit_stopped(terminal, monkeypatch, capsys):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(fit_module, "_run_migrad", boom)
-    with pytest.raises(KeyboardInterrupt):
-        lik.fit(progress=True)
-    assert capsys.readouterr().out == "\r" * terminal + "fit: stopped after 0 evaluations\n"
+    monkeypatch.setattr(fit_module, "minimize_lbfgsb", boom)
+    for method in ("migrad", None):
+        with pytest.raises(KeyboardInterrupt):
+            lik.fit(progress=True, method=method)
+    assert capsys.readouterr().out == 2 * ("\r" * terminal + "fit: stopped after 0 evaluations\n")
 
 
 def test_notebook_detection(monkeypatch):

@@ -19,7 +19,7 @@ Examples
 >>> mc = ld.Dataset.from_arrays(scalars={"t": np.linspace(0.0, 5.0, 4000)})
 >>> lik = ld.Likelihood([ld.NLL(model, data=events, accepted_mc=mc)])
 >>> starts = lik.sample_parameters(seed=1, n=3)
->>> together = fit_batched(lik, starts, method="migrad")
+>>> together = fit_batched(lik, starts, method=None)  # laddu's L-BFGS-B
 >>> [r.fval for r in together] == [lik.fit(initial=s).fval for s in starts]
 True
 """
@@ -164,7 +164,7 @@ class _View:
         return self._rounds.evaluate_points(self._fit, resolved, True)
 
 
-def fit_batched(likelihood: Any, starts: Sequence[Sequence[float]], *, method: str,
+def fit_batched(likelihood: Any, starts: Sequence[Sequence[float]], *, method: str | None,
                 failures: tuple[type[BaseException], ...] = (), note: Any = None,
                 **options: Any) -> list[FitResult]:
     """Fit ``likelihood`` from every start at once, merging the evaluations (see the module).

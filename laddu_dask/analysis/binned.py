@@ -106,7 +106,7 @@ def fit_bins(model: Any, *, data: Any, accepted_mc: Any, by: Expr, bins: Bin | S
         Once, when no free parameter has a starting range, so that every bin's restarts
         start at one point (also logged by the ``laddu_dask`` logger).
     """
-    options = check_fit_options(options)
+    options = check_fit_options(options, method)
     built = binned_likelihoods(model, data=data, accepted_mc=accepted_mc, by=by, bins=bins,
                                execution=execution, extended=extended)
     seeds = replica_seeds(seed, len(built))

@@ -10,8 +10,8 @@ empty bin) is recorded as a result with ``valid=False``, ``fval`` NaN and the er
 Examples
 --------
 >>> from laddu_dask.likelihood.fit import FitResult
->>> good = FitResult({"a": 1.0}, {"a": 0.1}, 3.0, True, 12, "migrad", None, ["a"])
->>> worse = FitResult({"a": 1.4}, {"a": 0.1}, 5.0, True, 15, "migrad", None, ["a"])
+>>> good = FitResult([1.0], [0.1], 3.0, True, 12, "migrad", None, ["a"])
+>>> worse = FitResult([1.4], [0.1], 5.0, True, 15, "migrad", None, ["a"])
 >>> ens = FitEnsemble([worse, good, failed_fit(["a"], [9.0], "migrad", ValueError("bad start"))])
 >>> ens.best.fval, len(ens.valid), ens.failed
 (3.0, 2, [(2, 'failed: ValueError: bad start')])
@@ -31,13 +31,14 @@ from laddu_dask.likelihood.fit import FitResult
 __all__ = ["FitEnsemble", "failed_fit"]
 
 
-def failed_fit(names: Sequence[str], start: Sequence[float], method: str, error: BaseException) -> FitResult:
-    """The record of a fit that raised ``error`` from ``start``: not valid, NaN ``fval``."""
+def failed_fit(names: Sequence[str], start: Sequence[float], method: str | None,
+               error: BaseException) -> FitResult:
+    """The record of a fit that raised ``error`` from ``start``: not valid, not converged
+    (``outcome`` ``"failed"``), NaN ``fval``; ``method`` None is laddu's default, ``"lbfgsb"``."""
     return FitResult(
-        values=dict(zip(names, map(float, start), strict=True)),
-        errors={n: math.nan for n in names}, fval=math.nan, valid=False, n_calls=0,
-        method=method, covariance=None, parameter_names=list(names),
-        message=f"failed: {type(error).__name__}: {error}",
+        values=[float(v) for v in start], errors=[math.nan] * len(names), fval=math.nan, valid=False,
+        n_calls=0, method=method or "lbfgsb", covariance=None, parameter_names=list(names),
+        message=f"failed: {type(error).__name__}: {error}", converged=False,
     )
 
 
@@ -90,7 +91,7 @@ class FitEnsemble(list):
     def draws(self) -> np.ndarray:
         """The values of the valid fits, one row each, :attr:`parameter_names` order
         (laddu's ``Ensemble.draws``)."""
-        rows = [[r.values[n] for n in self.parameter_names] for r in self.valid]
+        rows = [[r.named_parameters[n] for n in self.parameter_names] for r in self.valid]
         return np.array(rows, dtype=np.float64).reshape(len(rows), len(self.parameter_names))
 
     def spread(self) -> dict[str, float]:
@@ -111,7 +112,7 @@ class FitEnsemble(list):
         lines = [head + f"; best fval = {best.fval:.10g})" + note]
         spread = self.spread()
         for name in self.parameter_names:
-            lines.append(f"  {name:>14s} = {best.values[name]: .6g}  spread {spread[name]:.3g}")
+            lines.append(f"  {name:>14s} = {best.named_parameters[name]: .6g}  spread {spread[name]:.3g}")
         return "\n".join(lines)
 
     # -- results that last ---------------------------------------------------------------

@@ -88,7 +88,7 @@ class Progress:
         return f"{self.label}: {len(self.done)} of {self.n} fits done, {len(valid)} valid{best}"
 
 
-def fit_each(likelihoods: list[Any], starts: list[Any], *, method: str, label: str,
+def fit_each(likelihoods: list[Any], starts: list[Any], *, method: str | None, label: str,
              progress: bool | Callable = False, batch: bool = True, message: str = "",
              **options: Any) -> FitEnsemble:
     """Fit ``likelihoods[i]`` from ``starts[i]`` for every ``i``; a fit that raises one of
@@ -97,7 +97,7 @@ def fit_each(likelihoods: list[Any], starts: list[Any], *, method: str, label: s
     likelihood run in lockstep with their evaluations merged (``batch``,
     :mod:`laddu_dask.analysis.batching`); on a cluster, fits whose data are small run as
     tasks next to their data (:mod:`laddu_dask.analysis.tasks`)."""
-    options = check_fit_options(options)
+    options = check_fit_options(options, method)
     names = likelihoods[0].parameter_names
     if batch and len(likelihoods) > 1 and all(lik is likelihoods[0] for lik in likelihoods) \
             and not runs_as_tasks(likelihoods[0]):
@@ -131,8 +131,10 @@ def start_vector(likelihood: Any, start: Any) -> list[float]:
     return [float(v) for v in likelihood.resolve({} if start is None else start)]
 
 
-def fit_restarts(likelihood: Likelihood, restarts: int, initial: Any = None, *, seed: int = 0,
-                 method: str = "migrad", progress: bool | Callable = False, **options: Any) -> FitEnsemble:
+def fit_restarts(likelihood: Likelihood, restarts: int, initial: Any = None, *, config: Any = None,
+                 seed: int = 0, terminators: Sequence[Any] = (), observers: Sequence[Any] = (),
+                 default_callbacks: bool = True, use_parameter_metadata: bool = True,
+                 method: str | None = None, progress: bool | Callable = False, **options: Any) -> FitEnsemble:
     """``restarts`` independent fits of ``likelihood`` (laddu's ``fit_restarts``).
 
     Parameters
@@ -142,11 +144,14 @@ def fit_restarts(likelihood: Likelihood, restarts: int, initial: Any = None, *, 
         Number of fits.
     initial : sequence or mapping, optional
         The first fit's start; the others' come from ``sample_parameters(seed=seed)``.
+    config, terminators, observers, default_callbacks, use_parameter_metadata
+        laddu's, as in :meth:`~laddu_dask.Likelihood.fit`, for every fit.
     seed : int
-        Seed of the sampled starts (the same seed gives the same fits).
+        Seed of the sampled starts (the same seed gives the same fits) and of a randomized
+        ganesh method.
     method, **options
-        As in :meth:`~laddu_dask.Likelihood.fit` (``"migrad"`` or ``"lbfgsb"``, ``strategy``,
-        ``tolerance``, ``max_calls``).
+        As in :meth:`~laddu_dask.Likelihood.fit` (None: laddu's L-BFGS-B; ``"migrad"``,
+        ``strategy``, ``tolerance``, ``max_calls``).
     progress : bool or callable
         ``True`` keeps one line (in a notebook, one display) up to date: fits done, valid,
         best -2 ln L; a callable gets ``(index, n, result)`` as each fit ends.
@@ -154,7 +159,8 @@ def fit_restarts(likelihood: Likelihood, restarts: int, initial: Any = None, *, 
     Returns
     -------
     FitEnsemble
-        The fits in start order; ``.best`` is the valid one of lowest ``fval``; its
+        A ``list`` of :class:`~laddu_dask.likelihood.FitResult`, in start order (laddu's
+        ``list[FitResult]``); ``.best`` is the valid one of lowest ``fval``; its
         ``message`` names the parameters that start at the same value in every restart
         (they have no starting range).
 
@@ -168,8 +174,16 @@ def fit_restarts(likelihood: Likelihood, restarts: int, initial: Any = None, *, 
     note, same = start_note(likelihood, x0s)
     if same:
         same_start_warning(f"fit_restarts: {note}")
+    laddus = {"config": config, "terminators": terminators, "observers": observers, "seed": seed,
+              "default_callbacks": default_callbacks, "use_parameter_metadata": use_parameter_metadata}
+    laddus = {k: v for k, v in laddus.items() if v != _FIT_DEFAULTS[k]}  # only what changes a fit
     return fit_each([likelihood] * len(x0s), x0s, method=method, label="restarts", progress=progress,
-                    message=note, **options)
+                    message=note, **laddus, **options)
+
+
+#: The defaults of laddu's keywords of :meth:`~laddu_dask.Likelihood.fit`.
+_FIT_DEFAULTS = {"config": None, "terminators": (), "observers": (), "seed": 0, "default_callbacks": True,
+                 "use_parameter_metadata": True}
 
 
 def restart_starts(likelihood: Likelihood, restarts: int, initial: Any, seed: int) -> list[Any]:

@@ -81,7 +81,7 @@ def run(replicas: int, events: int, mc: int, pool: int, threads: int, results: s
         "laddu_dask_s": ours_s, "laddu_by_hand_s": draw_s + theirs_s, "laddu_fits_s": theirs_s,
         "draws_s": draw_s, "ratio": ours_s / (draw_s + theirs_s),
         "worst_fval_rel": max(abs(f.fval - t["fval"]) / abs(t["fval"]) for f, t in pairs),
-        "worst_value_in_errors": max(abs(f.values[n] - t["values"][j]) / f.errors[n]
+        "worst_value_in_errors": max(abs(f.named_parameters[n] - t["values"][j]) / f.errors[n]
                                      for f, t in pairs for j, n in enumerate(names)),
         "valid": [sum(f.valid for f in ours.fits), sum(t["valid"] for t in theirs)],
         "pulls_agree_3_sigma": all(ours.agrees(3.0).values()),

@@ -150,7 +150,7 @@ def migrad(likelihood: Any, start: Any, *, strategy: int = 1, tolerance: float =
     m = result.minuit
     return {
         "wall_s": wall, "fval": result.fval, "valid": result.valid,
-        "values": [result.values[n] for n in result.parameter_names],
+        "values": [float(v) for v in result.values],
         "errors": [result.errors[n] for n in result.parameter_names],
         "value_and_gradient_calls": counted.value_and_gradient_calls,
         "value_calls": counted.value_calls, "evaluation_s": counted.evaluation_s,

@@ -121,8 +121,8 @@ result's ``"restarts"`` carries that ``"message"``.
 ============= ========================== ============ ================================
 key           type                       default      meaning
 ============= ========================== ============ ================================
-``method``    ``"migrad"``, ``"lbfgsb"`` ``"migrad"`` iminuit MIGRAD or SciPy L-BFGS-B
-                                                      (both followed by HESSE)
+``method``    ``"migrad"``, ``"lbfgsb"`` ``"migrad"`` iminuit MIGRAD then HESSE, or
+                                                      laddu's default L-BFGS-B, 2 H^-1
 ``tolerance`` number > 0                 ``0.1``      MIGRAD's EDM tolerance
 ``strategy``  0, 1 or 2                  ``1``        MIGRAD's strategy
 ``max_calls`` integer > 0                none         limit on likelihood evaluations

@@ -78,6 +78,15 @@ def _ensemble_summary(fits: Any) -> dict[str, Any]:
             "best_index": None if best is None else next(i for i, r in enumerate(fits) if r is best)}
 
 
+def fit_settings(fit: Any) -> dict[str, Any]:
+    """The fit keywords of a job's ``[fit]`` table: ``strategy`` and ``tolerance`` are
+    MIGRAD's, given only with ``method = "migrad"``."""
+    settings: dict[str, Any] = {"method": fit.method, "max_calls": fit.max_calls}
+    if fit.method == "migrad":
+        settings.update(strategy=fit.strategy, tolerance=fit.tolerance)
+    return settings
+
+
 def write_json_atomic(path: str, payload: Mapping[str, Any]) -> None:
     """Write ``payload`` as JSON to a temporary file beside ``path``, then move it into place."""
     with atomic_write(path) as f:
@@ -287,8 +296,7 @@ def run_fit(config: FitConfig | str | os.PathLike[str], *, scheduler: str | None
         say(f"prepared in {t_prepare:.2f} s; fitting {len(names)} parameters with "
             f"{config.fit.method} from -2 ln L = {value0:.10g}")
         t0 = time.perf_counter()
-        settings = dict(method=config.fit.method, strategy=config.fit.strategy,
-                        tolerance=config.fit.tolerance, max_calls=config.fit.max_calls)
+        settings = fit_settings(config.fit)
         extra: dict[str, Any] = {}
         try:
             if config.fit.restarts == 1:
@@ -324,7 +332,7 @@ def run_fit(config: FitConfig | str | os.PathLike[str], *, scheduler: str | None
         "method": result.method,
         "message": result.message,
         "parameter_names": list(names),
-        "values": result.values,
+        "values": result.named_parameters,
         "errors": result.errors,
         "covariance": cov,
         "correlation": corr,
@@ -392,9 +400,7 @@ def _fit_bins(config: FitConfig, term: Any, execution: Any, say: Callable[..., N
         fits = ld.fit_bins(term.model, data=term.data, accepted_mc=term.accepted_mc, by=bins.expression(),
                            bins=ld.Bin(list(bins.edges)), restarts=config.fit.restarts,
                            initial=dict(config.start) or None, seed=config.fit.seed, execution=execution,
-                           extended=isinstance(term, ld.ExtendedNLL), method=config.fit.method,
-                           strategy=config.fit.strategy, tolerance=config.fit.tolerance,
-                           max_calls=config.fit.max_calls)
+                           extended=isinstance(term, ld.ExtendedNLL), **fit_settings(config.fit))
     except Exception as exc:
         raise FitRunError(one_line(f"{config.path}: the binned fit failed: "
                                    f"{type(exc).__name__}: {exc}")) from exc
@@ -403,7 +409,7 @@ def _fit_bins(config: FitConfig, term: Any, execution: Any, say: Callable[..., N
         best = f.best
         out.append({"index": f.index, "low": f.low, "high": f.high, "valid": best is not None,
                     "fval": None if best is None else best.fval,
-                    "values": None if best is None else best.values,
+                    "values": None if best is None else best.named_parameters,
                     "errors": None if best is None else best.errors,
                     "data_events": None if f.likelihood is None else f.likelihood.terms[0].data.n_events,
                     "restarts": _ensemble_summary(f.ensemble)})

@@ -1,7 +1,8 @@
-"""Fits: iminuit MIGRAD (+HESSE) or SciPy L-BFGS-B with the exact gradient.
+"""Fits: laddu's default (L-BFGS-B with the exact gradient, errors from the Hessian of exact
+gradients), iminuit MIGRAD (+HESSE), or any ganesh configuration.
 
 Likelihoods here are ``-2 ln L``, so one standard error is where the value rises
-by 1 (``errordef = 1``).
+by 1 (``errordef = 1``): the covariance is twice the inverse Hessian.
 
 Examples
 --------
@@ -12,24 +13,27 @@ Examples
 >>> rng = np.random.default_rng(1)
 >>> data = ld.Dataset.from_arrays(scalars={"x": rng.uniform(0, 1, 500) ** 0.5})
 >>> mc = ld.Dataset.from_arrays(scalars={"x": rng.uniform(0, 1, 5000)})
->>> result = ld.Likelihood([ld.NLL(model, data=data, accepted_mc=mc)]).fit()
->>> result.valid
+>>> lik = ld.Likelihood([ld.NLL(model, data=data, accepted_mc=mc)])
+>>> result = lik.fit()  # laddu's default: L-BFGS-B
+>>> result.valid, result.method, result.terminal_message
+(True, 'lbfgsb', 'Success: F_EVAL CONVERGED')
+>>> migrad = lik.fit(method="migrad")  # MIGRAD and HESSE
+>>> bool(abs(migrad.values[0] - result.values[0]) < 0.05 * result.standard_errors[0])
 True
 """
 
 from __future__ import annotations
 
-import html
 import math
 import time
 import warnings
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from laddu_dask.compile.layout import ParameterValues
-from laddu_dask.files import read_json, write_json
+from laddu_dask.errors import ParameterError
 from laddu_dask.likelihood.cost import MinuitCost
 from laddu_dask.likelihood.fit_messages import (
     covariance_problems,
@@ -38,165 +42,18 @@ from laddu_dask.likelihood.fit_messages import (
     minuit_output,
     outside_minuit,
 )
+from laddu_dask.likelihood.fit_result import FitResult, correlation_of
+from laddu_dask.likelihood.hessian import gradient_hessian
+from laddu_dask.likelihood.lbfgsb import covariance_from_hessian, minimize_lbfgsb, projected_gradient
 from laddu_dask.likelihood.likelihood import require_free
 from laddu_dask.likelihood.progress import ProgressLine
 from laddu_dask.options import FitMethod, HessianSource
 from laddu_dask.validate import integer, number
-from laddu_dask.views import format_bounds, table
+from laddu_dask.views import format_bounds
+
+__all__ = ["METHODS", "FitResult", "check_fit_options", "fit"]
 
 METHODS = FitMethod.values()
-
-
-@dataclass
-class FitResult:
-    """The outcome of a fit.
-
-    Attributes
-    ----------
-    values, errors : dict[str, float]
-        Best-fit values and their standard errors (HESSE).
-    fval : float
-        Minimum of the likelihood (``-2 ln L``).
-    valid : bool
-        Whether the minimiser reports convergence and HESSE an accurate covariance:
-        MIGRAD's minimum is valid (L-BFGS-B reports success), and HESSE ran, did not
-        fail and did not have to force the covariance positive-definite.
-        :attr:`message` says what failed.
-    n_calls : int
-        Likelihood evaluations used.
-    method : str
-        ``"migrad"`` or ``"lbfgsb"``.
-    covariance : numpy.ndarray or None
-        Covariance matrix in :attr:`parameter_names` order.
-    parameter_names : list of str
-        Order of :attr:`covariance` and :attr:`correlation`.
-    minuit : iminuit.Minuit or None
-        The minimiser (MIGRAD), or the one that computed HESSE errors.
-    message : str
-        One plain sentence: ``"valid minimum; EDM 1.2e-05 < goal 0.0002"``, or
-        ``"invalid minimum: "`` and what failed (``"call limit reached"``,
-        ``"covariance forced positive-definite"``, ...).
-    wall_time : float
-        Seconds spent.
-    edm : float
-        Estimated distance to the minimum (iminuit's, after HESSE).
-    correlation : numpy.ndarray or None
-        Correlation matrix (``covariance / (sigma sigma^T)``), :attr:`parameter_names` order.
-    bounds : dict[str, tuple]
-        Each parameter's limits (``None``: none on that side).
-    """
-
-    values: dict[str, float]
-    errors: dict[str, float]
-    fval: float
-    valid: bool
-    n_calls: int
-    method: str
-    covariance: np.ndarray | None
-    parameter_names: list[str]
-    minuit: Any = field(default=None, repr=False)
-    message: str = ""
-    wall_time: float = 0.0
-    edm: float = math.nan
-    correlation: np.ndarray | None = None
-    bounds: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
-
-    def _bounds_text(self, name: str) -> str:
-        return format_bounds(*self.bounds.get(name, (None, None)))
-
-    def _headline(self) -> str:
-        return (
-            f"{self.method}: {'valid' if self.valid else 'INVALID'}, fval = {self.fval:.10g}, "
-            f"edm = {self.edm:.3g}, {self.n_calls} calls, {self.wall_time:.2f} s"
-        )
-
-    def __repr__(self) -> str:
-        lines = [f"FitResult({self._headline()})", f"  {self.message}"]
-        for name in self.parameter_names:
-            lines.append(f"  {name:>14s} = {self.values[name]: .6g} +- {self.errors[name]:.3g}"
-                         f"  {self._bounds_text(name)}")
-        if self.correlation is not None:
-            lines.append("  correlation:")
-            for name, row in zip(self.parameter_names, self.correlation):
-                lines.append(f"  {name:>14s} " + " ".join(f"{c:+.2f}" for c in row))
-        return "\n".join(lines)
-
-    def _repr_html_(self) -> str:
-        names = self.parameter_names
-        params = table(
-            ["parameter", "value", "error", "bounds"],
-            [[n, f"{self.values[n]:.6g}", f"{self.errors[n]:.3g}", self._bounds_text(n)] for n in names],
-        )
-        corr = ""
-        if self.correlation is not None:
-            corr = table(["correlation", *names],
-                         [[n, *(f"{c:+.2f}" for c in row)] for n, row in zip(names, self.correlation)])
-        return (
-            f"<b>FitResult</b> ({html.escape(self._headline())})"
-            f"<p>{html.escape(self.message)}</p>{params}{corr}"
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready summary (every field but :attr:`minuit`); :meth:`from_dict` reverses it."""
-        return {
-            "kind": "laddu_dask.FitResult",
-            "method": self.method,
-            "valid": self.valid,
-            "fval": self.fval,
-            "edm": self.edm,
-            "n_calls": self.n_calls,
-            "parameter_names": list(self.parameter_names),
-            "values": dict(self.values),
-            "errors": dict(self.errors),
-            "covariance": None if self.covariance is None else self.covariance.tolist(),
-            "correlation": None if self.correlation is None else self.correlation.tolist(),
-            "message": self.message,
-            "wall_time": self.wall_time,
-            "bounds": {n: list(b) for n, b in self.bounds.items()},
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> FitResult:
-        """The result :meth:`to_dict` described (:attr:`minuit` is ``None``).
-
-        Raises
-        ------
-        ValueError
-            If ``d`` is not a fit result's dictionary (a missing or mistyped field, named).
-        """
-        try:
-            names = [str(n) for n in d["parameter_names"]]
-            matrix = (lambda m: None if m is None else np.array(m, dtype=np.float64))  # noqa: E731
-            return cls(
-                values={n: float(d["values"][n]) for n in names},
-                errors={n: float(d["errors"][n]) for n in names},
-                fval=float(d["fval"]), valid=bool(d["valid"]), n_calls=int(d["n_calls"]),
-                method=str(d["method"]), covariance=matrix(d["covariance"]), parameter_names=names,
-                message=str(d.get("message", "")), wall_time=float(d.get("wall_time", 0.0)),
-                edm=float(d.get("edm", math.nan)), correlation=matrix(d.get("correlation")),
-                bounds={n: tuple(b) for n, b in d.get("bounds", {}).items()},
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"not a fit result: {type(exc).__name__}: {exc}") from None
-
-    def save(self, path: str | Any) -> None:
-        """Write the result as JSON (atomically: a temporary file renamed over ``path``),
-        with the laddu-dask version and the time it was written."""
-        write_json(path, self.to_dict())
-
-    @classmethod
-    def load(cls, path: str | Any) -> FitResult:
-        """The result :meth:`save` wrote.
-
-        Examples
-        --------
-        >>> import tempfile, os
-        >>> r = FitResult({"a": 1.0}, {"a": 0.1}, 3.0, True, 12, "migrad", None, ["a"])
-        >>> path = os.path.join(tempfile.mkdtemp(), "fit.json")
-        >>> r.save(path); FitResult.load(path).values
-        {'a': 1.0}
-        """
-        return cls.from_dict(read_json(path, "laddu_dask.FitResult"))
 
 
 class _Watched(MinuitCost):
@@ -206,6 +63,7 @@ class _Watched(MinuitCost):
         self.likelihood = likelihood
         self.callback = callback
         self.calls = 0
+        self.gradients = 0
         self.last_value = math.nan
         self.gradient_hessian = hessian == "gradient"
 
@@ -223,10 +81,16 @@ class _Watched(MinuitCost):
         with outside_minuit():  # what the likelihood or the progress line prints is theirs
             value, grad = super()._compute(x, with_gradient)
             self.calls += 1
+            self.gradients += with_gradient
             self.last_value = value
             if self.callback is not None:
                 self.callback(self.calls, value)
         return value, grad
+
+    def one_by_one(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_points` for a likelihood that evaluates one point at a time."""
+        pairs = [self._compute(np.asarray(p, dtype=np.float64), True) for p in points]
+        return np.array([v for v, _ in pairs]), np.array([g for _, g in pairs])
 
     def _points(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         with outside_minuit():
@@ -260,19 +124,28 @@ def _hesse(objective: _Watched, names: list[str], x: np.ndarray, tolerance: floa
     return m
 
 
-def check_fit_options(options: dict[str, Any]) -> dict[str, Any]:
+def check_fit_options(options: dict[str, Any], method: str | None = "migrad") -> dict[str, Any]:
     """``options`` of :func:`fit` (``strategy``, ``tolerance``, ``max_calls``) checked: a
-    NaN or infinite tolerance would let MIGRAD stop anywhere and call it valid.
+    NaN or infinite tolerance would let MIGRAD stop anywhere and call it valid; MIGRAD's
+    options (``strategy``, ``tolerance``, ``hessian``) are an error for another ``method``
+    (None: laddu's default), or with a ganesh ``config``.
 
     Raises
     ------
     ParameterError
         Naming the keyword and its allowed values.
     """
+    ganesh = options.get("config") is not None or bool(options.get("terminators")) or \
+        bool(options.get("observers")) or options.get("default_callbacks") is False
+    migrads = [k for k in ("strategy", "tolerance", "hessian") if options.get(k) is not None]
+    if migrads and (ganesh or method not in ("migrad", FitMethod.MIGRAD)):
+        what = "is an option" if len(migrads) == 1 else "are options"
+        raise ParameterError(f"{', '.join(migrads)} {what} of MIGRAD: pass method='migrad' (laddu's "
+                             "default, L-BFGS-B, stops by its own rule)")
     out = dict(options)
-    if "strategy" in out:
+    if out.get("strategy") is not None:
         out["strategy"] = integer(out["strategy"], "strategy", minimum=0, maximum=2)
-    if "tolerance" in out:
+    if out.get("tolerance") is not None:
         out["tolerance"] = number(out["tolerance"], "tolerance", above=0.0)
     if out.get("max_calls") is not None:
         out["max_calls"] = integer(out["max_calls"], "max_calls", minimum=1)
@@ -282,15 +155,22 @@ def check_fit_options(options: dict[str, Any]) -> dict[str, Any]:
 def fit(
     likelihood: Any,
     initial: ParameterValues | None = None,
-    method: str = "migrad",
+    method: str | None = None,
     *,
-    strategy: int = 1,
-    tolerance: float = 0.1,
+    config: Any = None,
+    terminators: Sequence[Any] = (),
+    observers: Sequence[Any] = (),
+    seed: int = 0,
+    default_callbacks: bool = True,
+    use_parameter_metadata: bool = True,
+    strategy: int | None = None,
+    tolerance: float | None = None,
     max_calls: int | None = None,
     progress: bool | Any = False,
-    hessian: str = "gradient",
+    hessian: str | None = None,
 ) -> FitResult:
-    """Minimise ``likelihood`` from ``initial``.
+    """Minimise ``likelihood`` from ``initial`` (laddu's ``Likelihood.fit``, with MIGRAD
+    one keyword away).
 
     Parameters
     ----------
@@ -299,32 +179,67 @@ def fit(
     initial : sequence or mapping, optional
         Start values (a mapping may name only some parameters); default: each
         parameter's initial value.
-    method : {"migrad", "lbfgsb"}
-        iminuit MIGRAD followed by HESSE, or SciPy L-BFGS-B followed by HESSE.
+    method : {None, "lbfgsb", "migrad"}
+        None or ``"lbfgsb"``: laddu's default, L-BFGS-B with the exact gradient, the
+        parameters' bounds and laddu's stopping rules, then the covariance ``2 H^-1`` from
+        the Hessian of exact gradients (:mod:`laddu_dask.likelihood.lbfgsb`).
+        ``"migrad"``: iminuit MIGRAD followed by HESSE.
+    config : ganesh configuration, optional
+        Any ``ld.ganesh`` minimizer configuration (laddu's): the fit runs that method
+        (:func:`laddu_dask.likelihood.ganesh.minimize`).
+    terminators, observers : sequence, optional
+        ganesh terminators (``ld.ganesh.MaxSteps(n)``) and observers; with no ``config``
+        they apply to ganesh's L-BFGS-B.
+    seed : int
+        Seed of a randomized ganesh method.
+    default_callbacks : bool
+        Include the method's own stopping rules (False: only ``terminators``).
+    use_parameter_metadata : bool
+        Give the minimiser the parameters' bounds (False: unbounded; laddu's meaning).
     strategy, tolerance : int, float
-        MIGRAD's strategy and EDM tolerance (L-BFGS-B stops when -2 ln L changes by less
-        than ``0.002 * tolerance``).
+        MIGRAD's strategy (default 1) and EDM tolerance (default 0.1); ``method="migrad"``
+        only.
     max_calls : int, optional
-        Limit on likelihood evaluations (a fit that reaches it is not valid).
+        Limit on likelihood evaluations (a fit that reaches it has not converged).
     progress : bool or callable
         ``True`` shows an evaluation counter (one updating line in a terminal, one
         updating display in a notebook, whole lines at most every 5 s in a file or a
         pipe); a callable gets ``(calls, value)``.
     hessian : {"gradient", "minuit"}
-        Where MIGRAD's seed and HESSE take second derivatives from: central differences
-        of the exact gradient, the ``2 n`` points in one evaluation round
-        (:mod:`laddu_dask.likelihood.hessian`; each point counts as an evaluation), or
-        Minuit's own from function values, one evaluation a round (about ``2 n`` per
-        parameter and cycle). ``"gradient"`` falls back to ``"minuit"`` for a likelihood
-        without ``values_and_gradients``.
+        Where MIGRAD's seed and HESSE take second derivatives from (``method="migrad"``
+        only; default ``"gradient"``):
+        central differences of the exact gradient, the ``2 n`` points in one evaluation
+        round (:mod:`laddu_dask.likelihood.hessian`; each point counts as an evaluation), or
+        Minuit's own from function values. ``"gradient"`` falls back to ``"minuit"`` for a
+        likelihood without ``values_and_gradients``.
 
     Returns
     -------
     FitResult
-        ``valid`` only when the minimum converged and HESSE gave an accurate covariance.
+        ``converged`` when the minimiser says so; ``valid`` when also the covariance is
+        accurate.
+
+    Raises
+    ------
+    ParameterError
+        For a start outside the bounds, a bad option, a MIGRAD option (``strategy``,
+        ``tolerance``, ``hessian``) without ``method="migrad"``, or ``method`` together with
+        a ganesh ``config``, ``terminators`` or ``observers``.
+    NotImplementedError
+        For a ganesh ``config`` (or callbacks) while :mod:`laddu_dask.likelihood.ganesh`
+        has no ``minimize``.
     """
-    method = FitMethod.check(method, "method")
-    hessian = HessianSource.check(hessian, "hessian")
+    ganesh = config is not None or bool(terminators) or bool(observers) or not default_callbacks
+    if ganesh and method is not None:
+        raise ParameterError(f"method={method!r} and a ganesh config, terminators or observers both choose "
+                             "the minimiser; pass method= (laddu-dask's) or config= (ganesh's), not both")
+    method = "lbfgsb" if method is None else FitMethod.check(method, "method")
+    check_fit_options({"strategy": strategy, "tolerance": tolerance, "hessian": hessian, "config": config,
+                       "terminators": terminators, "observers": observers,
+                       "default_callbacks": default_callbacks}, method)
+    strategy = 1 if strategy is None else strategy
+    tolerance = 0.1 if tolerance is None else tolerance
+    hessian = HessianSource.check("gradient" if hessian is None else hessian, "hessian")
     checked = check_fit_options({"strategy": strategy, "tolerance": tolerance, "max_calls": max_calls})
     strategy, tolerance, max_calls = checked["strategy"], checked["tolerance"], checked["max_calls"]
     if not hasattr(likelihood, "values_and_gradients"):
@@ -334,52 +249,107 @@ def fit(
     x0 = likelihood.resolve({} if initial is None else initial)
     bounds = likelihood.bounds()
     for name, v, (lo, hi) in zip(names, x0, bounds):
-        if (lo is not None and v < lo) or (hi is not None and v > hi):
-            from laddu_dask.errors import ParameterError
-
+        if use_parameter_metadata and ((lo is not None and v < lo) or (hi is not None and v > hi)):
             raise ParameterError(
                 f"start value {v} of {name!r} lies outside its bounds {format_bounds(lo, hi)}")
+    used_bounds = bounds if use_parameter_metadata else [(None, None)] * len(names)
+    if ganesh:
+        return _fit_ganesh(likelihood, x0, names, used_bounds, config, terminators, observers, seed,
+                           default_callbacks)
     printer = ProgressLine() if progress is True else None
     objective = _Watched(likelihood, printer or progress or None, hessian)
     start = time.perf_counter()
     try:
-        with minuit_output() as said:  # Minuit's own messages: to the log and the message
-            if method == "migrad":
-                run = _run_migrad(objective, names, x0, tolerance, max_calls, strategy)
-            else:
-                run = _run_lbfgsb(objective, names, x0, bounds, tolerance, max_calls)
+        if method == "lbfgsb":
+            result = _fit_lbfgsb(objective, names, x0, used_bounds, max_calls)
+        else:
+            with minuit_output() as said:  # Minuit's own messages: to the log and the message
+                result, problems = _fit_migrad(objective, names, x0, tolerance, max_calls, strategy)
+            result.message = result.terminal_message = fit_message(problems, result.minuit.fmin, "", said)
     except BaseException:
         if printer is not None:
             printer.finish(None)
         raise
-    minuit, values, fval, problems, note = run
     if printer is not None:
-        printer.finish(fval)
-    errors = np.array(minuit.errors, dtype=np.float64)
-    cov = corr = None
-    if minuit.covariance is not None:
-        cov = np.array(minuit.covariance, dtype=np.float64)
-        corr = np.array(minuit.covariance.correlation(), dtype=np.float64)
-    fmin = minuit.fmin
+        printer.finish(result.fval)
+    result.wall_time = time.perf_counter() - start
+    result.bounds = dict(zip(names, bounds))
+    return result
+
+
+def _fit_ganesh(likelihood: Any, x0: np.ndarray, names: list[str], bounds: list, config: Any,
+                terminators: Sequence[Any], observers: Sequence[Any], seed: int,
+                default_callbacks: bool) -> FitResult:
+    """The fit by a ganesh configuration (L-BFGS-B's when ``config`` is None), through
+    the ganesh engine's ``minimize``."""
+    try:
+        from laddu_dask.likelihood.ganesh.engine import minimize
+    except ImportError:
+        try:
+            from laddu_dask.likelihood.ganesh import minimize
+        except ImportError:
+            raise NotImplementedError(
+                "config=, terminators= and observers= run a ganesh minimizer, and this build of laddu-dask "
+                "has no laddu_dask.likelihood.ganesh.minimize yet; fit with method='lbfgsb' (laddu's "
+                "default) or method='migrad'") from None
+    start = time.perf_counter()
+    summary = minimize(likelihood, x0, config=config, terminators=list(terminators),
+                       observers=list(observers), seed=seed, default_callbacks=default_callbacks,
+                       bounds=bounds, parameter_names=names)
+    kind = "lbfgsb" if config is None else type(config).__name__.removesuffix("Config").lower()
+    return FitResult.from_summary(summary, method=kind, bounds=bounds, parameter_names=names,
+                                  wall_time=time.perf_counter() - start)
+
+
+def _fit_lbfgsb(objective: _Watched, names: list[str], x0: np.ndarray, bounds: list,
+                max_calls: int | None) -> FitResult:
+    """laddu's default fit: L-BFGS-B, then ``2 H^-1`` from the Hessian of exact gradients."""
+    run = minimize_lbfgsb(objective._both, x0, bounds, max_calls)
+    single = objective.calls
+    hess = gradient_hessian(objective._points if hasattr(objective.likelihood, "values_and_gradients")
+                            else objective.one_by_one, run.x, bounds, names)
+    cov, positive = covariance_from_hessian(hess)
+    if not positive:  # no covariance and no errors where the Hessian is not positive-definite (laddu's)
+        cov = None
+    _, grad = objective._both(run.x)
+    errors = np.full(len(names), math.nan) if cov is None else np.sqrt(np.diag(cov))
+    problems = ([] if run.converged else [f"{run.text} (L-BFGS-B)"]) + \
+        ([] if positive else ["Hessian not positive-definite"])
+    grad = projected_gradient(run.x, grad, bounds)  # at an active bound the rest is not a distance
+    edm = math.nan if cov is None else float(0.25 * grad @ cov @ grad)  # g^T H^-1 g / 2
+    message = (f"valid minimum; L-BFGS-B: {run.text}; EDM {edm:.3g}" if not problems
+               else "invalid minimum: " + "; ".join(problems))
     return FitResult(
-        values=dict(zip(names, map(float, values))),
-        errors=dict(zip(names, map(float, errors))),
-        fval=float(fval),
-        valid=not problems,
-        n_calls=objective.calls,
-        method=method,
-        covariance=cov,
-        parameter_names=names,
-        minuit=minuit,
-        message=fit_message(problems, fmin, note, said),
-        wall_time=time.perf_counter() - start,
-        edm=math.nan if fmin is None else float(fmin.edm),
-        correlation=corr,
-        bounds=dict(zip(names, bounds)),
+        values=run.x, errors=errors, fval=run.fx, valid=not problems, n_calls=objective.calls,
+        method="lbfgsb", covariance=cov, parameter_names=names, message=message, edm=edm,
+        correlation=correlation_of(cov), converged=run.converged,
+        terminal_message=f"{'Success' if run.converged else 'Message'}: {run.text}",
+        diagnostics={"function_evaluations": single, "gradient_evaluations": objective.gradients,
+                     "hessian_evaluations": 1},
     )
 
 
-_Run = tuple[Any, np.ndarray, float, list[str], str]  # minuit, values, fval, problems, note
+def _fit_migrad(objective: _Watched, names: list[str], x0: np.ndarray, tolerance: float,
+                max_calls: int | None, strategy: int) -> tuple[FitResult, list[str]]:
+    """MIGRAD, then HESSE (when MIGRAD converged); the result and its problems."""
+    minuit, values, fval, problems, converged = _run_migrad(objective, names, x0, tolerance, max_calls,
+                                                            strategy)
+    cov = None
+    if minuit.covariance is not None:
+        cov = np.array(minuit.covariance, dtype=np.float64)
+    fmin = minuit.fmin
+    return FitResult(
+        values=values, errors=np.array(minuit.errors, dtype=np.float64), fval=float(fval),
+        valid=not problems, n_calls=objective.calls, method="migrad", covariance=cov, parameter_names=names,
+        minuit=minuit,
+        edm=math.nan if fmin is None else float(fmin.edm), correlation=correlation_of(cov),
+        converged=converged,
+        diagnostics={"function_evaluations": objective.calls, "gradient_evaluations": objective.gradients,
+                     "hessian_evaluations": 0},
+    ), problems
+
+
+_Run = tuple[Any, np.ndarray, float, list[str], bool]  # minuit, values, fval, problems, converged
 
 
 def _run_migrad(objective: _Watched, names: list[str], x0: np.ndarray, tolerance: float,
@@ -389,6 +359,7 @@ def _run_migrad(objective: _Watched, names: list[str], x0: np.ndarray, tolerance
     m.tol = tolerance
     m.migrad(ncall=max_calls)
     problems = migrad_problems(m.fmin)
+    converged = not problems
     if problems:
         problems.append("HESSE not run")
     else:
@@ -401,25 +372,6 @@ def _run_migrad(objective: _Watched, names: list[str], x0: np.ndarray, tolerance
         problems = covariance_problems(m.fmin)
         if not problems and not m.fmin.is_valid:
             problems = ["minimum not valid after HESSE"]
-    return m, np.array(m.values, dtype=np.float64), float(m.fval), problems, ""
+    return m, np.array(m.values, dtype=np.float64), float(m.fval), problems, converged
 
 
-def _run_lbfgsb(objective: _Watched, names: list[str], x0: np.ndarray, bounds: list, tolerance: float,
-                max_calls: int | None) -> _Run:
-    from scipy.optimize import minimize
-
-    # stop when -2 ln L changes by less than MIGRAD's EDM goal (0.002 tolerance), relative
-    f0 = abs(objective(x0))
-    res = minimize(
-        objective._both, x0, jac=True, method="L-BFGS-B", bounds=bounds,
-        options={"maxfun": max_calls or 15000, "ftol": 0.002 * tolerance / max(f0, 1.0),
-                 "gtol": 1e-8, "maxcor": 20},
-    )
-    values = np.asarray(res.x, dtype=np.float64)
-    fval, _ = objective._both(values)
-    minuit = _hesse(objective, names, values, tolerance)
-    problems = []
-    if not res.success:
-        problems.append("call limit reached" if res.status == 1 else "L-BFGS-B did not converge")
-    problems += covariance_problems(minuit.fmin)
-    return minuit, values, float(fval), problems, f"L-BFGS-B: {' '.join(str(res.message).split())}"

@@ -322,11 +322,18 @@ class Likelihood(MinuitCost):
         :meth:`~laddu_dask.Model.sample_parameters`): ``n`` gives that many."""
         return draw_starts(self.parameters.values(), seed, n)
 
-    def fit_restarts(self, restarts: int, initial: ParameterValues | None = None, *, seed: int = 0,
+    def fit_restarts(self, restarts: int, initial: ParameterValues | None = None, *, config: Any = None,
+                     seed: int = 0, terminators: Sequence[Any] = (), observers: Sequence[Any] = (),
+                     default_callbacks: bool = True, use_parameter_metadata: bool = True,
                      **options: Any) -> Any:
-        """``restarts`` fits from sampled starts (laddu's ``fit_restarts``); returns a
-        :class:`~laddu_dask.analysis.FitEnsemble`. See :func:`laddu_dask.analysis.fit_restarts`."""
-        return _method("fit_restarts")(self, restarts, initial, seed=seed, **options)
+        """``restarts`` fits, the first from ``initial`` when given, the others from
+        reproducible sampled starts (laddu's ``fit_restarts``): a list of
+        :class:`~laddu_dask.likelihood.FitResult` (a :class:`~laddu_dask.analysis.FitEnsemble`,
+        which is a ``list``). See :func:`laddu_dask.analysis.fit_restarts`."""
+        return _method("fit_restarts")(self, restarts, initial, config=config, seed=seed,
+                                       terminators=terminators, observers=observers,
+                                       default_callbacks=default_callbacks,
+                                       use_parameter_metadata=use_parameter_metadata, **options)
 
     def bootstrap_fit(self, samples: int, initial: ParameterValues | None = None, *, seed: int = 0,
                       **options: Any) -> Any:
@@ -346,11 +353,18 @@ class Likelihood(MinuitCost):
         :func:`laddu_dask.analysis.walker_positions`."""
         return _method("walker_positions")(self, center, n_walkers, **options)
 
-    def fit(self, initial: ParameterValues | None = None, method: str = "migrad", **options: Any):
-        """Minimise the likelihood; see :func:`laddu_dask.likelihood.fit.fit`."""
+    def fit(self, initial: ParameterValues | None = None, *, config: Any = None,
+            terminators: Sequence[Any] = (), observers: Sequence[Any] = (), seed: int = 0,
+            default_callbacks: bool = True, use_parameter_metadata: bool = True,
+            method: str | None = None, **options: Any) -> Any:
+        """Minimise the likelihood (laddu's ``fit``: L-BFGS-B with the exact gradient unless
+        given a ganesh ``config``; ``method="migrad"`` for MIGRAD and HESSE) and return a
+        :class:`~laddu_dask.likelihood.FitResult`. See :func:`laddu_dask.likelihood.fit.fit`."""
         from laddu_dask.likelihood.fit import fit
 
-        return fit(self, initial=initial, method=method, **options)
+        return fit(self, initial=initial, method=method, config=config, terminators=terminators,
+                   observers=observers, seed=seed, default_callbacks=default_callbacks,
+                   use_parameter_metadata=use_parameter_metadata, **options)
 
 
 def require_free(likelihood: Any) -> None:

@@ -115,7 +115,7 @@ class ClosureResult:
         rows = [fits[int(i)] for i in self.valid_indices]
         shape = (len(rows), len(self.parameter_names))
         #: Fitted values and HESSE errors of the valid replicas, ``(n_valid, n_parameters)``.
-        self.values = np.array([[r.values[n] for n in self.parameter_names] for r in rows],
+        self.values = np.array([[r.named_parameters[n] for n in self.parameter_names] for r in rows],
                                dtype=np.float64).reshape(shape)
         self.errors = np.array([[r.errors[n] for n in self.parameter_names] for r in rows],
                                dtype=np.float64).reshape(shape)
@@ -360,7 +360,7 @@ def closure_study(model: Model, truth: Any, *, source: Any, accepted_mc: Dataset
     if unknown:
         raise ParameterError(f"closure_study got unknown keyword(s) {', '.join(map(repr, unknown))}; the fit "
                              f"options are {', '.join(_FIT_OPTIONS)}")
-    fit_options = check_fit_options(fit_options)
+    fit_options = check_fit_options(fit_options, method)
     try:
         method = FitMethod.check(method, "method")
     except ValueError as exc:
