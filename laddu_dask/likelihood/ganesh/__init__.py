@@ -16,3 +16,19 @@ Examples
 from laddu_dask.likelihood.ganesh.status import EvalCounts, StatusMessage, StatusSnapshot
 
 __all__ = ["EvalCounts", "StatusMessage", "StatusSnapshot"]
+
+# MCMC: the samplers' inits, moves, configs, chain storage, autocorrelation terminator and summary
+from laddu_dask.likelihood.ganesh.autocorrelation import AutocorrelationTerminator  # noqa: E402
+from laddu_dask.likelihood.ganesh.mcmc_configs import (  # noqa: E402
+    AIESConfig,
+    AIESInit,
+    AIESMove,
+    ChainStorage,
+    ESSConfig,
+    ESSInit,
+    ESSMove,
+)
+from laddu_dask.likelihood.ganesh.mcmc_summary import MCMCSummary  # noqa: E402
+
+__all__ += ["AIESConfig", "AIESInit", "AIESMove", "AutocorrelationTerminator", "ChainStorage", "ESSConfig",
+            "ESSInit", "ESSMove", "MCMCSummary"]
