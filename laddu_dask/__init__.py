@@ -130,6 +130,7 @@ from laddu_dask.expr import (
 from laddu_dask.expr import complex_ as complex  # noqa: A001 - laddu's name
 from laddu_dask.likelihood import (
     NLL,
+    Ensemble,  # laddu's named parameter draws (bootstrap_fit, Ensemble.from_mcmc)
     ExtendedNLL,
     FitResult,
     LassoPenalty,
@@ -329,3 +330,5 @@ __all__ += ["UnsafeOutputError"]
 logging.getLogger("laddu_dask").addHandler(logging.NullHandler())
 # laddu's minimizer and sampler namespace (issue 24)
 __all__ += ["ganesh"]
+# laddu's parameter draws of a bootstrap or an MCMC run (issue 24)
+__all__ += ["Ensemble"]

@@ -46,7 +46,7 @@ def lik():
 
 def test_the_default_seed_is_zero(lik, capsys):
     assert fit_restarts(lik, 3, tolerance=1e-6).starts.tolist() == RESTART_STARTS_0
-    ensemble = bootstrap_fit(lik, 2, tolerance=1e-6)
+    ensemble = bootstrap_fit(lik, 2, tolerance=1e-6).fits
     want = [w_a / w_b for w_a, w_b in REPLICA_CLASS_WEIGHTS_0]  # closed form a = W_A / W_B
     assert [f.values["a"] for f in ensemble] == pytest.approx(want, rel=1e-4)
     assert ensemble.label == "bootstrap"
@@ -81,7 +81,7 @@ def test_a_numpy_integer_count_of_restarts_with_an_initial_start(lik):
     assert alone == [0.5]
 
 def test_one_bootstrap_replica_is_a_fit(lik):
-    (fit,) = lik.bootstrap_fit(1, seed=11, tolerance=1e-6)
+    (fit,) = lik.bootstrap_fit(1, seed=11, tolerance=1e-6).fits
     assert fit.values["a"] == pytest.approx(3.0 / 7.0, rel=1e-4)  # replica 0 of seed 11: W_A = 3, W_B = 7
 
 

@@ -130,12 +130,12 @@ def _aies_steps(log_prob, walkers: np.ndarray, log_p: np.ndarray, config: AIESCo
     name = f"{kinds.pop().capitalize()} Move" if len(kinds) == 1 else "Stretch/Walk Move"
     sampler = emcee.EnsembleSampler(len(walkers), walkers.shape[1], log_prob, moves=moves, vectorize=True)
     sampler.random_state = np.random.RandomState(seed).get_state()
-    before = walkers
-    for state in sampler.sample(emcee.State(walkers, log_prob=log_p), iterations=None, store=False,
-                                skip_initial_state_check=True):
-        moved = np.any(state.coords != before, axis=1)
-        before = state.coords
-        yield state.coords, state.log_prob, moved, name
+    before = walkers.copy()
+    for state in sampler.sample(emcee.State(walkers.copy(), log_prob=log_p.copy()), iterations=None,
+                                store=False, skip_initial_state_check=True):
+        moved = np.any(state.coords != before, axis=1)  # emcee updates its state in place
+        before = state.coords.copy()
+        yield before, state.log_prob.copy(), moved, name
 
 
 def _ess_steps(log_prob, walkers: np.ndarray, log_p: np.ndarray, config: ESSConfig, seed: int):
