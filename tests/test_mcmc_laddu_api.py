@@ -248,17 +248,29 @@ def test_ess_global_move_jumps_between_separated_modes():
 def test_autocorrelation_terminator_stops_at_a_check_once_the_chain_is_long_enough():
     g = ld.ganesh
     start = np.random.default_rng(2).normal(size=(16, 2))
-    term = g.AutocorrelationTerminator(n_check=20, n_taus_threshold=10, dtau_threshold=0.3)
+    term = g.AutocorrelationTerminator(n_check=20, n_taus_threshold=60, dtau_threshold=0.3)
     summary = run_ensemble(lambda x: -0.5 * np.sum(x * x, axis=1), g.AIESInit(start), None, seed=3,
                            terminators=[term, max_steps(ld, 5000)])
     step = summary.steps - 1
     assert summary.message.text.startswith("Converged: integrated autocorrelation time")
     assert step % 20 == 0 and step < 5000 and len(term.taus) == step // 20 + 1
-    assert term.taus[-1] * 10 < step and abs(term.taus[-1] - term.taus[-2]) < 0.3 * term.taus[-1]
+    assert term.taus[-1] * 60 < step and abs(term.taus[-1] - term.taus[-2]) < 0.3 * term.taus[-1]
+    for i, tau in enumerate(term.taus[1:-1], start=1):  # no earlier check met both conditions
+        assert not (tau * 60 < 20 * i and abs(term.taus[i - 1] - tau) < 0.3 * tau), (i, term.taus)
+    import emcee  # the last tau: the walkers' mean over the chain after the first half of the steps
+
+    kept = np.swapaxes(summary.chain[:, step // 2:], 0, 1)
+    want = np.mean(emcee.autocorr.integrated_time(kept, c=7, tol=0))
+    assert term.taus[-1] == pytest.approx(want, rel=1e-12)
     late = g.AutocorrelationTerminator(n_check=20, n_taus_threshold=10, dtau_threshold=0.3, terminate=False)
     summary = run_ensemble(lambda x: -0.5 * np.sum(x * x, axis=1), g.AIESInit(start), None, seed=3,
                            terminators=[late, max_steps(ld, 200)])
     assert summary.dimension == (16, 201, 2) and len(late.taus) == 10  # checked at 0, 20, ..., 180
+    never = g.AutocorrelationTerminator(n_check=20, n_taus_threshold=0, dtau_threshold=0.0)  # never
+    summary = run_ensemble(lambda x: -0.5 * np.sum(x * x, axis=1), g.AIESInit(start), None, seed=3,
+                           terminators=[never, max_steps(ld, 100)])
+    assert summary.dimension == (16, 101, 2)
+    assert summary.message.text == "Maximum number of steps reached (100)"
 
 
 @needs_laddu

@@ -99,7 +99,7 @@ def _terminate(terminators: Sequence[Any], step: int, snapshot: StatusSnapshot,
             if step >= limit - 1:
                 return StatusMessage(True, f"Maximum number of steps reached ({limit})")
         elif isinstance(t, AutocorrelationTerminator):
-            if step % t.n_check == 0 and t.check(step, chain()):
+            if t.check(step, chain):
                 return StatusMessage(True, f"Converged: integrated autocorrelation time {t.taus[-1]:.6g} "
                                            f"steps, stable and below 1/{t.n_taus_threshold} of the "
                                            f"{step} steps")
