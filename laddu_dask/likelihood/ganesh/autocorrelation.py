@@ -14,13 +14,15 @@ Examples
 >>> from laddu_dask.likelihood.ganesh.autocorrelation import AutocorrelationTerminator
 >>> chain = np.random.default_rng(1).normal(size=(8, 400, 1))  # independent draws: tau ~ 1
 >>> t = AutocorrelationTerminator(n_check=100, n_taus_threshold=300, dtau_threshold=0.2)
->>> [t.check(step, chain[:, : step + 2]) for step in (99, 100, 200, 300)]  # 300 tau < 300 steps at last
+>>> [t.check(step, lambda: chain[:, : step + 2]) for step in (99, 100, 200, 300)]  # 300 tau < 300 steps
 [False, False, False, True]
 >>> [round(tau, 2) for tau in t.taus]
 [0.8, 0.76, 0.88]
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 
@@ -71,12 +73,13 @@ class AutocorrelationTerminator:
         """Forget the previous run's checks (``Likelihood.sample`` calls it at the start)."""
         self.taus = []
 
-    def check(self, step: int, chain: np.ndarray) -> bool:
-        """Whether to stop after step ``step`` (0 is the first), given the kept ``chain``
-        ``(n_walkers, n_kept, n_parameters)``."""
+    def check(self, step: int, chain: Callable[[], np.ndarray]) -> bool:
+        """Whether to stop after step ``step`` (0 is the first); ``chain()`` gives the kept
+        chain ``(n_walkers, n_kept, n_parameters)``, asked for only at a check."""
         if step % self.n_check:
             return False
-        kept = chain[:, min(int(step * self.discard), chain.shape[1]):]
+        whole = chain()
+        kept = whole[:, min(int(step * self.discard), whole.shape[1]):]
         if kept.shape[1] < 2:
             return False
         import emcee  # here, not at import: emcee imports scipy.stats (seconds at a cold start)
