@@ -85,6 +85,15 @@ class ClosureError(LadduDaskError, RuntimeError):
     fitted validly."""
 
 
+class GaneshError(LadduDaskError):
+    """A minimizer of :mod:`laddu_dask.ganesh` cannot run as asked (laddu's ``GaneshError``)."""
+
+
+class GaneshConfigError(GaneshError, ValueError):
+    """A ``ganesh`` configuration, terminator or transform was given a value it cannot take
+    (laddu's ``GaneshConfigError``); the message names the keyword."""
+
+
 class RestartWarning(UserWarning):
     """Many fits that should start from different points start from the same one: restarts
     of parameters without a starting range (``initial=(minimum, maximum)``)."""

@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from laddu_dask.validate import integer, number
+from laddu_dask.likelihood.ganesh.mcmc_configs import setting, whole
 
 
 class AutocorrelationTerminator:
@@ -58,13 +58,13 @@ class AutocorrelationTerminator:
     def __init__(self, *, n_check: int = 50, n_taus_threshold: int = 50, dtau_threshold: float = 0.01,
                  discard: float = 0.5, terminate: bool = True, sokal_window: float | None = None,
                  verbose: bool = False) -> None:
-        self.n_check = integer(n_check, "AutocorrelationTerminator n_check", minimum=1)
-        self.n_taus_threshold = integer(n_taus_threshold, "AutocorrelationTerminator n_taus_threshold",
+        self.n_check = whole(n_check, "AutocorrelationTerminator n_check", minimum=1)
+        self.n_taus_threshold = whole(n_taus_threshold, "AutocorrelationTerminator n_taus_threshold",
                                         minimum=0)
-        self.dtau_threshold = number(dtau_threshold, "AutocorrelationTerminator dtau_threshold", minimum=0.0)
-        self.discard = number(discard, "AutocorrelationTerminator discard", minimum=0.0, maximum=1.0)
+        self.dtau_threshold = setting(dtau_threshold, "AutocorrelationTerminator dtau_threshold", minimum=0.0)
+        self.discard = setting(discard, "AutocorrelationTerminator discard", minimum=0.0, maximum=1.0)
         self.terminate = bool(terminate)
-        self.sokal_window = 7.0 if sokal_window is None else number(
+        self.sokal_window = 7.0 if sokal_window is None else setting(
             sokal_window, "AutocorrelationTerminator sokal_window", above=0.0)
         self.verbose = bool(verbose)
         self.taus: list[float] = []

@@ -3,8 +3,8 @@
 what a chain keeps (``ChainStorage``), with laddu 0.28.1's names, keywords and defaults.
 
 :meth:`~laddu_dask.Likelihood.sample` takes an init (which picks the sampler) and an optional
-matching config. A bad value is a :class:`~laddu_dask.errors.ParameterError` naming the
-keyword (laddu raises ``GaneshConfigError``).
+matching config. A bad value is a :class:`~laddu_dask.errors.GaneshConfigError` (a ``ValueError``)
+naming the keyword, as laddu's.
 
 Examples
 --------
@@ -20,12 +20,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
 
-from laddu_dask.errors import ParameterError
+from laddu_dask.errors import GaneshConfigError
 from laddu_dask.validate import integer, number
+
+#: The checks of every setting: a :class:`GaneshConfigError` naming it, as laddu's.
+setting = partial(number, error=GaneshConfigError)
+whole = partial(integer, error=GaneshConfigError)
 
 
 def _walkers(walkers: Any, family: str, minimum: int) -> np.ndarray:
@@ -36,16 +41,17 @@ def _walkers(walkers: Any, family: str, minimum: int) -> np.ndarray:
     except (TypeError, ValueError):
         array = None
     if array is None or array.ndim != 2:
-        raise ParameterError(f"{family}Init: walkers must be a two-dimensional array (n_walkers, "
-                             f"n_parameters) or a nested sequence, got {type(walkers).__name__}"
-                             + ("" if array is None else f" of shape {array.shape}"))
+        raise GaneshConfigError(f"{family}Init: walkers must be a two-dimensional array (n_walkers, "
+                                f"n_parameters) or a nested sequence, got {type(walkers).__name__}"
+                                + ("" if array is None else f" of shape {array.shape}"))
     if len(array) < minimum:
-        raise ParameterError(f"{family}Init: {family} requires at least {minimum} walkers, got {len(array)}")
+        raise GaneshConfigError(f"{family}Init: {family} requires at least {minimum} walkers, "
+                                f"got {len(array)}")
     if array.shape[1] == 0:
-        raise ParameterError(f"{family}Init: walker dimension must be at least 1")
+        raise GaneshConfigError(f"{family}Init: walker dimension must be at least 1")
     if not np.isfinite(array).all():
         row = int(np.argmin(np.isfinite(array).all(axis=1)))
-        raise ParameterError(f"{family}Init: walker {row} is not finite: {array[row].tolist()}")
+        raise GaneshConfigError(f"{family}Init: walker {row} is not finite: {array[row].tolist()}")
     array.flags.writeable = False
     return array
 
@@ -85,7 +91,7 @@ class ESSInit(_Init):
 
 
 def _weight(weight: Any, where: str) -> float:
-    return number(weight, f"{where} weight", minimum=0.0)
+    return setting(weight, f"{where} weight", minimum=0.0)
 
 
 @dataclass(frozen=True)
@@ -101,7 +107,7 @@ class AIESMove:
     def stretch(*, scale: float = 2.0, weight: float = 1.0) -> AIESMove:
         """The stretch move ``z ~ g(z) ∝ 1/sqrt(z)`` on ``[1/scale, scale]``."""
         return AIESMove("stretch", _weight(weight, "AIESMove.stretch"),
-                        number(scale, "AIESMove.stretch scale", above=1.0))
+                        setting(scale, "AIESMove.stretch scale", above=1.0))
 
     @staticmethod
     def walk(*, weight: float = 1.0) -> AIESMove:
@@ -141,9 +147,9 @@ class ESSMove:
         ``ESSMove.global``; ``global`` is a Python keyword, so write ``getattr(ESSMove,
         "global")`` or ``ESSMove.global_``)."""
         return ESSMove("global", _weight(weight, "ESSMove.global"),
-                       number(scale, "ESSMove.global scale", above=0.0),
-                       number(rescale_covariance, "ESSMove.global rescale_covariance", above=0.0),
-                       integer(components, "ESSMove.global components", minimum=2))
+                       setting(scale, "ESSMove.global scale", above=0.0),
+                       setting(rescale_covariance, "ESSMove.global rescale_covariance", above=0.0),
+                       whole(components, "ESSMove.global components", minimum=2))
 
 
 setattr(ESSMove, "global", ESSMove.global_)  # laddu's name, a keyword in Python  # noqa: B010
@@ -159,7 +165,7 @@ def _moves(moves: Sequence[Any] | None, kind: type, where: str) -> tuple[Any, ..
         if not isinstance(move, kind):
             raise TypeError(f"{where}: moves[{i}] must be a {kind.__name__}, got {type(move).__name__}")
     if not any(m.weight > 0 for m in moves):
-        raise ParameterError(f"{where}: move weights must be finite, non-negative, and include a "
+        raise GaneshConfigError(f"{where}: move weights must be finite, non-negative, and include a "
                              f"positive entry, got {[m.weight for m in moves]}")
     return moves
 
@@ -187,14 +193,14 @@ class ChainStorage:
     @staticmethod
     def rolling(window: int) -> ChainStorage:
         """Keep the last ``window`` entries (at least one)."""
-        return ChainStorage("rolling", window=integer(window, "ChainStorage.rolling window", minimum=1))
+        return ChainStorage("rolling", window=whole(window, "ChainStorage.rolling window", minimum=1))
 
     @staticmethod
     def sampled(keep_every: int, *, max_samples: int | None = None) -> ChainStorage:
         """Keep steps ``keep_every, 2 keep_every, ...`` (after step 0); at most the last
         ``max_samples`` entries when given."""
-        keep = integer(keep_every, "ChainStorage.sampled keep_every", minimum=1)
-        limit = None if max_samples is None else integer(max_samples, "ChainStorage.sampled max_samples",
+        keep = whole(keep_every, "ChainStorage.sampled keep_every", minimum=1)
+        limit = None if max_samples is None else whole(max_samples, "ChainStorage.sampled max_samples",
                                                          minimum=1)
         return ChainStorage("sampled", keep_every=keep, max_samples=limit)
 
@@ -245,7 +251,7 @@ class AIESConfig:
     def __init__(self, *, stretch_scale: float = 2.0, moves: Sequence[AIESMove] | None = None,
                  chain_storage: ChainStorage | None = None, parameter_names: Sequence[str] | None = None,
                  transform: Any | None = None) -> None:
-        self.stretch_scale = number(stretch_scale, "AIESConfig stretch_scale", above=1.0)
+        self.stretch_scale = setting(stretch_scale, "AIESConfig stretch_scale", above=1.0)
         self.moves = _moves(moves, AIESMove, "AIESConfig") or (AIESMove.stretch(scale=self.stretch_scale),)
         self.chain_storage = _storage(chain_storage)
         self.parameter_names = _names(parameter_names, "AIESConfig")
@@ -280,10 +286,10 @@ class ESSConfig:
                  direction_scale: float = 1.0, moves: Sequence[ESSMove] | None = None,
                  chain_storage: ChainStorage | None = None, parameter_names: Sequence[str] | None = None,
                  transform: Any | None = None) -> None:
-        self.bracket_width = number(bracket_width, "ESSConfig bracket_width", above=0.0)
-        self.max_shrink_steps = integer(max_shrink_steps, "ESSConfig max_shrink_steps", minimum=1)
-        self.adaptive_steps = integer(adaptive_steps, "ESSConfig adaptive_steps", minimum=0)
-        self.direction_scale = number(direction_scale, "ESSConfig direction_scale", above=0.0)
+        self.bracket_width = setting(bracket_width, "ESSConfig bracket_width", above=0.0)
+        self.max_shrink_steps = whole(max_shrink_steps, "ESSConfig max_shrink_steps", minimum=1)
+        self.adaptive_steps = whole(adaptive_steps, "ESSConfig adaptive_steps", minimum=0)
+        self.direction_scale = setting(direction_scale, "ESSConfig direction_scale", above=0.0)
         self.moves = _moves(moves, ESSMove, "ESSConfig") or (ESSMove.differential(),)
         self.chain_storage = _storage(chain_storage)
         self.parameter_names = _names(parameter_names, "ESSConfig")
