@@ -187,7 +187,7 @@ def test_bootstrap_fit_returns_laddus_ensemble_of_the_replica_means(pair):
 
 
 @needs_laddu
-@pytest.mark.parametrize("sampler", ["AIES", "ESS"])
+@pytest.mark.parametrize("sampler", ["AIES", pytest.param("ESS", marks=pytest.mark.slow)])
 def test_samples_agree_with_the_closed_form_posterior_and_with_laddu(pair, sampler):
     """Mean and standard deviation of each parameter within 4.5 Monte Carlo standard errors
     of the exact posterior: ``sigma sqrt(tau / n)`` for the mean, ``sigma / sqrt(2 n_eff)``
@@ -209,8 +209,12 @@ def test_samples_agree_with_the_closed_form_posterior_and_with_laddu(pair, sampl
         assert n_eff.min() > 300, (lib.__name__, n_eff)
 
 
-@pytest.mark.parametrize("moves", [["differential"], ["gaussian"], ["global"],
-                                   ["differential", "gaussian", "global"]])
+ALL_MOVES = ["differential", "gaussian", "global"]
+
+
+@pytest.mark.parametrize("moves", [["differential"], ["gaussian"],  # the global move's k-means takes seconds
+                                   pytest.param(["global"], marks=pytest.mark.slow),
+                                   pytest.param(ALL_MOVES, marks=pytest.mark.slow)])
 def test_ensemble_slice_sampler_draws_a_standard_normal(moves):
     """The ESS moves on a 3-d standard normal: the mean, variance and fourth moment
     (3, the normal's kurtosis) within 4.5 Monte Carlo standard errors."""
@@ -230,6 +234,7 @@ def test_ensemble_slice_sampler_draws_a_standard_normal(moves):
     assert summary.acceptance_fraction.min() == 1.0  # a slice step always moves
 
 
+@pytest.mark.slow
 def test_ess_global_move_jumps_between_separated_modes():
     """Two unit Gaussians 10 sigma apart with equal weight, the walkers started 3 : 1 in them:
     the global move alone (within a cluster it moves inside the mode) evens them out."""
