@@ -32,6 +32,7 @@ Examples
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import sys
@@ -54,6 +55,7 @@ from laddu_dask.errors import (
 )
 from laddu_dask.likelihood.ensemble import Ensemble
 from laddu_dask.likelihood.fit import ProgressLine, check_fit_options
+from laddu_dask.likelihood.fit import fit as likelihood_fit  # its default method is bootstrap_fit's
 from laddu_dask.likelihood.likelihood import Likelihood, require_free
 
 __all__ = ["FIT_FAILURES", "Progress", "bootstrap_fit", "fit_each", "fit_restarts", "replica_seeds",
@@ -224,8 +226,8 @@ def replica_seeds(seed: int, n: int) -> list[int]:
 
 def bootstrap_fit(likelihood: Likelihood, samples: int, initial: Any = None, *, config: Any = None,
                   seed: int = 0, terminators: Sequence[Any] = (), observers: Sequence[Any] = (),
-                  default_callbacks: bool = True, use_parameter_metadata: bool = True, method: str = "migrad",
-                  progress: bool | Callable = False, **options: Any) -> Ensemble:
+                  default_callbacks: bool = True, use_parameter_metadata: bool = True,
+                  method: str | None = None, progress: bool | Callable = False, **options: Any) -> Ensemble:
     """Refit ``samples`` Poisson-bootstrap replicas of the observed data (laddu's ``bootstrap_fit``).
 
     Replica ``k`` multiplies every data weight of every term by Poisson(1) counts drawn with
@@ -245,7 +247,10 @@ def bootstrap_fit(likelihood: Likelihood, samples: int, initial: Any = None, *, 
         (only those given: the defaults leave ``fit``'s own).
     seed : int
         Seed of the replicas (the same seed, the same replicas).
-    method, progress, **options
+    method : str, optional
+        laddu-dask's method of every refit (``None``: :meth:`~laddu_dask.Likelihood.fit`'s
+        own default, as laddu refits with ``fit``).
+    progress, **options
         laddu-dask's: as in :func:`fit_restarts`.
 
     Returns
@@ -271,6 +276,8 @@ def bootstrap_fit(likelihood: Likelihood, samples: int, initial: Any = None, *, 
                             *likelihood.penalties],
                            execution=likelihood.execution)
                 for s in replica_seeds(seed, int(samples))]
+    if method is None:
+        method = inspect.signature(likelihood_fit).parameters["method"].default
     fits = fit_each(replicas, [initial] * int(samples), method=method, label="bootstrap", progress=progress,
                     **laddu, **options)
     return Ensemble(fits.draws, fits.parameter_names, fits=fits)
