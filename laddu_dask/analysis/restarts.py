@@ -6,7 +6,8 @@ fit starts from ``initial`` when given, the others from
 is laddu's ``Likelihood.bootstrap_fit``: each replica Poisson-reweights the observed data
 of every term (:meth:`~laddu_dask.Dataset.bootstrap`, lazily), shares the accepted MC's
 preparation with the original likelihood, and is fitted from the original's best values.
-Both return a :class:`~laddu_dask.analysis.FitEnsemble`; a fit that raises is recorded
+``fit_restarts`` returns a :class:`~laddu_dask.analysis.FitEnsemble`, ``bootstrap_fit``
+laddu's :class:`~laddu_dask.Ensemble` (its ``fits`` one); a fit that raises is recorded
 and the others go on.  The restarts of one likelihood run in lockstep, their evaluations
 merged into rounds of one :meth:`~laddu_dask.Likelihood.values_and_gradients` call each
 (:mod:`laddu_dask.analysis.batching`: every partition read once a round, each fit's path
