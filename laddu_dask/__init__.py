@@ -132,6 +132,7 @@ from laddu_dask.expr import (
 from laddu_dask.expr import complex_ as complex  # noqa: A001 - laddu's name
 from laddu_dask.likelihood import (
     NLL,
+    Ensemble,  # laddu's named parameter draws (bootstrap_fit, Ensemble.from_mcmc)
     ExtendedNLL,
     FitResult,
     LassoPenalty,
@@ -339,3 +340,5 @@ __all__ += ["backend", "capabilities"]
 from laddu_dask import io  # noqa: E402 - the facade's last layer: it re-exports the data layer's names
 
 __all__ += ["io"]
+# laddu's parameter draws of a bootstrap or an MCMC run (issue 24)
+__all__ += ["Ensemble"]

@@ -91,12 +91,12 @@ def test_bootstrap_refits_are_fits_of_reweighted_data_sharing_the_mc(samples):
     lik = _likelihood(samples)
     central = lik.fit()
     ensemble = lik.bootstrap_fit(3, central.values, seed=11)
-    for got, s in zip(ensemble, replica_seeds(11, 3), strict=True):
+    for got, s in zip(ensemble.fits, replica_seeds(11, 3), strict=True):
         replica = ld.Likelihood([ld.NLL(_waves(ld), data=_dataset(data).bootstrap(seed=s),
                                         accepted_mc=_dataset(mc))])
-        want = replica.fit(initial=central.values, method="migrad")
+        want = replica.fit(initial=central.values)
         assert got.fval == want.fval and np.array_equal(got.values, want.values)
-    assert ensemble.draws.shape == (3, 4) and all(v > 0 for v in ensemble.spread().values())
+    assert ensemble.draws.shape == (3, 4) and all(v > 0 for v in ensemble.fits.spread().values())
     # the replicas prepared only their data: the accepted MC's preparation is the original's
     term, twin = lik.terms[0], lik.terms[0].with_data(_dataset(data).bootstrap(seed=1))
     ex = lik.execution
@@ -215,7 +215,7 @@ def test_progress_of_many_fits(samples, capsys):
     heard = []
     replicas = lik.bootstrap_fit(2, fits.best.values, seed=1,
                                  progress=lambda i, n, r: heard.append((i, n, r.valid)))
-    assert heard == [(0, 2, replicas[0].valid), (1, 2, replicas[1].valid)]
+    assert heard == [(0, 2, replicas.fits[0].valid), (1, 2, replicas.fits[1].valid)]
 
 
 def test_a_restart_that_fails_in_a_merged_round_fails_alone():

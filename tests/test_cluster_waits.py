@@ -265,8 +265,10 @@ def test_mcmc_refuses_an_infinite_scale_and_a_nan_step_count():
     *_, lik = _likelihood()
     with pytest.raises(ParameterError, match=r"scale must be a finite number > 0, got inf"):
         lik.walker_positions([0.3], 4, scale=INF)
-    with pytest.raises(ParameterError, match=r"n_steps must be an integer >= 1, got nan"):
-        lik.sample(n_walkers=4, n_steps=NAN)
+    with pytest.raises(ld.errors.GaneshConfigError, match=r"ESSConfig max_shrink_steps must be an integer"):
+        ld.ganesh.ESSConfig(max_shrink_steps=NAN)
+    with pytest.raises(ld.errors.GaneshConfigError, match=r"ESSConfig bracket_width must be a finite number"):
+        ld.ganesh.ESSConfig(bracket_width=INF)
 
 
 @pytest.mark.parametrize("value", [NAN, "inf", "1e400", -1, True])

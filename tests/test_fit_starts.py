@@ -74,7 +74,7 @@ def test_one_fit_and_bootstrap_say_nothing_of_starts():
     with warnings.catch_warnings():
         warnings.simplefilter("error", RestartWarning)
         assert lik.fit_restarts(1).message == ""
-        assert lik.bootstrap_fit(2, seed=1).message == ""  # replicas share a start on purpose
+        assert lik.bootstrap_fit(2, seed=1).fits.message == ""  # replicas share a start on purpose
 
 
 def test_fit_bins_warns_once_for_every_bin():
@@ -165,7 +165,7 @@ def test_every_fit_entry_point_refuses_a_likelihood_without_free_parameters(entr
         "lbfgsb": lambda: lik.fit(method="lbfgsb"),
         "fit_restarts": lambda: lik.fit_restarts(3),
         "bootstrap_fit": lambda: lik.bootstrap_fit(2),
-        "sample": lambda: lik.sample(n_steps=2),
+        "sample": lambda: lik.sample(ld.ganesh.AIESInit([[0.0], [1.0]])),
         "fit_bins": lambda: ld.fit_bins(lik.terms[0].model, data=DATA, accepted_mc=MC, by=X,
                                         bins=ld.Bin.uniform(2, low=0, high=1), restarts=2),
         "closure_study": lambda: ld.closure_study(lik.terms[0].model, {}, source=MC, accepted_mc=MC,

@@ -10,6 +10,8 @@ their Monte Carlo errors.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 from cluster_helpers import local_cluster
@@ -19,6 +21,13 @@ import laddu_dask.runtime.jobs as jobs
 from laddu_dask import ksks
 from laddu_dask.analysis import MCMCSummary, sample, walker_positions
 from laddu_dask.analysis.mcmc import log_probability
+from laddu_dask.errors import ParameterError
+
+
+def max_steps(n: int):
+    """``ld.ganesh.MaxSteps(n)`` (a stand-in with its ``steps`` until the namespace has it)."""
+    cls = getattr(ld.ganesh, "MaxSteps", None)
+    return cls(n) if cls is not None else SimpleNamespace(steps=n)
 
 
 @pytest.fixture(scope="module")
@@ -169,13 +178,15 @@ def test_the_gaussian_toy_is_gaussian(gaussian_fit):
 
 def test_chain_matches_migrad_minimum_and_hesse_covariance(gaussian_fit):
     lik, _, fit = gaussian_fit
-    n_walkers, n_steps, discard = 16, 1500, 300
-    summary = sample(lik, fit, n_walkers=n_walkers, n_steps=n_steps, seed=5)
+    n_walkers, n_steps, discard = 16, 1500, 301  # discard counts the starting entry
+    init = ld.ganesh.AIESInit(walker_positions(lik, fit, n_walkers, seed=5))
+    summary = sample(lik, init, seed=5, terminators=[max_steps(n_steps)])
     assert isinstance(summary, MCMCSummary)
     assert summary.dimension == (n_walkers, n_steps + 1, 3)
     assert summary.parameter_names == ["a", "b", "c"]
     # every step: one evaluation round per half ensemble (the stretch move), all its walkers at once
     assert summary.rounds == 2 * n_steps + 1
+    assert summary.evals.f == n_walkers * (n_steps + 1)  # laddu's count: every walker, every step
     assert 0.3 < summary.acceptance_fraction.mean() < 0.8
     tau = summary.autocorrelation(discard)
     assert np.all((tau > 5) & (tau < 80)), tau
@@ -195,18 +206,16 @@ def test_chain_matches_migrad_minimum_and_hesse_covariance(gaussian_fit):
 
 def test_sampling_is_reproducible_by_seed(gaussian_fit):
     lik = gaussian_fit[0]
-    one, two = (sample(lik, n_walkers=8, n_steps=20, seed=3) for _ in range(2))
-    assert np.array_equal(one.chain, two.chain) and np.array_equal(one.log_prob, two.log_prob)
-    other = sample(lik, n_walkers=8, n_steps=20, seed=4)
-    assert not np.array_equal(one.chain, other.chain)
-    # step 0 is the starting cloud, around the initial values (0, 0, 0) by default
-    assert np.array_equal(one.chain[:, 0], walker_positions(lik, None, 8, seed=3))
-    assert np.all(np.abs(one.chain[:, 0]) <= 1e-3)
-    # the log-density is -NLL / 2 at every retained position
-    assert one.log_prob[2, 7] == -0.5 * lik.value(one.chain[2, 7])
-    # a walker matrix given as init is the start itself
-    start = one.chain[:, -1]
-    assert np.array_equal(sample(lik, start, n_steps=1, seed=1).chain[:, 0], start)
+    start = walker_positions(lik, None, 8, seed=3)
+    for init in (ld.ganesh.AIESInit(start), ld.ganesh.ESSInit(start)):
+        one, two = (sample(lik, init, seed=3, terminators=[max_steps(20)]) for _ in range(2))
+        assert np.array_equal(one.chain, two.chain) and np.array_equal(one.log_density, two.log_density)
+        other = sample(lik, init, seed=4, terminators=[max_steps(20)])
+        assert not np.array_equal(one.chain, other.chain)
+        # entry 0 is the starting cloud, around the initial values (0, 0, 0) by default
+        assert np.array_equal(one.chain[:, 0], start) and np.all(np.abs(start) <= 1e-3)
+        # the log-density is -NLL / 2 at every retained position
+        assert one.log_density[2, 7] == -0.5 * lik.value(one.chain[2, 7])
 
 
 def test_outside_the_bounds_the_density_is_zero_and_not_evaluated(gaussian_fit):
@@ -216,9 +225,9 @@ def test_outside_the_bounds_the_density_is_zero_and_not_evaluated(gaussian_fit):
     out = log_prob(np.array([[0.0, 0.0, 0.0], [11.0, 0.0, 0.0], [0.0, -10.5, 0.0]]))
     assert out[0] == -0.5 * lik.value([0.0, 0.0, 0.0])
     assert out[1] == out[2] == -np.inf
-    assert counter == [1, 1]
+    assert counter == [3, 1]  # three points asked about (laddu's evaluations), one round
     assert log_prob(np.array([[20.0, 0.0, 0.0], [0.0, 0.0, -30.0]])).tolist() == [-np.inf] * 2
-    assert counter == [1, 1]  # nothing inside: no evaluation round
+    assert counter == [5, 1]  # nothing inside: no evaluation round
 
 
 def test_walker_positions_follow_laddus_rules():
@@ -246,10 +255,12 @@ def test_walker_positions_follow_laddus_rules():
 
 def test_sample_refuses_too_few_walkers_and_a_start_outside_the_bounds(gaussian_fit):
     lik = gaussian_fit[0]
-    with pytest.raises(ValueError, match=r"shape \(n_walkers >= 6, 3\), got \(4, 3\)"):
-        sample(lik, n_walkers=4, n_steps=5)
+    five = [max_steps(5)]
+    with pytest.raises(ParameterError, match=r"^init: 4 walkers for 3 parameters; an ensemble sampler "
+                                             r"needs at least twice as many walkers as parameters \(6\)"):
+        sample(lik, ld.ganesh.AIESInit(walker_positions(lik, None, 4)), terminators=five)
     start = np.zeros((6, 3)) + np.arange(6)[:, None] * 0.01
     start[2, 1] = 12.0
-    with pytest.raises(ValueError, match=r"starting walker 2 .*'b': 12.0.* outside the parameter bounds"):
-        sample(lik, start, n_steps=5)
+    with pytest.raises(ParameterError, match=r"starting walker 2 .*'b': 12.0.* outside the parameter bounds"):
+        sample(lik, ld.ganesh.AIESInit(start), terminators=five)
 

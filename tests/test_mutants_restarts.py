@@ -46,7 +46,7 @@ def lik():
 
 def test_the_default_seed_is_zero(lik, capsys):
     assert fit_restarts(lik, 3).starts.tolist() == RESTART_STARTS_0
-    ensemble = bootstrap_fit(lik, 2, tolerance=1e-6)
+    ensemble = bootstrap_fit(lik, 2, method="migrad", tolerance=1e-6).fits
     want = [w_a / w_b for w_a, w_b in REPLICA_CLASS_WEIGHTS_0]  # closed form a = W_A / W_B
     assert [f.named_parameters["a"] for f in ensemble] == pytest.approx(want, rel=1e-4)
     assert ensemble.label == "bootstrap"
@@ -83,7 +83,7 @@ def test_a_numpy_integer_count_of_restarts_with_an_initial_start(lik):
     assert alone == [0.5]
 
 def test_one_bootstrap_replica_is_a_fit(lik):
-    (fit,) = lik.bootstrap_fit(1, seed=11, tolerance=1e-6)
+    (fit,) = lik.bootstrap_fit(1, seed=11, method="migrad", tolerance=1e-6).fits
     # replica 0 of seed 11: W_A = 3, W_B = 7
     assert fit.named_parameters["a"] == pytest.approx(3.0 / 7.0, rel=1e-4)
 
@@ -187,7 +187,7 @@ def test_restarts_of_one_likelihood_run_in_lockstep_and_replicas_one_by_one(lik,
         fit_restarts(lik, n, seed=4)
         assert len(fits) == plain, n
     fits.clear()
-    bootstrap_fit(lik, 2, seed=11, tolerance=1e-3)
+    bootstrap_fit(lik, 2, seed=11, method="migrad", tolerance=1e-3)
     assert len(fits) == 2 and fits[0] is not fits[1] and lik not in fits
     assert all(replica.execution is lik.execution for replica in fits)  # the original's execution
 

@@ -60,7 +60,7 @@ def test_replica_seeds_and_the_first_replicas_weights_are_pinned():
 def test_bootstrap_fit_with_a_seed_refits_the_same_replicas_as_before():
     model, data, mc = _classes()
     lik = ld.Likelihood([ld.NLL(model, data=data, accepted_mc=mc)])
-    ensemble = lik.bootstrap_fit(3, seed=11, tolerance=1e-6)
+    ensemble = lik.bootstrap_fit(3, seed=11, method="migrad", tolerance=1e-6).fits
     assert [f.valid for f in ensemble] == [True, True, True]
     # closed form: a = W_A / W_B of each replica (the MC's classes are equal)
     want = [w_a / w_b for w_a, w_b in REPLICA_CLASS_WEIGHTS_11]

@@ -254,7 +254,7 @@ def test_fraction_error_agrees_with_a_bootstrap():
     fit = lik.fit()
     assert fit.valid
     ens = lik.bootstrap_fit(60, fit.values, seed=3)
-    assert len(ens.valid) >= 55
+    assert len(ens.fits.valid) >= 55 and len(ens) == len(ens.fits.valid)
     ff = lik.fit_fractions("toy", fit.values, generated_mc=generated, covariance=fit, ensemble=ens)
     for wave in ("S", "P", "D"):
         e = ff[wave]

@@ -16,8 +16,9 @@ Examples
 
 from laddu_dask.analysis.binned import BinFit, binned_likelihoods, fit_bins
 from laddu_dask.analysis.ensembles import FitEnsemble, failed_fit
-from laddu_dask.analysis.mcmc import MCMCSummary, sample, walker_positions
+from laddu_dask.analysis.mcmc import sample, walker_positions
 from laddu_dask.analysis.restarts import bootstrap_fit, fit_restarts, replica_seeds
+from laddu_dask.likelihood.ganesh.mcmc_summary import MCMCSummary
 from laddu_dask.likelihood.likelihood import register_method
 
 register_method("fit_restarts", fit_restarts)

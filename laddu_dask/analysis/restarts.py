@@ -6,7 +6,8 @@ fit starts from ``initial`` when given, the others from
 is laddu's ``Likelihood.bootstrap_fit``: each replica Poisson-reweights the observed data
 of every term (:meth:`~laddu_dask.Dataset.bootstrap`, lazily), shares the accepted MC's
 preparation with the original likelihood, and is fitted from the original's best values.
-Both return a :class:`~laddu_dask.analysis.FitEnsemble`; a fit that raises is recorded
+``fit_restarts`` returns a :class:`~laddu_dask.analysis.FitEnsemble`, ``bootstrap_fit``
+laddu's :class:`~laddu_dask.Ensemble` (its ``fits`` one); a fit that raises is recorded
 and the others go on.  The restarts of one likelihood run in lockstep, their evaluations
 merged into rounds of one :meth:`~laddu_dask.Likelihood.values_and_gradients` call each
 (:mod:`laddu_dask.analysis.batching`: every partition read once a round, each fit's path
@@ -32,6 +33,7 @@ Examples
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import sys
@@ -52,7 +54,9 @@ from laddu_dask.errors import (
     ParameterError,
     RestartWarning,
 )
+from laddu_dask.likelihood.ensemble import Ensemble
 from laddu_dask.likelihood.fit import ProgressLine, check_fit_options
+from laddu_dask.likelihood.fit import fit as likelihood_fit  # its default method is bootstrap_fit's
 from laddu_dask.likelihood.likelihood import Likelihood, require_free
 
 __all__ = ["FIT_FAILURES", "Progress", "bootstrap_fit", "fit_each", "fit_restarts", "replica_seeds",
@@ -235,8 +239,10 @@ def replica_seeds(seed: int, n: int) -> list[int]:
     return [int(s) for s in np.random.default_rng(seed).integers(0, 2**63, size=n)]
 
 
-def bootstrap_fit(likelihood: Likelihood, samples: int, initial: Any = None, *, seed: int = 0,
-                  method: str = "migrad", progress: bool | Callable = False, **options: Any) -> FitEnsemble:
+def bootstrap_fit(likelihood: Likelihood, samples: int, initial: Any = None, *, config: Any = None,
+                  seed: int = 0, terminators: Sequence[Any] = (), observers: Sequence[Any] = (),
+                  default_callbacks: bool = True, use_parameter_metadata: bool = True,
+                  method: str | None = None, progress: bool | Callable = False, **options: Any) -> Ensemble:
     """Refit ``samples`` Poisson-bootstrap replicas of the observed data (laddu's ``bootstrap_fit``).
 
     Replica ``k`` multiplies every data weight of every term by Poisson(1) counts drawn with
@@ -244,17 +250,56 @@ def bootstrap_fit(likelihood: Likelihood, samples: int, initial: Any = None, *, 
     once.  Each replica is fitted from ``initial`` (default: the parameters' initial values;
     pass the central fit's ``values`` as laddu's closure example does).
 
+    Parameters
+    ----------
+    likelihood : Likelihood
+    samples : int
+        Replicas, at least one.
+    initial : sequence or mapping, optional
+        The start of every refit.
+    config, terminators, observers, default_callbacks, use_parameter_metadata
+        laddu's fit settings, passed to every refit's :meth:`~laddu_dask.Likelihood.fit`
+        (only those given: the defaults leave ``fit``'s own).
+    seed : int
+        Seed of the replicas (the same seed, the same replicas).
+    method : str, optional
+        laddu-dask's method of every refit (``None``: :meth:`~laddu_dask.Likelihood.fit`'s
+        own default, as laddu refits with ``fit``).
+    progress, **options
+        laddu-dask's: as in :func:`fit_restarts`.
+
     Returns
     -------
-    FitEnsemble
-        One fit per replica; ``.draws`` are laddu's ensemble draws and ``.spread()`` the
-        bootstrap errors.
+    Ensemble
+        laddu's ensemble: ``draws`` the values of the valid refits, one row each, in
+        :attr:`~laddu_dask.Likelihood.parameter_names` order; ``fits`` every refit (a
+        :class:`~laddu_dask.analysis.FitEnsemble`, failed ones recorded, with ``spread()``).
+
+    Raises
+    ------
+    ValueError
+        ``samples`` not a positive integer.
     """
     if isinstance(samples, bool) or not isinstance(samples, int | np.integer) or samples < 1:
         raise ValueError(f"samples must be a positive integer, got {samples!r}")
+    given = {"config": config, "terminators": terminators, "observers": observers,
+             "default_callbacks": default_callbacks, "use_parameter_metadata": use_parameter_metadata}
+    unset = {"config": None, "terminators": (), "observers": (), "default_callbacks": True,
+             "use_parameter_metadata": True}
+    laddu = {k: v for k, v in given.items() if not _unset(v, unset[k])}
     replicas = [Likelihood([*(t.with_data(t.data.bootstrap(seed=s)) for t in likelihood.terms),
                             *likelihood.penalties],
                            execution=likelihood.execution)
                 for s in replica_seeds(seed, int(samples))]
-    return fit_each(replicas, [initial] * int(samples), method=method, label="bootstrap", progress=progress,
-                    **options)
+    if method is None:
+        method = inspect.signature(likelihood_fit).parameters["method"].default
+    fits = fit_each(replicas, [initial] * int(samples), method=method, label="bootstrap", progress=progress,
+                    **laddu, **options)
+    return Ensemble(fits.draws, fits.parameter_names, fits=fits)
+
+
+def _unset(value: Any, default: Any) -> bool:
+    """Whether a laddu keyword was left at its default (an empty sequence for ``()``)."""
+    if isinstance(default, tuple):
+        return not isinstance(value, str) and len(value) == 0
+    return value is default

@@ -301,8 +301,8 @@ def _bootstrap_ours(lik: Any, replicas: int, seed: int) -> dict[str, Any]:
     t0 = time.perf_counter()
     ens = lik.bootstrap_fit(replicas, central.values, seed=seed)
     wall = time.perf_counter() - t0
-    return {"replicas": replicas, "wall_s": wall, "replicas_per_s": replicas / wall, "valid": len(ens.valid),
-            "central_fval": central.fval}
+    return {"replicas": replicas, "wall_s": wall, "replicas_per_s": replicas / wall,
+            "valid": len(ens.fits.valid), "central_fval": central.fval}
 
 
 def bootstrap(ours: Any, theirs: Any, replicas: int, seed: int) -> dict[str, Any]:

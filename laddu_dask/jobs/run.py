@@ -310,7 +310,7 @@ def run_fit(config: FitConfig | str | os.PathLike[str], *, scheduler: str | None
                                       f"{fits.failed[0][1]}")
             if config.fit.bootstrap:
                 replicas = likelihood.bootstrap_fit(config.fit.bootstrap, result.values, seed=config.fit.seed,
-                                                    **settings)
+                                                    **settings).fits
                 extra["bootstrap"] = {**_ensemble_summary(replicas), "errors": replicas.spread()}
         except Exception as exc:
             raise FitRunError(one_line(f"{config.path}: the fit failed: "

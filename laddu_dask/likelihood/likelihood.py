@@ -335,18 +335,27 @@ class Likelihood(MinuitCost):
                                        default_callbacks=default_callbacks,
                                        use_parameter_metadata=use_parameter_metadata, **options)
 
-    def bootstrap_fit(self, samples: int, initial: ParameterValues | None = None, *, seed: int = 0,
+    def bootstrap_fit(self, samples: int, initial: ParameterValues | None = None, *, config: Any = None,
+                      seed: int = 0, terminators: Sequence[Any] = (), observers: Sequence[Any] = (),
+                      default_callbacks: bool = True, use_parameter_metadata: bool = True,
                       **options: Any) -> Any:
         """Refits of ``samples`` Poisson-bootstrap replicas of the data (laddu's
-        ``bootstrap_fit``). See :func:`laddu_dask.analysis.bootstrap_fit`."""
-        return _method("bootstrap_fit")(self, samples, initial, seed=seed, **options)
+        ``bootstrap_fit``); returns an :class:`~laddu_dask.Ensemble`. See
+        :func:`laddu_dask.analysis.bootstrap_fit`."""
+        return _method("bootstrap_fit")(self, samples, initial, config=config, seed=seed,
+                                        terminators=terminators, observers=observers,
+                                        default_callbacks=default_callbacks,
+                                        use_parameter_metadata=use_parameter_metadata, **options)
 
-    def sample(self, init: Any = None, *, n_walkers: int | None = None, n_steps: int = 1000, seed: int = 0,
-               **options: Any) -> Any:
-        """An affine-invariant ensemble MCMC of ``exp(-NLL / 2)`` (laddu's ``Likelihood.sample``
-        role), each step's proposals one :meth:`values` round. See
-        :func:`laddu_dask.analysis.sample`."""
-        return _method("sample")(self, init, n_walkers=n_walkers, n_steps=n_steps, seed=seed, **options)
+    def sample(self, init: Any, *, config: Any = None, seed: int = 0, terminators: Sequence[Any] = (),
+               observers: Sequence[Any] = (), default_callbacks: bool = True,
+               use_parameter_metadata: bool = True) -> Any:
+        """MCMC of ``exp(-NLL / 2)`` with laddu's AIES or ensemble slice sampler (laddu's
+        ``Likelihood.sample``), the walkers' proposals one :meth:`values` round; returns a
+        ``ganesh.MCMCSummary``. See :func:`laddu_dask.analysis.sample`."""
+        return _method("sample")(self, init, config=config, seed=seed, terminators=terminators,
+                                 observers=observers, default_callbacks=default_callbacks,
+                                 use_parameter_metadata=use_parameter_metadata)
 
     def walker_positions(self, center: Any, n_walkers: int, **options: Any) -> Any:
         """Starting walkers around ``center`` (laddu's ``walker_positions``). See

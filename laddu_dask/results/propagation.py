@@ -76,7 +76,7 @@ def ensemble_points(likelihood: Any, ensemble: Any) -> tuple[np.ndarray, int | N
         return None
     names = likelihood.parameter_names
     source = getattr(ensemble, "source_id", None)
-    theirs = list(getattr(ensemble, "parameter_names", names))
+    theirs = list(getattr(ensemble, "parameter_names", None) or names)
     if hasattr(ensemble, "flat") and callable(ensemble.flat):
         rows = np.asarray(ensemble.flat(), dtype=np.float64)
     elif hasattr(ensemble, "draws"):

@@ -90,3 +90,19 @@ __all__ = [
     "ScaleTransform", "SimulatedAnnealingConfig", "SimulatedAnnealingTerminator", "StatusMessage",
     "StatusSnapshot", "TransformChain", "TrustRegionConfig", "TrustRegionGTerminator", "VectorInit",
 ]
+
+# MCMC: the samplers' inits, moves, configs, chain storage, autocorrelation terminator and summary
+from laddu_dask.likelihood.ganesh.autocorrelation import AutocorrelationTerminator  # noqa: E402
+from laddu_dask.likelihood.ganesh.mcmc_configs import (  # noqa: E402
+    AIESConfig,
+    AIESInit,
+    AIESMove,
+    ChainStorage,
+    ESSConfig,
+    ESSInit,
+    ESSMove,
+)
+from laddu_dask.likelihood.ganesh.mcmc_summary import MCMCSummary  # noqa: E402
+
+__all__ += ["AIESConfig", "AIESInit", "AIESMove", "AutocorrelationTerminator", "ChainStorage", "ESSConfig",
+            "ESSInit", "ESSMove", "MCMCSummary"]
