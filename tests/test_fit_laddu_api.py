@@ -134,21 +134,15 @@ def test_use_parameter_metadata_false_drops_the_bounds():
     assert free.objective < bounded.objective
 
 
-def test_a_ganesh_config_without_the_ganesh_minimizer_is_a_clear_error():
+def test_a_bad_ganesh_config_or_callback_is_a_type_error_naming_it():
     lik = _likelihood(ld)
-    try:
-        from laddu_dask.likelihood.ganesh.engine import minimize  # noqa: F401
-    except ImportError:
-        pass
-    else:  # pragma: no cover - once the ganesh module has its minimizer this test is moot
-        pytest.skip("laddu_dask.likelihood.ganesh.engine.minimize exists")
-    with pytest.raises(NotImplementedError,
-                       match=r"no laddu_dask\.likelihood\.ganesh\.minimize yet; fit with method='lbfgsb'"):
+    with pytest.raises(TypeError, match=r"^config must be a ganesh minimizer configuration "
+                                        r"\(LBFGSBConfig, NelderMeadConfig, \.\.\.\), got object$"):
         lik.fit(config=object())
-    with pytest.raises(NotImplementedError, match="ganesh"):
+    with pytest.raises(TypeError, match=r"^terminators must be .*, got <object object"):
         lik.fit(terminators=[object()])
     with pytest.raises(ParameterError, match="method='migrad' and a ganesh config, terminators or observers"):
-        lik.fit(method="migrad", config=object())
+        lik.fit(method="migrad", config=ld.ganesh.NelderMeadConfig())
 
 
 def _summary(success=True, h=1, covariance=((0.5, 0.1), (0.1, 0.25))):

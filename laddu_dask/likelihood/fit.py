@@ -43,6 +43,7 @@ from laddu_dask.likelihood.fit_messages import (
     outside_minuit,
 )
 from laddu_dask.likelihood.fit_result import FitResult, correlation_of
+from laddu_dask.likelihood.ganesh.engine import minimize as ganesh_minimize
 from laddu_dask.likelihood.hessian import gradient_hessian
 from laddu_dask.likelihood.lbfgsb import covariance_from_hessian, minimize_lbfgsb, projected_gradient
 from laddu_dask.likelihood.likelihood import require_free
@@ -225,9 +226,9 @@ def fit(
         For a start outside the bounds, a bad option, a MIGRAD option (``strategy``,
         ``tolerance``, ``hessian``) without ``method="migrad"``, or ``method`` together with
         a ganesh ``config``, ``terminators`` or ``observers``.
-    NotImplementedError
-        For a ganesh ``config`` (or callbacks) while :mod:`laddu_dask.likelihood.ganesh`
-        has no ``minimize``.
+    TypeError
+        For a ``config`` that is not a ganesh minimizer configuration, or a terminator or
+        observer of the wrong kind (naming it).
     """
     ganesh = config is not None or bool(terminators) or bool(observers) or not default_callbacks
     if ganesh and method is not None:
@@ -282,18 +283,8 @@ def _fit_ganesh(likelihood: Any, x0: np.ndarray, names: list[str], bounds: list,
                 default_callbacks: bool) -> FitResult:
     """The fit by a ganesh configuration (L-BFGS-B's when ``config`` is None), through
     the ganesh engine's ``minimize``."""
-    try:
-        from laddu_dask.likelihood.ganesh.engine import minimize
-    except ImportError:
-        try:
-            from laddu_dask.likelihood.ganesh import minimize
-        except ImportError:
-            raise NotImplementedError(
-                "config=, terminators= and observers= run a ganesh minimizer, and this build of laddu-dask "
-                "has no laddu_dask.likelihood.ganesh.minimize yet; fit with method='lbfgsb' (laddu's "
-                "default) or method='migrad'") from None
     start = time.perf_counter()
-    summary = minimize(likelihood, x0, config=config, terminators=list(terminators),
+    summary = ganesh_minimize(likelihood, x0, config=config, terminators=list(terminators),
                        observers=list(observers), seed=seed, default_callbacks=default_callbacks,
                        bounds=bounds, parameter_names=names)
     kind = "lbfgsb" if config is None else type(config).__name__.removesuffix("Config").lower()
