@@ -233,6 +233,31 @@ class Model:
         """
         return _evaluator()(self, dataset, parameters, execution, real, True)
 
+    def to_json(self) -> str:
+        """The model's expression (tags included) as laddu 0.28.1's JSON text, as laddu's
+        ``Model.to_json`` writes it (:meth:`Expr.to_json`)."""
+        from laddu_dask.expr.exprjson import to_json
+
+        return to_json(self.source)
+
+    @staticmethod
+    def from_json(json: str) -> Model:
+        """The model of laddu 0.28.1's JSON text (from laddu's ``Model.to_json`` or ours).
+
+        Examples
+        --------
+        >>> import laddu_dask as ld
+        >>> m = ld.Model(ld.parameter("a", initial=2.0) * ld.scalar("x"))
+        >>> ld.Model.from_json(json=m.to_json()).parameter_names
+        ['a']
+        """
+        from laddu_dask.expr.exprjson import from_json
+
+        expr = from_json(json, "Model.from_json")
+        if not isinstance(expr, Expr):
+            raise ModelError(f"Model.from_json: a model is a scalar expression, got a {expr!r}")
+        return Model(expr)
+
     def __repr__(self) -> str:
         return (
             f"Model({len(self.parameter_names)} free parameters: {', '.join(self.parameter_names)}; "

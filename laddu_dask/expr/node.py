@@ -247,6 +247,43 @@ class Expr:
         """The same value as a complex number (so that ``sqrt`` and ``log`` continue analytically)."""
         return apply("to_complex", self)
 
+    # -- laddu's JSON (see laddu_dask.expr.exprjson) ---------------------------------------
+    def to_json(self) -> str:
+        """This expression as laddu 0.28.1's JSON text (a node list), which laddu reads.
+
+        Examples
+        --------
+        >>> import laddu_dask as ld
+        >>> ld.scalar("x").to_json()
+        '{"root":0,"nodes":[{"EventScalar":"x"}],"metadata":[{"source":"Event","name":null,"tags":[]}]}'
+        """
+        from laddu_dask.expr.exprjson import to_json  # the format builds on this module
+
+        return to_json(self)
+
+    @staticmethod
+    def from_json(json: str) -> Expr:
+        """The expression of laddu 0.28.1's JSON text (written by laddu or :meth:`to_json`).
+
+        A vector- or matrix-valued root gives a :class:`~laddu_dask.expr.linalg.Vector` or
+        :class:`~laddu_dask.expr.linalg.Matrix` of expressions.
+
+        Raises
+        ------
+        ModelError
+            For text that is not JSON or a node kind neither library writes, naming the node.
+
+        Examples
+        --------
+        >>> import laddu_dask as ld
+        >>> e = ld.parameter("a") * ld.scalar("x")
+        >>> ld.Expr.from_json(json=e.to_json()) is e
+        True
+        """
+        from laddu_dask.expr.exprjson import from_json
+
+        return from_json(json)
+
     # -- projection tags (laddu's names; see laddu_dask.expr.tags) -------------------------
     def tagged(self, tag: str) -> Expr:
         """This expression labelled with the projection tag ``tag`` (a metadata node that
@@ -444,6 +481,10 @@ def _simplify(op: str, args: tuple[Expr, ...], kind: str) -> Expr | None:
         return _zero(REAL)
     elif op == "to_complex" and a.kind == COMPLEX:
         return a
+    elif op == "complex" and _is(b, 0.0):  # x + 0i, and cos y + i sin y, written as JSON reads them
+        return apply("to_complex", a)
+    elif op == "complex" and a.op == "cos" and b.op == "sin" and a.args[0] is b.args[0]:
+        return apply("cis", a.args[0])
     return None
 
 

@@ -1,0 +1,348 @@
+"""Expressions as laddu 0.28.1's JSON: a node list, read and written.
+
+laddu writes an expression as ``{"root": i, "nodes": [...], "metadata": [...]}``: each node
+is one of its kinds (``RealConst``, ``ComplexConst``, ``ScalarParam``, ``EventScalar``,
+``EventP4Component``, ``Unary``, ``Binary``, ``NaryAdd``, ``NaryMul``, ``Complex``,
+``Vector``, ``Matrix``, ``Component``, ``MatrixElement``, ``MatMul``, ``MatVec``, ``Dot``,
+``Solve``) referring to earlier nodes by index, and each metadata entry holds the node's
+display name and projection tags.  :func:`to_json` writes our graph in that format and
+:func:`from_json` reads it back (text laddu wrote, too) through the ordinary constructors,
+so the result is interned and simplified like an expression written by hand.
+
+How our nodes map onto laddu's:
+
+* a column ``NAME_e``/``_px``/``_py``/``_pz`` is laddu's four-momentum component of
+  ``NAME`` (our datasets store four-vectors as those columns); any other column is an
+  event scalar;
+* ``acos(x)`` is written as laddu builds it, ``atan2(sqrt(1 - x^2), x)``, and that pattern
+  is read back as ``acos``; ``to_complex(x)`` is ``Complex(x, 0.0)``; ``cis(x)`` is
+  ``Complex(cos x, sin x)``;
+* a projection tag is a copy of the tagged node carrying the tags in its metadata (so an
+  untagged use of the same node stays untagged);
+* operations laddu does not have (``abs``, ``tan``, ``x ** y`` with an expression exponent,
+  operations added with :func:`~laddu_dask.expr.register_operation`) are our own node kind
+  ``LadduDaskOp`` ``{"op": name, "inputs": [...], "attr": ...}``, which laddu refuses.
+
+Examples
+--------
+>>> import laddu_dask as ld
+>>> e = (ld.parameter("a") * ld.scalar("x") + 1.0).norm_sqr()
+>>> text = e.to_json()
+>>> text[:60]
+'{"root":5,"nodes":[{"ScalarParam":{"name":"a","state":"Free",'
+>>> ld.Expr.from_json(text) is e
+True
+"""
+
+from __future__ import annotations
+
+import json as _json
+from typing import Any
+
+from laddu_dask.errors import ModelError
+from laddu_dask.expr.linalg import Matrix, Vector, dot, expr_sum, matmul, matvec, solve
+from laddu_dask.expr.node import Expr, apply, atan2, column, complex_, constant, powi, walk
+from laddu_dask.expr.ops import COMPLEX, OPS
+from laddu_dask.expr.parameter import ParameterSpec, parameter
+from laddu_dask.expr.tags import TAG, tag
+
+_P4 = {"e": "E", "px": "Px", "py": "Py", "pz": "Pz"}
+_P4_BACK = {v: k for k, v in _P4.items()}
+_UNARY = {"neg": "Neg", "sin": "Sin", "cos": "Cos", "exp": "Exp", "log": "Log", "sqrt": "Sqrt",
+          "conj": "Conj", "real": "Real", "imag": "Imag", "norm_sqr": "NormSqr"}
+_BINARY = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "atan2": "Atan2"}
+_UNARY_BACK = {v: k for k, v in _UNARY.items()}
+_BINARY_BACK = {v: k for k, v in _BINARY.items()}
+#: Our own node kind, for operations laddu 0.28.1 does not have.
+OWN_KIND = "LadduDaskOp"
+
+
+# ---------------------------------------------------------------------------------------
+# writing
+# ---------------------------------------------------------------------------------------
+class _Writer:
+    def __init__(self) -> None:
+        self.nodes: list[Any] = []
+        self.metadata: list[dict[str, Any]] = []
+        self.index: dict[int, int] = {}
+
+    def add(self, record: Any, source: str, tags: tuple[str, ...] = ()) -> int:
+        self.nodes.append(record)
+        self.metadata.append({"source": source, "name": None, "tags": list(tags)})
+        return len(self.nodes) - 1
+
+    def expr(self, root: Expr) -> int:
+        for node in walk(root):
+            if node.serial not in self.index:
+                self.index[node.serial] = self._node(node)
+        return self.index[root.serial]
+
+    def _node(self, n: Expr) -> int:
+        args = [self.index[a.serial] for a in n.args]
+        if n.op == TAG:  # a copy of the tagged node that carries the tags
+            return self.add(self.nodes[args[0]], self.metadata[args[0]]["source"], n.attr)
+        if n.op == "const":
+            if n.kind == COMPLEX:
+                return self.add({"ComplexConst": [n.attr.real, n.attr.imag]}, "Const")
+            return self.add({"RealConst": n.attr}, "Const")
+        if n.op == "column":
+            head, sep, tail = n.attr.rpartition("_")
+            if sep and head and tail in _P4:
+                return self.add({"EventP4Component": {"name": head, "component": _P4[tail]}}, "Event")
+            return self.add({"EventScalar": n.attr}, "Event")
+        if n.op == "param":
+            return self.add({"ScalarParam": _spec_record(n.attr)}, "Param")
+        if n.op in _UNARY:
+            return self.add({"Unary": {"op": _UNARY[n.op], "input": args[0]}}, "Unary")
+        if n.op == "powi":
+            return self.add({"Unary": {"op": {"PowI": n.attr}, "input": args[0]}}, "Unary")
+        if n.op in _BINARY:
+            return self.add({"Binary": {"op": _BINARY[n.op], "lhs": args[0], "rhs": args[1]}}, "Binary")
+        if n.op == "complex":
+            return self.add({"Complex": {"re": args[0], "im": args[1]}}, "Complex")
+        if n.op == "to_complex":
+            zero = self.add({"RealConst": 0.0}, "Const")
+            return self.add({"Complex": {"re": args[0], "im": zero}}, "Complex")
+        if n.op == "cis":
+            cos = self.add({"Unary": {"op": "Cos", "input": args[0]}}, "Unary")
+            sin = self.add({"Unary": {"op": "Sin", "input": args[0]}}, "Unary")
+            return self.add({"Complex": {"re": cos, "im": sin}}, "Complex")
+        if n.op == "acos":  # laddu's acos: atan2(sqrt(1 - x^2), x)
+            one = self.add({"RealConst": 1.0}, "Const")
+            square = self.add({"Unary": {"op": {"PowI": 2}, "input": args[0]}}, "Unary")
+            diff = self.add({"Binary": {"op": "Sub", "lhs": one, "rhs": square}}, "Binary")
+            root = self.add({"Unary": {"op": "Sqrt", "input": diff}}, "Unary")
+            return self.add({"Binary": {"op": "Atan2", "lhs": root, "rhs": args[0]}}, "Binary")
+        return self.add({OWN_KIND: {"op": n.op, "inputs": args, "attr": n.attr}}, OWN_KIND)
+
+    def value(self, value: Expr | Vector | Matrix) -> int:
+        if isinstance(value, Vector):
+            elements = [self.expr(e) for e in value.elements]
+            return self.add({"Vector": {"elements": elements}}, "Vector")
+        if isinstance(value, Matrix):
+            rows, cols = value.shape
+            elements = [self.expr(value.at(i, j)) for i in range(rows) for j in range(cols)]
+            return self.add({"Matrix": {"rows": rows, "cols": cols, "elements": elements}}, "Matrix")
+        return self.expr(value)
+
+
+def _default_initial(spec: ParameterSpec) -> float:
+    lo, hi = spec.bounds
+    if lo is not None and hi is not None:
+        return 0.5 * (lo + hi)
+    return lo if lo is not None else hi if hi is not None else 0.0
+
+
+def _spec_record(spec: ParameterSpec) -> dict[str, Any]:
+    if spec.is_fixed:
+        state: Any = {"Fixed": spec.fixed}
+        initial: Any = {"Value": spec.fixed}
+    else:
+        state = "Free"
+        if spec.initial_range is not None:
+            initial = {"Uniform": {"min": spec.initial_range[0], "max": spec.initial_range[1]}}
+        elif spec.initial == _default_initial(spec):
+            initial = "Default"
+        else:
+            initial = {"Value": spec.initial}
+    return {"name": spec.name, "state": state, "initial": initial,
+            "bounds": {"min": spec.bounds[0], "max": spec.bounds[1]}, "periodic": spec.periodic,
+            "scale": spec.scale, "unit": spec.unit, "latex": spec.latex,
+            "description": spec.description}
+
+
+def to_dict(value: Expr | Vector | Matrix) -> dict[str, Any]:
+    """The JSON object of an expression (or a vector or matrix of them), laddu's layout."""
+    writer = _Writer()
+    root = writer.value(value)
+    return {"root": root, "nodes": writer.nodes, "metadata": writer.metadata}
+
+
+def to_json(value: Expr | Vector | Matrix) -> str:
+    """laddu 0.28.1's JSON text of an expression (compact, as laddu writes it)."""
+    return _json.dumps(to_dict(value), separators=(",", ":"))
+
+
+# ---------------------------------------------------------------------------------------
+# reading
+# ---------------------------------------------------------------------------------------
+def _fail(where: str, i: int | None, message: str) -> ModelError:
+    at = "" if i is None else f" node {i}"
+    return ModelError(f"{where}:{at} {message}")
+
+
+class _Reader:
+    def __init__(self, data: dict[str, Any], where: str) -> None:
+        self.where = where
+        self.records = data["nodes"]
+        self.values: list[Any] = []
+
+    def ref(self, i: int, j: object) -> Any:
+        if isinstance(j, bool) or not isinstance(j, int) or not 0 <= j < i:
+            raise _fail(self.where, i, f"refers to node {j!r}, which is not an earlier node")
+        return self.values[j]
+
+    def expr(self, i: int, j: object) -> Expr:
+        out = self.ref(i, j)
+        if not isinstance(out, Expr):
+            raise _fail(self.where, i, f"needs a scalar expression at node {j}, got a {out!r}")
+        return out
+
+    def record(self, j: int) -> tuple[str | None, Any]:
+        rec = self.records[j]
+        if isinstance(rec, dict) and len(rec) == 1:
+            return next(iter(rec.items()))
+        return None, None
+
+    def acos_argument(self, lhs: int, rhs: int) -> int | None:
+        """``k`` when ``lhs`` is laddu's ``sqrt(1 - x_k^2)`` and ``rhs`` is ``k`` (its acos)."""
+        try:
+            kind, body = self.record(lhs)
+            if kind != "Unary" or body["op"] != "Sqrt":
+                return None
+            kind, diff = self.record(body["input"])
+            if kind != "Binary" or diff["op"] != "Sub" or self.record(diff["lhs"]) != ("RealConst", 1.0):
+                return None
+            kind, square = self.record(diff["rhs"])
+            if kind != "Unary" or square["op"] != {"PowI": 2}:
+                return None
+            same = self.values[square["input"]] is self.values[rhs]
+            return rhs if same else None
+        except (KeyError, TypeError, IndexError):
+            return None
+
+    def node(self, i: int, kind: str, body: Any) -> Any:
+        if kind == "RealConst":
+            return constant(float(body))
+        if kind == "ComplexConst":
+            return constant(complex(float(body[0]), float(body[1])))
+        if kind == "EventScalar":
+            return column(body)
+        if kind == "EventP4Component":
+            return column(f"{body['name']}_{_P4_BACK[body['component']]}")
+        if kind == "ScalarParam":
+            return _read_parameter(body)
+        if kind == "Unary":
+            x = self.expr(i, body["input"])
+            op = body["op"]
+            if isinstance(op, dict) and set(op) == {"PowI"}:
+                return powi(x, int(op["PowI"]))
+            name = _UNARY_BACK[op]
+            return getattr(x, name)() if name in ("sqrt", "log") else apply(name, x)
+        if kind == "Binary":
+            op = _BINARY_BACK[body["op"]]
+            if op == "atan2":
+                k = self.acos_argument(body["lhs"], body["rhs"])
+                if k is not None:
+                    return apply("acos", self.expr(i, k))
+                return atan2(self.expr(i, body["lhs"]), self.expr(i, body["rhs"]))
+            return apply(op, self.expr(i, body["lhs"]), self.expr(i, body["rhs"]))
+        if kind == "NaryAdd":
+            return expr_sum([self.expr(i, j) for j in body["terms"]])
+        if kind == "NaryMul":
+            out = self.expr(i, body["factors"][0])
+            for j in body["factors"][1:]:
+                out = out * self.expr(i, j)
+            return out
+        if kind == "Complex":
+            re, im = self.expr(i, body["re"]), self.expr(i, body["im"])
+            if im.op == "const" and im.kind != COMPLEX and im.attr == 0.0 and str(im.attr) == "0.0":
+                return re.to_complex()
+            if re.op == "cos" and im.op == "sin" and re.args[0] is im.args[0]:
+                return apply("cis", re.args[0])
+            return complex_(re, im)
+        if kind == "Vector":
+            return Vector([self.expr(i, j) for j in body["elements"]])
+        if kind == "Matrix":
+            rows, cols, elements = int(body["rows"]), int(body["cols"]), body["elements"]
+            if rows * cols != len(elements):
+                raise _fail(self.where, i, f"a {rows}x{cols} matrix has {len(elements)} elements")
+            flat = [self.expr(i, j) for j in elements]
+            return Matrix([flat[r * cols:(r + 1) * cols] for r in range(rows)])
+        if kind == "Component":
+            return self.ref(i, body["input"])[int(body["index"])]
+        if kind == "MatrixElement":
+            return self.ref(i, body["input"]).at(int(body["row"]), int(body["col"]))
+        if kind == "MatMul":
+            return matmul(self.ref(i, body["lhs"]), self.ref(i, body["rhs"]))
+        if kind == "MatVec":
+            return matvec(self.ref(i, body["matrix"]), self.ref(i, body["vector"]))
+        if kind == "Dot":
+            return dot(self.ref(i, body["lhs"]), self.ref(i, body["rhs"]))
+        if kind == "Solve":
+            return solve(self.ref(i, body["matrix"]), self.ref(i, body["rhs"]))
+        if kind == OWN_KIND:
+            op = body["op"]
+            if op not in OPS:
+                raise _fail(self.where, i, f"has the operation {op!r}, which laddu-dask does not know")
+            attr = body.get("attr")
+            args = [self.expr(i, j) for j in body["inputs"]]
+            return powi(args[0], int(attr)) if op == "powi" else apply(op, *args, attr=attr)
+        raise _fail(self.where, i, f"has the node kind {kind!r}, which neither laddu 0.28.1 "
+                    "nor laddu-dask writes")
+
+
+def _read_parameter(body: dict[str, Any]) -> Expr:
+    bounds = body.get("bounds") or {}
+    state = body.get("state", "Free")
+    initial = body.get("initial", "Default")
+    start: Any = None
+    if isinstance(initial, dict) and "Value" in initial:
+        start = initial["Value"]
+    elif isinstance(initial, dict) and "Uniform" in initial:
+        start = (initial["Uniform"]["min"], initial["Uniform"]["max"])
+    elif initial != "Default":
+        raise ModelError(f"parameter {body.get('name')!r}: unknown initial value {initial!r}")
+    fixed = state["Fixed"] if isinstance(state, dict) and "Fixed" in state else None
+    if fixed is None and state != "Free":
+        raise ModelError(f"parameter {body.get('name')!r}: unknown state {state!r}")
+    return parameter(body["name"], initial=None if fixed is not None else start,
+                     bounds=(bounds.get("min"), bounds.get("max")), fixed=fixed,
+                     periodic=bool(body.get("periodic", False)), scale=body.get("scale"),
+                     unit=body.get("unit"), latex=body.get("latex"), description=body.get("description"))
+
+
+def from_dict(data: Any, where: str = "Expr.from_json") -> Expr | Vector | Matrix:
+    """The expression (or vector or matrix) of a JSON object in laddu's layout."""
+    if not isinstance(data, dict) or not isinstance(data.get("nodes"), list) or "root" not in data:
+        raise ModelError(f"{where}: expected an object with 'root' and 'nodes', got {str(data)[:80]!r}")
+    reader = _Reader(data, where)
+    metadata = data.get("metadata") or []
+    for i, rec in enumerate(reader.records):
+        kind, body = reader.record(i)
+        if kind is None:
+            raise _fail(where, i, f"is not a one-key object: {str(rec)[:80]!r}")
+        try:
+            value = reader.node(i, kind, body)
+        except (KeyError, TypeError, IndexError, ValueError) as exc:
+            if isinstance(exc, ModelError):
+                raise
+            raise _fail(where, i, f"({kind}) is malformed: {type(exc).__name__} {exc}") from None
+        meta = metadata[i] if i < len(metadata) and isinstance(metadata[i], dict) else {}
+        for t in meta.get("tags") or ():
+            if not isinstance(value, Expr):
+                raise _fail(where, i, "carries a tag, but only scalar expressions can be tagged")
+            value = tag(value, t)
+        reader.values.append(value)
+    root = data["root"]
+    if isinstance(root, bool) or not isinstance(root, int) or not 0 <= root < len(reader.values):
+        raise ModelError(f"{where}: the root node {root!r} is not one of the {len(reader.values)} nodes")
+    return reader.values[root]
+
+
+def from_json(text: str | bytes, where: str = "Expr.from_json") -> Expr | Vector | Matrix:
+    """Read laddu 0.28.1's JSON text of an expression (:func:`to_json`'s, too).
+
+    Raises
+    ------
+    ModelError
+        For text that is not JSON, a node kind neither library writes (naming the node),
+        a reference to a node that does not come earlier, or a malformed node.
+    """
+    if not isinstance(text, (str, bytes, bytearray)):
+        raise ModelError(f"{where}: json must be a str, got {type(text).__name__}")
+    try:
+        data = _json.loads(text)
+    except ValueError as exc:
+        raise ModelError(f"{where}: not JSON: {exc}") from None
+    return from_dict(data, where)
