@@ -14,6 +14,10 @@ How our nodes map onto laddu's:
 * a column ``NAME_e``/``_px``/``_py``/``_pz`` is laddu's four-momentum component of
   ``NAME`` (our datasets store four-vectors as those columns); any other column is an
   event scalar;
+* ``sqrt`` and ``log`` of a real argument are laddu's principal branches (complex where the
+  argument is negative), which :meth:`Expr.sqrt` builds; a real-valued root that laddu-dask
+  built on purpose (a Lorentz factor) carries ``"real": true`` in its ``Unary`` node, a key
+  laddu ignores, so that it reads back as the same node;
 * ``acos(x)`` is written as laddu builds it, ``atan2(sqrt(1 - x^2), x)``, and that pattern
   is read back as ``acos``; ``to_complex(x)`` is ``Complex(x, 0.0)``; ``cis(x)`` is
   ``Complex(cos x, sin x)``;
@@ -29,7 +33,7 @@ Examples
 >>> e = (ld.parameter("a") * ld.scalar("x") + 1.0).norm_sqr()
 >>> text = e.to_json()
 >>> text[:60]
-'{"root":5,"nodes":[{"ScalarParam":{"name":"a","state":"Free",'
+'{"root":5,"nodes":[{"ScalarParam":{"name":"a","state":"Free"'
 >>> ld.Expr.from_json(text) is e
 True
 """
@@ -41,8 +45,8 @@ from typing import Any
 
 from laddu_dask.errors import ModelError
 from laddu_dask.expr.linalg import Matrix, Vector, dot, expr_sum, matmul, matvec, solve
-from laddu_dask.expr.node import Expr, apply, atan2, column, complex_, constant, powi, walk
-from laddu_dask.expr.ops import COMPLEX, OPS
+from laddu_dask.expr.node import Expr, apply, atan2, column, complex_, constant, is_nonnegative, powi, walk
+from laddu_dask.expr.ops import COMPLEX, OPS, REAL
 from laddu_dask.expr.parameter import ParameterSpec, parameter
 from laddu_dask.expr.tags import TAG, tag
 
@@ -65,6 +69,7 @@ class _Writer:
         self.nodes: list[Any] = []
         self.metadata: list[dict[str, Any]] = []
         self.index: dict[int, int] = {}
+        self.records: dict[int, tuple[Any, str]] = {}
 
     def add(self, record: Any, source: str, tags: tuple[str, ...] = ()) -> int:
         self.nodes.append(record)
@@ -72,48 +77,60 @@ class _Writer:
         return len(self.nodes) - 1
 
     def expr(self, root: Expr) -> int:
-        for node in walk(root):
-            if node.serial not in self.index:
-                self.index[node.serial] = self._node(node)
+        order = walk(root)
+        # a node used only under tags is written only as the tagged copies, as laddu has it
+        untagged_use = {root.serial} | {a.serial for n in order if n.op != TAG for a in n.args}
+        for node in order:
+            if node.serial in self.index or node.serial in self.records:
+                continue
+            args = [self.index.get(a.serial) for a in node.args]
+            if node.op == TAG:  # a copy of the tagged node that carries the tags
+                record, source = self.records[node.args[0].serial]
+                self.index[node.serial] = self.add(record, source, node.attr)
+                continue
+            record, source = self._node(node, args)
+            self.records[node.serial] = (record, source)
+            if node.serial in untagged_use:
+                self.index[node.serial] = self.add(record, source)
         return self.index[root.serial]
 
-    def _node(self, n: Expr) -> int:
-        args = [self.index[a.serial] for a in n.args]
-        if n.op == TAG:  # a copy of the tagged node that carries the tags
-            return self.add(self.nodes[args[0]], self.metadata[args[0]]["source"], n.attr)
+    def _node(self, n: Expr, args: list[int]) -> tuple[Any, str]:
         if n.op == "const":
             if n.kind == COMPLEX:
-                return self.add({"ComplexConst": [n.attr.real, n.attr.imag]}, "Const")
-            return self.add({"RealConst": n.attr}, "Const")
+                return {"ComplexConst": [n.attr.real, n.attr.imag]}, "Const"
+            return {"RealConst": n.attr}, "Const"
         if n.op == "column":
             head, sep, tail = n.attr.rpartition("_")
             if sep and head and tail in _P4:
-                return self.add({"EventP4Component": {"name": head, "component": _P4[tail]}}, "Event")
-            return self.add({"EventScalar": n.attr}, "Event")
+                return {"EventP4Component": {"name": head, "component": _P4[tail]}}, "Event"
+            return {"EventScalar": n.attr}, "Event"
         if n.op == "param":
-            return self.add({"ScalarParam": _spec_record(n.attr)}, "Param")
+            return {"ScalarParam": _spec_record(n.attr)}, "Param"
         if n.op in _UNARY:
-            return self.add({"Unary": {"op": _UNARY[n.op], "input": args[0]}}, "Unary")
+            body = {"op": _UNARY[n.op], "input": args[0]}
+            if n.op in ("sqrt", "log") and n.kind == REAL and not is_nonnegative(n.args[0]):
+                body["real"] = True  # our real root of a real argument (laddu ignores the key)
+            return {"Unary": body}, "Unary"
         if n.op == "powi":
-            return self.add({"Unary": {"op": {"PowI": n.attr}, "input": args[0]}}, "Unary")
+            return {"Unary": {"op": {"PowI": n.attr}, "input": args[0]}}, "Unary"
         if n.op in _BINARY:
-            return self.add({"Binary": {"op": _BINARY[n.op], "lhs": args[0], "rhs": args[1]}}, "Binary")
+            return {"Binary": {"op": _BINARY[n.op], "lhs": args[0], "rhs": args[1]}}, "Binary"
         if n.op == "complex":
-            return self.add({"Complex": {"re": args[0], "im": args[1]}}, "Complex")
+            return {"Complex": {"re": args[0], "im": args[1]}}, "Complex"
         if n.op == "to_complex":
             zero = self.add({"RealConst": 0.0}, "Const")
-            return self.add({"Complex": {"re": args[0], "im": zero}}, "Complex")
+            return {"Complex": {"re": args[0], "im": zero}}, "Complex"
         if n.op == "cis":
             cos = self.add({"Unary": {"op": "Cos", "input": args[0]}}, "Unary")
             sin = self.add({"Unary": {"op": "Sin", "input": args[0]}}, "Unary")
-            return self.add({"Complex": {"re": cos, "im": sin}}, "Complex")
+            return {"Complex": {"re": cos, "im": sin}}, "Complex"
         if n.op == "acos":  # laddu's acos: atan2(sqrt(1 - x^2), x)
             one = self.add({"RealConst": 1.0}, "Const")
             square = self.add({"Unary": {"op": {"PowI": 2}, "input": args[0]}}, "Unary")
             diff = self.add({"Binary": {"op": "Sub", "lhs": one, "rhs": square}}, "Binary")
             root = self.add({"Unary": {"op": "Sqrt", "input": diff}}, "Unary")
-            return self.add({"Binary": {"op": "Atan2", "lhs": root, "rhs": args[0]}}, "Binary")
-        return self.add({OWN_KIND: {"op": n.op, "inputs": args, "attr": n.attr}}, OWN_KIND)
+            return {"Binary": {"op": "Atan2", "lhs": root, "rhs": args[0]}}, "Binary"
+        return {OWN_KIND: {"op": n.op, "inputs": args, "attr": n.attr}}, OWN_KIND
 
     def value(self, value: Expr | Vector | Matrix) -> int:
         if isinstance(value, Vector):
@@ -223,13 +240,20 @@ class _Reader:
         if kind == "ScalarParam":
             return _read_parameter(body)
         if kind == "Unary":
-            x = self.expr(i, body["input"])
             op = body["op"]
+            if not (isinstance(op, dict) and set(op) == {"PowI"}) and op not in _UNARY_BACK:
+                raise _fail(self.where, i, f"has the unary operation {op!r}, which neither library writes")
+            x = self.expr(i, body["input"])
             if isinstance(op, dict) and set(op) == {"PowI"}:
                 return powi(x, int(op["PowI"]))
             name = _UNARY_BACK[op]
-            return getattr(x, name)() if name in ("sqrt", "log") else apply(name, x)
+            if name in ("sqrt", "log") and not (body.get("real") is True and x.kind == REAL):
+                return getattr(x, name)()  # laddu's principal branch: complex where x < 0
+            return apply(name, x)
         if kind == "Binary":
+            if body.get("op") not in _BINARY_BACK:
+                raise _fail(self.where, i, f"has the binary operation {body.get('op')!r}, which neither "
+                            "library writes")
             op = _BINARY_BACK[body["op"]]
             if op == "atan2":
                 k = self.acos_argument(body["lhs"], body["rhs"])
