@@ -61,6 +61,8 @@ CASES = {
     "tag on a shared node": lambda lib: lib.scalar("x").tagged("S") + lib.scalar("x") * 3.0,
     "projection": lambda lib: ((lib.scalar("x").tagged("S") + lib.scalar("y").tagged("D")).norm_sqr()
                                .project(["S"])),
+    "four-vector components": lambda lib: (lib.Vec4.event("p").px() - 2.0 * lib.Vec4.event("p").py()
+                                           + lib.Vec4.event("k").vec3().phi() * lib.Vec4.event("k").e()),
     "four-vector mass": lambda lib: (lib.Vec4.event("p") + lib.Vec4.event("k")).mass(),
     "boost and angles": lambda lib: (lib.Vec4.event("k").boost(-lib.Vec4.event("p").beta())
                                      .momentum().costheta()),
@@ -69,6 +71,11 @@ CASES = {
     "relativistic_breit_wigner": lambda lib: lib.relativistic_breit_wigner(
         lib.scalar("y") + 1.0, mass=lib.parameter("m0"), width=lib.parameter("w0"), mass1=0.14, mass2=0.14,
         l=2),
+    "Wigner D and Ylm": lambda lib: (
+        lib.WignerD(2, lib.M(1), 0).D(alpha=lib.scalar("y"), beta=0.5 * lib.scalar("y"),
+                                      gamma=lib.scalar("s"))
+        * lib.spherical_harmonic(lib.L(2), -1, costheta=lib.Vec4.event("k").vec3().costheta(),
+                                 phi=lib.Vec4.event("k").vec3().phi())),
     "solve": lambda lib: lib.solve(lib.matrix([[lib.scalar("y") + 2.0, 1.0], [0.5, lib.scalar("y")]]),
                                    lib.vector([lib.scalar("x"), 1.0]))[1],
     "matvec, matmul and dot": lambda lib: (
@@ -203,3 +210,21 @@ def test_bad_vector_and_model_text():
         ld.Vec4.from_json(ld.Vec3(1.0, 2.0, 3.0).to_json())
     with pytest.raises(ModelError, match="Model.from_json: a model is a scalar expression, got a Vector"):
         ld.Model.from_json(to_json(ld.Vec3(1.0, ld.scalar("x"), 3.0).as_expr()))
+
+
+@needs_laddu
+def test_k_matrix_intensity_both_ways():
+    """laddu's K-matrix text (matrices, solves, barriers) read by laddu-dask and ours by laddu,
+    on test_kmatrix's events and point."""
+    from test_kmatrix import POINT, intensity, laddu_events, our_events
+
+    def values(lib, expr):
+        model = lib.Model(expr)
+        data = our_events() if lib is ld else laddu_events()
+        return np.asarray(model.evaluate(data, parameters={n: POINT[n] for n in model.parameter_names}))
+
+    ours, theirs = intensity(ld), intensity(laddu)
+    want = values(laddu, theirs)
+    assert agreement(values(ld, ld.Expr.from_json(theirs.to_json())), want) < 1e-12
+    assert agreement(values(laddu, laddu.Expr.from_json(ours.to_json())), want) < 1e-12
+    assert ld.Expr.from_json(ours.to_json()) is ours
