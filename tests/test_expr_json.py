@@ -228,3 +228,44 @@ def test_k_matrix_intensity_both_ways():
     assert agreement(values(ld, ld.Expr.from_json(theirs.to_json())), want) < 1e-12
     assert agreement(values(laddu, laddu.Expr.from_json(ours.to_json())), want) < 1e-12
     assert ld.Expr.from_json(ours.to_json()) is ours
+
+
+def _shown(lib):
+    x, y, a = lib.scalar("x"), lib.scalar("y"), lib.parameter("a")
+    s = x * x + y
+    return [(a * x + 1.0).norm_sqr(), s + s.sin(), x.sin() / y, x ** 3, x * 2j, lib.Vec4.event("p").e(), -x,
+            lib.atan2(x, y), x - (x - y), x / (x * y), -(x + y), (x + y) ** 2, x * 0.25,
+            lib.complex(x, y) * (0.5 - 1.5j), x.tagged("D").tagged("S"),  # our tags are sorted
+            lib.parameter("c", latex=r"\gamma") * x, x.exp().log()]
+
+
+@needs_laddu
+@pytest.mark.parametrize("what", ["equation", "latex", "tree", "dot", "tree shared", "dot shared"])
+def test_display_is_laddus(what):
+    """Where the graphs agree node for node, the equation, LaTeX, tree and DOT text are laddu's."""
+    method, _, shared = what.partition(" ")
+    options = {"expand_repeated": False} if shared else {}
+    for ours, theirs in zip(_shown(ld), _shown(laddu), strict=True):
+        assert getattr(ours, method)(**options) == getattr(theirs, method)(**options)
+        model = ld.Model(ours)
+        assert getattr(model, method)(**options) == getattr(ours, method)(**options)
+
+
+def test_svg_names_shape_and_scalar_errors(tmp_path):
+    e = (ld.parameter("a") * ld.scalar("x")).named("amp")
+    assert e is ld.parameter("a") * ld.scalar("x") and e.shape == ()
+    e.svg(tmp_path / "e.svg")
+    ld.Model(e).svg(tmp_path / "m.svg", expand_repeated=False)
+    for name in ("e.svg", "m.svg"):
+        text = (tmp_path / name).read_text()
+        assert "<svg" in text and "ScalarParam(a)" in text
+    with pytest.raises(ModelError, match=r"at\(0, 1\): a scalar expression has no matrix elements"):
+        e.at(0, 1)
+    with pytest.raises(ModelError, match=r"\[2\]: a scalar expression has no vector components"):
+        e[2]
+    with pytest.raises(TypeError, match="got a scalar expression @ Expr"):
+        e @ e
+    with pytest.raises(ModelError, match="colors must be one of 'light', 'dark', 'none', got 'pink'"):
+        e.tree(colors="pink")
+    v = ld.Vec4.event("p").as_expr()
+    assert (v @ v) is ld.dot(v, v) and (v @ v).shape == ()

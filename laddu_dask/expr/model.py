@@ -233,6 +233,27 @@ class Model:
         """
         return _evaluator()(self, dataset, parameters, execution, real, True)
 
+    def equation(self, *, colors: Any = None, style_rules: Any = None) -> str:
+        """:meth:`Expr.equation` of the model's expression."""
+        return self.source.equation(colors=colors, style_rules=style_rules)
+
+    def latex(self, *, colors: Any = None, style_rules: Any = None) -> str:
+        """:meth:`Expr.latex` of the model's expression."""
+        return self.source.latex(colors=colors, style_rules=style_rules)
+
+    def tree(self, *, colors: Any = None, expand_repeated: bool = True, style_rules: Any = None) -> str:
+        """:meth:`Expr.tree` of the model's expression."""
+        return self.source.tree(colors=colors, expand_repeated=expand_repeated, style_rules=style_rules)
+
+    def dot(self, *, colors: Any = None, expand_repeated: bool = True, style_rules: Any = None) -> str:
+        """:meth:`Expr.dot` of the model's expression."""
+        return self.source.dot(colors=colors, expand_repeated=expand_repeated, style_rules=style_rules)
+
+    def svg(self, path: Any, *, colors: Any = None, expand_repeated: bool = True,
+            style_rules: Any = None) -> None:
+        """:meth:`Expr.svg` of the model's expression."""
+        self.source.svg(path, colors=colors, expand_repeated=expand_repeated, style_rules=style_rules)
+
     def to_json(self) -> str:
         """The model's expression (tags included) as laddu 0.28.1's JSON text, as laddu's
         ``Model.to_json`` writes it (:meth:`Expr.to_json`)."""
@@ -241,8 +262,9 @@ class Model:
         return to_json(self.source)
 
     @staticmethod
-    def from_json(json: str) -> Model:
-        """The model of laddu 0.28.1's JSON text (from laddu's ``Model.to_json`` or ours).
+    def from_json(json: str, *, exact_solver_seconds: float = 0.0) -> Model:
+        """The model of laddu 0.28.1's JSON text (from laddu's ``Model.to_json`` or ours);
+        ``exact_solver_seconds`` as in the constructor.
 
         Examples
         --------
@@ -256,7 +278,7 @@ class Model:
         expr = from_json(json, "Model.from_json")
         if not isinstance(expr, Expr):
             raise ModelError(f"Model.from_json: a model is a scalar expression, got a {expr!r}")
-        return Model(expr)
+        return Model(expr, exact_solver_seconds=exact_solver_seconds)
 
     def __repr__(self) -> str:
         return (

@@ -30,6 +30,7 @@ from typing import Any, Union
 import numpy as np
 
 from laddu_dask.errors import ModelError
+from laddu_dask.expr.expr_views import ExprViews
 from laddu_dask.expr.ops import COMPLEX, LEAVES, OPS, REAL, evaluate
 
 Number = int | float | complex
@@ -40,7 +41,7 @@ _LOCK = threading.Lock()
 _SERIAL = itertools.count()
 
 
-class Expr:
+class Expr(ExprViews):
     """A node of an expression graph (real- or complex-valued, per event).
 
     Build expressions with :func:`~laddu_dask.scalar`, :func:`~laddu_dask.parameter`,
@@ -246,43 +247,6 @@ class Expr:
     def to_complex(self) -> Expr:
         """The same value as a complex number (so that ``sqrt`` and ``log`` continue analytically)."""
         return apply("to_complex", self)
-
-    # -- laddu's JSON (see laddu_dask.expr.exprjson) ---------------------------------------
-    def to_json(self) -> str:
-        """This expression as laddu 0.28.1's JSON text (a node list), which laddu reads.
-
-        Examples
-        --------
-        >>> import laddu_dask as ld
-        >>> ld.scalar("x").to_json()
-        '{"root":0,"nodes":[{"EventScalar":"x"}],"metadata":[{"source":"Event","name":null,"tags":[]}]}'
-        """
-        from laddu_dask.expr.exprjson import to_json  # the format builds on this module
-
-        return to_json(self)
-
-    @staticmethod
-    def from_json(json: str) -> Expr:
-        """The expression of laddu 0.28.1's JSON text (written by laddu or :meth:`to_json`).
-
-        A vector- or matrix-valued root gives a :class:`~laddu_dask.expr.linalg.Vector` or
-        :class:`~laddu_dask.expr.linalg.Matrix` of expressions.
-
-        Raises
-        ------
-        ModelError
-            For text that is not JSON or a node kind neither library writes, naming the node.
-
-        Examples
-        --------
-        >>> import laddu_dask as ld
-        >>> e = ld.parameter("a") * ld.scalar("x")
-        >>> ld.Expr.from_json(json=e.to_json()) is e
-        True
-        """
-        from laddu_dask.expr.exprjson import from_json
-
-        return from_json(json)
 
     # -- projection tags (laddu's names; see laddu_dask.expr.tags) -------------------------
     def tagged(self, tag: str) -> Expr:
