@@ -234,7 +234,8 @@ def _shown(lib):
     x, y, a = lib.scalar("x"), lib.scalar("y"), lib.parameter("a")
     s = x * x + y
     return [(a * x + 1.0).norm_sqr(), s + s.sin(), x.sin() / y, x ** 3, x * 2j, lib.Vec4.event("p").e(), -x,
-            lib.atan2(x, y), x - (x - y), x / (x * y), -(x + y), (x + y) ** 2, x * 0.25,
+            lib.atan2(x, y), x - (x - y), x / (x * y), -(x + y), (x + y) ** 2, x * 0.25 + 1e-20,
+            x * (1 / 3) - 4e-13 * y, x * 1e300 + (-0.0 * y), x * (2.5 - 1e-9j),
             lib.complex(x, y) * (0.5 - 1.5j), x.tagged("D").tagged("S"),  # our tags are sorted
             lib.parameter("c", latex=r"\gamma") * x, x.exp().log()]
 

@@ -1,8 +1,8 @@
 """Expressions shown as laddu 0.28.1 shows them: equation, LaTeX, tree, Graphviz DOT, SVG.
 
 :func:`equation` and :func:`latex` print the expression in infix notation, parenthesized by
-precedence (``|a * x + 1|^2``, ``\\left|a \\cdot x + 1\\right|^{2}``); numbers have at most six
-decimals, as laddu prints them.  :func:`tree` and :func:`dot` draw the node list of the
+precedence (``|a * x + 1|^2``, ``\\left|a \\cdot x + 1\\right|^{2}``); numbers are positional with at
+most 16 significant digits, as laddu prints them.  :func:`tree` and :func:`dot` draw the node list of the
 expression's laddu JSON (:mod:`laddu_dask.expr.exprjson`), numbered as that text numbers it,
 in laddu's layout: ``#5 Unary(NormSqr)``, edges named ``lhs``/``rhs``/``input``; shared
 subtrees are repeated, or with ``expand_repeated=False`` drawn once and referred to.
@@ -28,10 +28,13 @@ ExprGraph(root=#5)
 from __future__ import annotations
 
 import html
+import math
 import os
 import shutil
 import subprocess
 from typing import Any
+
+import numpy as np
 
 from laddu_dask.errors import ModelError
 from laddu_dask.expr.exprjson import to_dict
@@ -56,9 +59,15 @@ def check_style(colors: Any, style_rules: Any) -> None:
 
 
 def number(value: float) -> str:
-    """A real number as laddu prints it: at most six decimals, no trailing zeros."""
-    text = f"{value:.6f}".rstrip("0").rstrip(".")
-    return "0" if text in ("-0", "") else text
+    """A real number as laddu prints it: positional, at most 16 significant digits, and
+    magnitudes up to 1e-15 as ``0``."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    if value != 0.0 and abs(value) <= 1e-15:
+        return "0"
+    return np.format_float_positional(value, precision=16, unique=True, fractional=False, trim="-")
 
 
 def _complex(value: complex, unit: str) -> tuple[str, int]:
