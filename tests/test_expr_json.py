@@ -270,3 +270,29 @@ def test_svg_names_shape_and_scalar_errors(tmp_path):
         e.tree(colors="pink")
     v = ld.Vec4.event("p").as_expr()
     assert (v @ v) is ld.dot(v, v) and (v @ v).shape == ()
+
+
+@needs_laddu
+def test_node_kinds_are_laddus():
+    names = [n for n in dir(laddu.ExprNodeKind) if n.isupper()]
+    assert names == [n for n in dir(ld.ExprNodeKind) if n.isupper()]
+    for name in names:
+        ours, theirs = getattr(ld.ExprNodeKind, name), getattr(laddu.ExprNodeKind, name)
+        assert (int(ours), repr(ours)) == (int(theirs), repr(theirs))
+    assert ld.ExprNodeKind.BINARY != ld.ExprNodeKind.UNARY and ld.ExprNodeKind.BINARY != 6
+    nodes = json.loads(CASES["solve"](laddu).to_json())["nodes"]
+    assert {repr(ld.ExprNodeKind.of(n)) for n in nodes} >= {"ExprNodeKind.MATRIX", "ExprNodeKind.SOLVE",
+                                                            "ExprNodeKind.COMPONENT"}
+    with pytest.raises(ModelError, match="ExprNodeKind.of: .* is not a node of laddu's kinds"):
+        ld.ExprNodeKind.of({"Foo": 1})
+
+
+@needs_laddu
+def test_optimization_diagnostics_and_pow_keywords():
+    x = ld.scalar("x")
+    ours = ld.Model((x * x + 1.0).sin()).optimization_diagnostics
+    assert set(ours) == set(laddu.Model(laddu.scalar("x")).optimization_diagnostics)
+    assert ours["rounds"] == 0 and ours["explored_nodes"] == 5 and ours["execution_exact"] is False
+    assert pow(x, 2) is x ** 2
+    with pytest.raises(TypeError, match="pow\\(\\) of an expression takes no modulo"):
+        pow(x, 2, 3)

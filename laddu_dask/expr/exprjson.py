@@ -370,3 +370,61 @@ def from_json(text: str | bytes, where: str = "Expr.from_json") -> Expr | Vector
     except ValueError as exc:
         raise ModelError(f"{where}: not JSON: {exc}") from None
     return from_dict(data, where)
+
+
+# ---------------------------------------------------------------------------------------
+# the node kinds by name (laddu's ExprNodeKind)
+# ---------------------------------------------------------------------------------------
+_KIND_NAMES = ("REAL_CONST", "COMPLEX_CONST", "SCALAR_PARAM", "EVENT_SCALAR", "EVENT_P4_COMPONENT", "UNARY",
+               "BINARY", "NARY_ADD", "NARY_MUL", "COMPLEX", "VECTOR", "MATRIX", "COMPONENT",
+               "MATRIX_ELEMENT", "MAT_MUL", "MAT_VEC", "DOT", "SOLVE")
+
+
+class ExprNodeKind:
+    """A category of node in an expression's JSON (laddu's ``ExprNodeKind``): ``REAL_CONST``,
+    ``BINARY``, ... with laddu's integer values, in the order of laddu's node kinds.
+
+    Examples
+    --------
+    >>> import laddu_dask as ld
+    >>> ld.ExprNodeKind.BINARY, int(ld.ExprNodeKind.BINARY)
+    (ExprNodeKind.BINARY, 6)
+    >>> ld.ExprNodeKind.of('{"Binary": {"op": "Add", "lhs": 0, "rhs": 1}}') == ld.ExprNodeKind.BINARY
+    True
+    """
+
+    __slots__ = ("_name", "_value")
+
+    def __init__(self, name: str, value: int) -> None:
+        self._name, self._value = name, value
+
+    def __int__(self) -> int:
+        return self._value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ExprNodeKind) and other._value == self._value
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash(("ExprNodeKind", self._value))
+
+    def __repr__(self) -> str:
+        return f"ExprNodeKind.{self._name}"
+
+    __str__ = __repr__
+
+    @staticmethod
+    def of(record: str | dict[str, Any]) -> ExprNodeKind:
+        """The kind of one node of an expression's JSON (a one-key object or its text)."""
+        data = _json.loads(record) if isinstance(record, str) else record
+        kind = next(iter(data)) if isinstance(data, dict) and len(data) == 1 else None
+        name = "".join(f"_{c}" if c.isupper() else c.upper() for c in kind or "").lstrip("_")
+        if name not in _KIND_NAMES:
+            raise ModelError(f"ExprNodeKind.of: {str(record)[:80]!r} is not a node of laddu's kinds")
+        return getattr(ExprNodeKind, name)
+
+
+for _i, _n in enumerate(_KIND_NAMES):
+    setattr(ExprNodeKind, _n, ExprNodeKind(_n, _i))

@@ -233,6 +233,16 @@ class Model:
         """
         return _evaluator()(self, dataset, parameters, execution, real, True)
 
+    @property
+    def optimization_diagnostics(self) -> dict[str, Any]:
+        """laddu's outcome of its graph optimizer, with laddu's keys.  laddu-dask has no
+        equality search (the graph is interned and simplified as it is built), so ``rounds``
+        is 0, ``explored_nodes`` the nodes of the compiled graph and no exact solver ran."""
+        reason = "laddu-dask has no exact solver: the graph is simplified as it is built"
+        return {"rounds": 0, "explored_nodes": len(walk(self.expr)), "stop_reason": "no equality search",
+                "execution_exact": False, "execution_fallback": reason,
+                "normalization_exact": False, "normalization_fallback": reason}
+
     def equation(self, *, colors: Any = None, style_rules: Any = None) -> str:
         """:meth:`Expr.equation` of the model's expression."""
         return self.source.equation(colors=colors, style_rules=style_rules)

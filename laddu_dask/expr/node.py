@@ -168,7 +168,9 @@ class Expr(ExprViews):
     def __pos__(self) -> Expr:
         return self
 
-    def __pow__(self, other: ExprLike) -> Expr:
+    def __pow__(self, other: ExprLike, modulo: None = None) -> Expr:
+        if modulo is not None:
+            raise TypeError("pow() of an expression takes no modulo")
         if isinstance(other, (int, np.integer)) and not isinstance(other, bool):
             return powi(self, int(other))
         if isinstance(other, float) and other.is_integer() and abs(other) <= 64:
