@@ -165,6 +165,7 @@ def test_vectors_json_and_as_expr(cls):
         assert agreement(got, _values(laddu, theirs.as_expr()[i])) == 0.0
     read = ld.Expr.from_json(theirs.as_expr().to_json())  # a vector-valued root gives a Vector
     assert read.shape == vector.shape and all(r is v for r, v in zip(read, vector))
+    assert vector.to_json() == theirs.as_expr().to_json()
 
 
 def test_own_node_kinds_for_what_laddu_lacks():
@@ -202,6 +203,17 @@ def test_laddu_refuses_our_own_node_kind():
 def test_bad_text_is_a_model_error_naming_the_node(text, message):
     with pytest.raises(ModelError, match=message):
         ld.Expr.from_json(text)
+
+
+@needs_laddu
+def test_matrix_json_both_ways():
+    def build(lib):
+        return lib.matrix([[lib.scalar("x"), 1.0], [2.0j, lib.parameter("a")]])
+
+    ours, theirs = build(ld), build(laddu)
+    assert ours.to_json() == theirs.to_json()
+    read = ld.Expr.from_json(theirs.to_json())
+    assert read.shape == (2, 2) and all(read.at(i, j) is ours.at(i, j) for i in range(2) for j in range(2))
 
 
 def test_bad_vector_and_model_text():
