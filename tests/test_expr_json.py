@@ -206,6 +206,29 @@ def test_bad_text_is_a_model_error_naming_the_node(text, message):
 
 
 @needs_laddu
+@pytest.mark.parametrize("bounds", [(None, None), (0.0, 1.0), (-2.0, -1.0), (None, 3.0)])
+def test_default_initial_values_are_laddus(bounds):
+    ours = ld.Model(ld.parameter("a", bounds=bounds) * ld.scalar("x"))
+    theirs = laddu.Model.from_json(ours.to_json())
+    assert theirs.default_parameters == ours.default_parameters  # ours: middle or bound, else 0
+    if bounds != (-2.0, -1.0):  # laddu refuses its own default 0 outside the bounds
+        want = laddu.Model(laddu.parameter("a", bounds=bounds) * laddu.scalar("x"))
+        assert ld.Model.from_json(want.to_json()).default_parameters == want.default_parameters == [0.0]
+
+
+@needs_laddu
+def test_nary_nodes_laddu_reads_are_read():
+    text = json.dumps({"root": 4, "nodes": [
+        {"EventScalar": "x"}, {"EventScalar": "y"}, {"RealConst": 2.5}, {"NaryAdd": {"terms": [0, 1, 2]}},
+        {"NaryMul": {"factors": [3, 0, 1]}}],
+        "metadata": [{"source": "Event", "name": None, "tags": []}] * 5})
+    ours = ld.Expr.from_json(text)
+    x, y = ld.scalar("x"), ld.scalar("y")
+    assert ours is (x + y + 2.5) * x * y
+    assert agreement(_values(ld, ours), _values(laddu, laddu.Expr.from_json(text))) < 1e-15
+
+
+@needs_laddu
 def test_matrix_json_both_ways():
     def build(lib):
         return lib.matrix([[lib.scalar("x"), 1.0], [2.0j, lib.parameter("a")]])

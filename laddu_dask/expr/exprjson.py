@@ -143,11 +143,9 @@ class _Writer:
         return self.expr(value)
 
 
-def _default_initial(spec: ParameterSpec) -> float:
-    lo, hi = spec.bounds
-    if lo is not None and hi is not None:
-        return 0.5 * (lo + hi)
-    return lo if lo is not None else hi if hi is not None else 0.0
+def _inside(value: float, bounds: tuple[float | None, float | None]) -> bool:
+    lo, hi = bounds
+    return (lo is None or value >= lo) and (hi is None or value <= hi)
 
 
 def _spec_record(spec: ParameterSpec) -> dict[str, Any]:
@@ -158,7 +156,7 @@ def _spec_record(spec: ParameterSpec) -> dict[str, Any]:
         state = "Free"
         if spec.initial_range is not None:
             initial = {"Uniform": {"min": spec.initial_range[0], "max": spec.initial_range[1]}}
-        elif spec.initial == _default_initial(spec):
+        elif spec.initial == 0.0:  # laddu's default initial value is 0
             initial = "Default"
         else:
             initial = {"Value": spec.initial}
@@ -315,7 +313,9 @@ def _read_parameter(body: dict[str, Any]) -> Expr:
         start = initial["Value"]
     elif isinstance(initial, dict) and "Uniform" in initial:
         start = (initial["Uniform"]["min"], initial["Uniform"]["max"])
-    elif initial != "Default":
+    elif initial == "Default":  # laddu's default: 0 (ours where 0 is out of bounds)
+        start = 0.0 if _inside(0.0, (bounds.get("min"), bounds.get("max"))) else None
+    else:
         raise ModelError(f"parameter {body.get('name')!r}: unknown initial value {initial!r}")
     fixed = state["Fixed"] if isinstance(state, dict) and "Fixed" in state else None
     if fixed is None and state != "Free":
