@@ -217,6 +217,17 @@ def test_default_initial_values_are_laddus(bounds):
 
 
 @needs_laddu
+def test_atan2_of_a_root_that_is_not_acos():
+    """laddu's acos is atan2(sqrt(1 - x^2), x); with another argument under the root it is an
+    atan2 of a complex value, which laddu cannot evaluate and laddu-dask refuses."""
+    x, y = laddu.scalar("x"), laddu.scalar("y")
+    text = laddu.atan2((1.0 - y ** 2).sqrt(), x).to_json()
+    with pytest.raises(ModelError, match=r"Expr.from_json: node 7 \(Binary\): atan2 needs real arguments"):
+        ld.Expr.from_json(text)
+    assert ld.Expr.from_json(laddu.atan2((1.0 - x ** 2).sqrt(), x).to_json()) is ld.acos(ld.scalar("x"))
+
+
+@needs_laddu
 def test_nary_nodes_laddu_reads_are_read():
     text = json.dumps({"root": 4, "nodes": [
         {"EventScalar": "x"}, {"EventScalar": "y"}, {"RealConst": 2.5}, {"NaryAdd": {"terms": [0, 1, 2]}},

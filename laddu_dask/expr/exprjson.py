@@ -268,11 +268,7 @@ class _Reader:
             return out
         if kind == "Complex":
             re, im = self.expr(i, body["re"]), self.expr(i, body["im"])
-            if im.op == "const" and im.kind != COMPLEX and im.attr == 0.0 and str(im.attr) == "0.0":
-                return re.to_complex()
-            if re.op == "cos" and im.op == "sin" and re.args[0] is im.args[0]:
-                return apply("cis", re.args[0])
-            return complex_(re, im)
+            return complex_(re, im)  # x + 0i and cos y + i sin y become to_complex(x) and cis(y)
         if kind == "Vector":
             return Vector([self.expr(i, j) for j in body["elements"]])
         if kind == "Matrix":
@@ -340,7 +336,9 @@ def from_dict(data: Any, where: str = "Expr.from_json") -> Expr | Vector | Matri
             value = reader.node(i, kind, body)
         except (KeyError, TypeError, IndexError, ValueError) as exc:
             if isinstance(exc, ModelError):
-                raise
+                if str(exc).startswith(where):
+                    raise
+                raise _fail(where, i, f"({kind}): {exc}") from None
             raise _fail(where, i, f"({kind}) is malformed: {type(exc).__name__} {exc}") from None
         meta = metadata[i] if i < len(metadata) and isinstance(metadata[i], dict) else {}
         for t in meta.get("tags") or ():
