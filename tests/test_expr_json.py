@@ -120,7 +120,7 @@ def test_round_trip_is_the_same_expression(name):
     expr = CASES[name](ld)
     assert ld.Expr.from_json(json=expr.to_json()) is expr
     model = ld.Model(expr)
-    back = ld.Model.from_json(json=model.to_json())
+    back = ld.Model.from_json(json=model.to_json(), exact_solver_seconds=1.0)
     assert back.source is expr and back.parameters == model.parameters
 
 
@@ -251,6 +251,8 @@ def test_matrix_json_both_ways():
 
 
 def test_bad_vector_and_model_text():
+    with pytest.raises(ModelError, match="exact_solver_seconds must be a non-negative number, got -1"):
+        ld.Model.from_json(ld.scalar("x").to_json(), exact_solver_seconds=-1)
     keys = r"\['e', 'px', 'py', 'pz'\]"
     with pytest.raises(ModelError, match=rf"Vec4.from_json: expected an object with the keys {keys}"):
         ld.Vec4.from_json(ld.Vec3(1.0, 2.0, 3.0).to_json())
