@@ -298,6 +298,7 @@ def test_display_is_laddus(what):
         assert getattr(ours, method)(**options) == getattr(theirs, method)(**options)
         model = ld.Model(ours)
         assert getattr(model, method)(**options) == getattr(ours, method)(**options)
+        assert str(ours) == str(theirs)
 
 
 def test_svg_names_shape_and_scalar_errors(tmp_path):

@@ -18,6 +18,10 @@ class ExprViews:
 
     __slots__ = ()
 
+    def __str__(self) -> str:
+        """The equation, as laddu's ``str(expr)``: ``str(a * x)`` is ``'a * x'``."""
+        return self.equation()
+
     # -- laddu's JSON (see laddu_dask.expr.exprjson) ---------------------------------------
     def to_json(self) -> str:
         """This expression as laddu 0.28.1's JSON text (a node list), which laddu reads.
