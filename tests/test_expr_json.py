@@ -50,6 +50,7 @@ CASES = {
     "cparameter": lambda lib: lib.cparameter("z") * lib.scalar("y"),
     "unary": lambda lib: (lib.scalar("x").sin() * lib.scalar("y").cos() + lib.scalar("x").exp()
                           - (-lib.scalar("y")).conj() + (lib.scalar("x") * 1j).imag() + lib.scalar("y") ** 3),
+    "negative power": lambda lib: lib.scalar("y") ** -2 + (lib.scalar("x") * 1j + 1.0) ** -3,
     "real parts": lambda lib: (lib.scalar("x") * (1 + 2j)).real() / lib.scalar("y"),
     "sqrt and log of a sign-changing scalar": lambda lib: lib.scalar("s").sqrt() + lib.scalar("s").log(),
     "sqrt of a square": lambda lib: (lib.scalar("x") * lib.scalar("x") + 1.0).sqrt(),
