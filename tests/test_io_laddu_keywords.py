@@ -506,20 +506,11 @@ def test_expressions_and_models_round_trip_through_json(case):
     assert back.parameters == model.parameters and list(back.parameters) == list(model.parameters)
 
 
-def test_vectors_round_trip_and_bad_json_is_a_model_error():
+def test_vectors_round_trip_through_json():
     p = ld.Vec4.event("beam") + ld.Vec4(1.0, 0.0, 0.0, ld.scalar("pz"))
     assert all(a is b for a, b in zip(ld.Vec4.from_json(p.to_json()), p, strict=True))
     q = ld.Vec3.event("beam")
     assert all(a is b for a, b in zip(ld.Vec3.from_json(json=q.to_json()), q, strict=True))
-    with pytest.raises(ModelError, match="Vec3.from_json needs the JSON Vec3.to_json writes"):
-        ld.Vec3.from_json(p.to_json())
-    with pytest.raises(ModelError, match="Expr.from_json needs laddu-dask's expression JSON"):
-        ld.Expr.from_json(laddu.scalar("x").to_json())  # a difference (README table): laddu's format
-    with pytest.raises(ModelError, match="Expr.from_json: not JSON"):
-        ld.Expr.from_json("{not json")
-    bad = ld.scalar("x").to_json().replace('"column"', '"bogus"')
-    with pytest.raises(ModelError, match="Expr.from_json: unknown operation 'bogus'"):
-        ld.Expr.from_json(bad)
     with pytest.raises(TypeError, match="from_json takes a JSON str, got dict"):
         ld.Expr.from_json({})
 

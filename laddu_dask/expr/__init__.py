@@ -8,6 +8,7 @@ Examples
 """
 
 from laddu_dask.expr.amplitudes import spherical_harmonic
+from laddu_dask.expr.exprjson import ExprNodeKind
 from laddu_dask.expr.kmatrix import f_vector, k_matrix, p_vector
 from laddu_dask.expr.linalg import Matrix, Vector, dot, matmul, matrix, matvec, solve, vector
 from laddu_dask.expr.lineshapes import (
@@ -76,6 +77,7 @@ __all__ = [
     "Model",
     "ParameterSpec",
     "Predicate",
+    "ExprNodeKind",
     "Vec3",
     "Vec4",
     "acos",

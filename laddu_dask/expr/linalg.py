@@ -114,6 +114,12 @@ class Vector:
         """The entry-wise complex conjugate."""
         return Vector([e.conj() for e in self.elements])
 
+    def to_json(self) -> str:
+        """laddu 0.28.1's JSON of the vector-valued expression (a ``Vector`` node)."""
+        from laddu_dask.expr.exprjson import to_json  # the format builds on this module
+
+        return to_json(self)
+
 
 class Matrix:
     """A matrix of per-event expressions (laddu's matrix-valued ``Expr``); build with :func:`matrix`.
@@ -190,6 +196,12 @@ class Matrix:
     def conj(self) -> Matrix:
         """The entry-wise complex conjugate."""
         return Matrix([[e.conj() for e in row] for row in self.rows])
+
+    def to_json(self) -> str:
+        """laddu 0.28.1's JSON of the matrix-valued expression (a ``Matrix`` node)."""
+        from laddu_dask.expr.exprjson import to_json  # the format builds on this module
+
+        return to_json(self)
 
     def column(self, col: int) -> Vector:
         """Column ``col`` as a :class:`Vector`."""

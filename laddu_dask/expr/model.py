@@ -233,14 +233,48 @@ class Model:
         """
         return _evaluator()(self, dataset, parameters, execution, real, True)
 
+    @property
+    def optimization_diagnostics(self) -> dict[str, Any]:
+        """laddu's outcome of its graph optimizer, with laddu's keys.  laddu-dask has no
+        equality search (the graph is interned and simplified as it is built), so ``rounds``
+        is 0, ``explored_nodes`` the nodes of the compiled graph and no exact solver ran."""
+        reason = "laddu-dask has no exact solver: the graph is simplified as it is built"
+        return {"rounds": 0, "explored_nodes": len(walk(self.expr)), "stop_reason": "no equality search",
+                "execution_exact": False, "execution_fallback": reason,
+                "normalization_exact": False, "normalization_fallback": reason}
+
+    def equation(self, *, colors: Any = None, style_rules: Any = None) -> str:
+        """:meth:`Expr.equation` of the model's expression."""
+        return self.source.equation(colors=colors, style_rules=style_rules)
+
+    def latex(self, *, colors: Any = None, style_rules: Any = None) -> str:
+        """:meth:`Expr.latex` of the model's expression."""
+        return self.source.latex(colors=colors, style_rules=style_rules)
+
+    def tree(self, *, colors: Any = None, expand_repeated: bool = True, style_rules: Any = None) -> str:
+        """:meth:`Expr.tree` of the model's expression."""
+        return self.source.tree(colors=colors, expand_repeated=expand_repeated, style_rules=style_rules)
+
+    def dot(self, *, colors: Any = None, expand_repeated: bool = True, style_rules: Any = None) -> str:
+        """:meth:`Expr.dot` of the model's expression."""
+        return self.source.dot(colors=colors, expand_repeated=expand_repeated, style_rules=style_rules)
+
+    def svg(self, path: Any, *, colors: Any = None, expand_repeated: bool = True,
+            style_rules: Any = None) -> None:
+        """:meth:`Expr.svg` of the model's expression."""
+        self.source.svg(path, colors=colors, expand_repeated=expand_repeated, style_rules=style_rules)
+
     def to_json(self) -> str:
-        """The model's source expression as JSON (laddu's ``Model.to_json``; the format of
-        :meth:`Expr.to_json <laddu_dask.expr.node.Expr.to_json>`)."""
-        return self.source.to_json()
+        """The model's expression (tags included) as laddu 0.28.1's JSON text, as laddu's
+        ``Model.to_json`` writes it (:meth:`Expr.to_json`)."""
+        from laddu_dask.expr.exprjson import to_json
+
+        return to_json(self.source)
 
     @staticmethod
     def from_json(json: str, *, exact_solver_seconds: float = 0.0) -> Model:
-        """The model :meth:`to_json` wrote (laddu's ``Model.from_json``).
+        """The model of laddu 0.28.1's JSON text (from laddu's ``Model.to_json`` or ours);
+        ``exact_solver_seconds`` as in the constructor.
 
         Examples
         --------
@@ -249,7 +283,12 @@ class Model:
         >>> ld.Model.from_json(json=m.to_json()).parameter_names
         ['a']
         """
-        return Model(Expr.from_json(json), exact_solver_seconds=exact_solver_seconds)
+        from laddu_dask.expr.exprjson import from_json
+
+        expr = from_json(json, "Model.from_json")
+        if not isinstance(expr, Expr):
+            raise ModelError(f"Model.from_json: a model is a scalar expression, got a {expr!r}")
+        return Model(expr, exact_solver_seconds=exact_solver_seconds)
 
     def __repr__(self) -> str:
         return (

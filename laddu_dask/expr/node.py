@@ -30,6 +30,7 @@ from typing import Any, Union
 import numpy as np
 
 from laddu_dask.errors import ModelError
+from laddu_dask.expr.expr_views import ExprViews
 from laddu_dask.expr.ops import COMPLEX, LEAVES, OPS, REAL, evaluate
 
 Number = int | float | complex
@@ -40,7 +41,7 @@ _LOCK = threading.Lock()
 _SERIAL = itertools.count()
 
 
-class Expr:
+class Expr(ExprViews):
     """A node of an expression graph (real- or complex-valued, per event).
 
     Build expressions with :func:`~laddu_dask.scalar`, :func:`~laddu_dask.parameter`,
@@ -167,7 +168,9 @@ class Expr:
     def __pos__(self) -> Expr:
         return self
 
-    def __pow__(self, other: ExprLike) -> Expr:
+    def __pow__(self, other: ExprLike, modulo: None = None) -> Expr:
+        if modulo is not None:
+            raise TypeError("pow() of an expression takes no modulo")
         if isinstance(other, (int, np.integer)) and not isinstance(other, bool):
             return powi(self, int(other))
         if isinstance(other, float) and other.is_integer() and abs(other) <= 64:
@@ -246,26 +249,6 @@ class Expr:
     def to_complex(self) -> Expr:
         """The same value as a complex number (so that ``sqrt`` and ``log`` continue analytically)."""
         return apply("to_complex", self)
-
-    def named(self, name: str) -> Expr:
-        """laddu's display name, which changes no value; laddu-dask prints no graph, so this is
-        the expression itself (``x.named("x") is x``)."""
-        if not isinstance(name, str):
-            raise TypeError(f"named() takes a str, got {type(name).__name__}")
-        return self
-
-    def to_json(self) -> str:
-        """This expression as JSON (the graph format of :mod:`laddu_dask.expr.serialize`)."""
-        from laddu_dask.expr.serialize import expr_to_json  # the format builds on this module
-
-        return expr_to_json(self)
-
-    @staticmethod
-    def from_json(json: str) -> Expr:
-        """The expression :meth:`to_json` wrote: the same interned node."""
-        from laddu_dask.expr.serialize import expr_from_json
-
-        return expr_from_json(json)
 
     # -- projection tags (laddu's names; see laddu_dask.expr.tags) -------------------------
     def tagged(self, tag: str) -> Expr:
@@ -464,6 +447,10 @@ def _simplify(op: str, args: tuple[Expr, ...], kind: str) -> Expr | None:
         return _zero(REAL)
     elif op == "to_complex" and a.kind == COMPLEX:
         return a
+    elif op == "complex" and _is(b, 0.0):  # x + 0i, and cos y + i sin y, written as JSON reads them
+        return apply("to_complex", a)
+    elif op == "complex" and a.op == "cos" and b.op == "sin" and a.args[0] is b.args[0]:
+        return apply("cis", a.args[0])
     return None
 
 

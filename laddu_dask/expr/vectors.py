@@ -20,9 +20,12 @@ Examples
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 from laddu_dask.errors import ModelError
+from laddu_dask.expr.exprjson import from_dict, to_dict
+from laddu_dask.expr.linalg import Vector
 from laddu_dask.expr.node import Expr, ExprLike, apply, as_expr, atan2, column
 
 P4_COMPONENTS = ("e", "px", "py", "pz")
@@ -107,18 +110,27 @@ class Vec3:
     def __repr__(self) -> str:
         return f"Vec3({self._x!r}, {self._y!r}, {self._z!r})"
 
-    def to_json(self) -> str:
-        """The components as JSON (laddu's ``Vec3.to_json``; :mod:`laddu_dask.expr.serialize`)."""
-        from laddu_dask.expr.serialize import components_to_json  # it builds on the node module
+    def as_expr(self) -> Vector:
+        """The components as a vector-valued expression (laddu's ``as_expr``): a
+        :class:`~laddu_dask.expr.linalg.Vector` ``[x, y, z]``, so ``v.as_expr()[0]`` is ``x``."""
+        return Vector(list(self))
 
-        return components_to_json("Vec3", self)
+    def to_json(self) -> str:
+        """laddu's JSON of the vector: ``{"x": <expr>, "y": <expr>, "z": <expr>}``."""
+        return _vector_json(self, ("x", "y", "z"))
 
     @staticmethod
     def from_json(json: str) -> Vec3:
-        """The vector :meth:`to_json` wrote."""
-        from laddu_dask.expr.serialize import components_from_json
+        """The vector of laddu's JSON text (:meth:`to_json`).
 
-        return Vec3(*components_from_json(json, "Vec3"))
+        Examples
+        --------
+        >>> import laddu_dask as ld
+        >>> v = ld.Vec3(1.0, ld.scalar("y"), 2.0)
+        >>> ld.Vec3.from_json(json=v.to_json()).py()
+        Expr(column 'y')
+        """
+        return Vec3(*_vector_parts(json, ("x", "y", "z"), "Vec3.from_json"))
 
     def __add__(self, other: Vec3) -> Vec3:
         return Vec3(*(a + b for a, b in zip(self, _vec3(other))))
@@ -192,6 +204,26 @@ class Vec3:
         return Vec4(_real(energy, "energy"), self._x, self._y, self._z)
 
 
+def _vector_json(vec: Vec3 | Vec4, keys: tuple[str, ...]) -> str:
+    return json.dumps({k: to_dict(e) for k, e in zip(keys, vec, strict=True)}, separators=(",", ":"))
+
+
+def _vector_parts(text: str, keys: tuple[str, ...], where: str) -> list[Expr]:
+    if not isinstance(text, (str, bytes, bytearray)):
+        raise ModelError(f"{where}: json must be a str, got {type(text).__name__}")
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ModelError(f"{where}: not JSON: {exc}") from None
+    if not isinstance(data, dict) or set(data) != set(keys):
+        raise ModelError(f"{where}: expected an object with the keys {list(keys)}, got {str(data)[:80]!r}")
+    parts = [from_dict(data[k], f"{where} ({k})") for k in keys]
+    for k, part in zip(keys, parts, strict=True):
+        if not isinstance(part, Expr):
+            raise ModelError(f"{where}: component {k!r} must be a scalar expression, got a {part!r}")
+    return parts
+
+
 def _vec3(other: object) -> Vec3:
     if not isinstance(other, Vec3):
         raise ModelError(f"expected a Vec3, got {type(other).__name__}")
@@ -259,26 +291,27 @@ class Vec4:
     def __repr__(self) -> str:
         return f"Vec4({self._e!r}, {self._px!r}, {self._py!r}, {self._pz!r})"
 
+    def as_expr(self) -> Vector:
+        """The components as a vector-valued expression (laddu's ``as_expr``): a
+        :class:`~laddu_dask.expr.linalg.Vector` ``[e, px, py, pz]``."""
+        return Vector(list(self))
+
     def to_json(self) -> str:
-        """The components as JSON (laddu's ``Vec4.to_json``; :mod:`laddu_dask.expr.serialize`).
+        """laddu's JSON of the four-vector: ``{"e": <expr>, "px": ..., "py": ..., "pz": ...}``."""
+        return _vector_json(self, P4_COMPONENTS)
+
+    @staticmethod
+    def from_json(json: str) -> Vec4:
+        """The four-vector of laddu's JSON text (:meth:`to_json`).
 
         Examples
         --------
         >>> import laddu_dask as ld
         >>> p = ld.Vec4.event("beam")
-        >>> [a is b for a, b in zip(ld.Vec4.from_json(json=p.to_json()), p)]
-        [True, True, True, True]
+        >>> ld.Vec4.from_json(json=p.to_json()).e()
+        Expr(column 'beam_e')
         """
-        from laddu_dask.expr.serialize import components_to_json
-
-        return components_to_json("Vec4", self)
-
-    @staticmethod
-    def from_json(json: str) -> Vec4:
-        """The four-vector :meth:`to_json` wrote."""
-        from laddu_dask.expr.serialize import components_from_json
-
-        return Vec4(*components_from_json(json, "Vec4"))
+        return Vec4(*_vector_parts(json, P4_COMPONENTS, "Vec4.from_json"))
 
     def __add__(self, other: Vec4) -> Vec4:
         return Vec4(*(a + b for a, b in zip(self, _vec4(other))))

@@ -1,0 +1,114 @@
+"""laddu's serialization and display methods of :class:`~laddu_dask.Expr`: ``to_json``,
+``from_json``, ``equation``, ``latex``, ``tree``, ``dot``, ``svg``, ``named``, ``shape``,
+``at``, ``[]`` and ``@`` (a base class of ``Expr``, so that ``node.py`` stays one idea).
+
+The work is done by :mod:`laddu_dask.expr.exprjson` and :mod:`laddu_dask.expr.display`,
+imported when a method is called (they build on the expression nodes).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from laddu_dask.errors import ModelError
+
+
+class ExprViews:
+    """laddu's serialization and display methods, inherited by :class:`~laddu_dask.Expr`."""
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        """The equation, as laddu's ``str(expr)``: ``str(a * x)`` is ``'a * x'``."""
+        return self.equation()
+
+    # -- laddu's JSON (see laddu_dask.expr.exprjson) ---------------------------------------
+    def to_json(self) -> str:
+        """This expression as laddu 0.28.1's JSON text (a node list), which laddu reads.
+
+        Examples
+        --------
+        >>> import laddu_dask as ld
+        >>> ld.scalar("x").to_json()
+        '{"root":0,"nodes":[{"EventScalar":"x"}],"metadata":[{"source":"Event","name":null,"tags":[]}]}'
+        """
+        from laddu_dask.expr.exprjson import to_json  # the format builds on this module
+
+        return to_json(self)
+
+    @staticmethod
+    def from_json(json: str) -> Any:
+        """The expression of laddu 0.28.1's JSON text (written by laddu or :meth:`to_json`).
+
+        A vector- or matrix-valued root gives a :class:`~laddu_dask.expr.linalg.Vector` or
+        :class:`~laddu_dask.expr.linalg.Matrix` of expressions.
+
+        Raises
+        ------
+        ModelError
+            For text that is not JSON or a node kind neither library writes, naming the node.
+
+        Examples
+        --------
+        >>> import laddu_dask as ld
+        >>> e = ld.parameter("a") * ld.scalar("x")
+        >>> ld.Expr.from_json(json=e.to_json()) is e
+        True
+        """
+        from laddu_dask.expr.exprjson import from_json
+
+        return from_json(json)
+
+    # -- display (laddu's names; see laddu_dask.expr.display) -----------------------------
+    def equation(self, *, colors: Any = None, style_rules: Any = None) -> str:
+        """The expression as a one-line equation, e.g. ``'|a * x + 1|^2'`` (printed without colors)."""
+        return _display("equation", self, colors, style_rules)
+
+    def latex(self, *, colors: Any = None, style_rules: Any = None) -> str:
+        """The expression as a LaTeX math-mode fragment (printed without colors)."""
+        return _display("latex", self, colors, style_rules)
+
+    def tree(self, *, colors: Any = None, expand_repeated: bool = True, style_rules: Any = None) -> str:
+        """An indented tree of the nodes of :meth:`to_json`, in laddu's layout."""
+        return _display("tree", self, colors, style_rules, expand_repeated=expand_repeated)
+
+    def dot(self, *, colors: Any = None, expand_repeated: bool = True, style_rules: Any = None) -> str:
+        """The expression graph as Graphviz DOT text, in laddu's layout."""
+        return _display("dot", self, colors, style_rules, expand_repeated=expand_repeated)
+
+    def svg(self, path: Any, *, colors: Any = None, expand_repeated: bool = True,
+            style_rules: Any = None) -> None:
+        """Write the graph to the SVG file ``path`` (with Graphviz where installed, else the tree)."""
+        _display("svg", self, colors, style_rules, path, expand_repeated=expand_repeated)
+
+    def named(self, name: str) -> Any:
+        """laddu's display name of the root node; laddu-dask keeps no names, so this is the
+        expression itself (names never change a value)."""
+        if not isinstance(name, str):
+            raise ModelError(f"a name must be a string, got {type(name).__name__} {name!r}")
+        return self
+
+    @property
+    def shape(self) -> tuple[()]:
+        """``()``: an expression is a scalar (vectors and matrices are ``Vector``/``Matrix``)."""
+        return ()
+
+    def at(self, row: int, col: int) -> Any:
+        """Matrix entries are taken from a ``Matrix``; a scalar expression has none."""
+        raise ModelError(f"at({row}, {col}): a scalar expression has no matrix elements")
+
+    def __getitem__(self, index: int) -> Any:
+        raise ModelError(f"[{index!r}]: a scalar expression has no vector components")
+
+    def __matmul__(self, other: object) -> Any:
+        raise TypeError("the @ operator needs matrix @ matrix, matrix @ vector or vector @ vector "
+                        f"operands, got a scalar expression @ {type(other).__name__}")
+
+    __rmatmul__ = __matmul__
+
+
+def _display(what: str, expr: Any, colors: Any, style_rules: Any, *args: Any, **kwargs: Any) -> Any:
+    from laddu_dask.expr import display  # the printers build on this module
+
+    display.check_style(colors, style_rules)
+    return getattr(display, what)(expr, *args, **kwargs)
