@@ -511,8 +511,6 @@ def test_vectors_round_trip_through_json():
     assert all(a is b for a, b in zip(ld.Vec4.from_json(p.to_json()), p, strict=True))
     q = ld.Vec3.event("beam")
     assert all(a is b for a, b in zip(ld.Vec3.from_json(json=q.to_json()), q, strict=True))
-    with pytest.raises(TypeError, match="from_json takes a JSON str, got dict"):
-        ld.Expr.from_json({})
 
 
 @pytest.mark.parametrize("spec", ["2 GiB", "60% available", "50%", 1000, ("percent_total", 10.0),

@@ -85,7 +85,7 @@ class ExprViews:
         """laddu's display name of the root node; laddu-dask keeps no names, so this is the
         expression itself (names never change a value)."""
         if not isinstance(name, str):
-            raise ModelError(f"a name must be a string, got {type(name).__name__} {name!r}")
+            raise TypeError(f"named() takes a str, got {type(name).__name__}")  # laddu: a TypeError
         return self
 
     @property
