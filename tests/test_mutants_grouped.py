@@ -156,3 +156,17 @@ def test_a_non_finite_term_leaves_the_other_rows_of_its_slice_exact():
     terms = np.array([[1.0, np.inf, 2.0, 0.5], [1e16, 1.0, -1e16, 0.25]])
     got = GroupedPartials.from_terms(np.zeros(4, np.int64), terms, (1, 2)).to_floats()
     assert got.tolist() == [[math.inf, math.fsum([1e16, 1.0, -1e16, 0.25])]]
+
+
+def test_a_group_of_more_than_two_million_terms_is_flushed_in_time_and_stays_exact():
+    """The dense path sums the top 32 bits of each term into float64 bins, exact for up to
+    2**21 terms of one sign and exponent; it empties the bins every 2**20 columns. Here 3 * 2**20
+    terms just below 2 whose 32nd bit varies (so a bin holding all of them would need 54 bits),
+    and one term cancelling their bulk: the sum must still be the correctly rounded one."""
+    n = 3 * 2**20
+    last_bit = (np.random.default_rng(5).random(n) < 0.5) * 2.0**-31
+    terms = np.empty((1, n + 1))
+    terms[0, :n] = np.nextafter(2.0, 0.0) - last_bit
+    terms[0, n] = -2.0 * n
+    got = GroupedPartials.from_terms(np.zeros(n + 1, dtype=np.int64), terms, (1, 1)).to_floats()
+    assert got[0, 0] == math.fsum(terms[0].tolist())

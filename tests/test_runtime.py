@@ -522,7 +522,7 @@ RUNTIME = Path(__file__).resolve().parents[1] / "laddu_dask" / "runtime"
 #: The runtime's modules, lowest first: each may import only those before it.
 LAYERS = ("accumulate", "finite", "grouped", "memory", "reduction", "direct_calls", "cuda_backend",
           "reducer", "preparation", "jobs", "wire", "placement", "dashboard", "worker", "threaded", "local",
-          "cluster", "execution",
+          "cluster", "execution", "capabilities",
           "normalization", "prepared", "__init__")
 
 #: Packages above the runtime, which it never imports (DESIGN.md: likelihood sits above it).
