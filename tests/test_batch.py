@@ -475,7 +475,7 @@ def test_restarts_and_bootstrap_from_the_config(tmp_path, sample):
     lik = ld.Likelihood([ld.NLL(ksks.model(fixed_lineshapes=True), data=data, accepted_mc=mc, name="data")])
     fits = lik.fit_restarts(2, lik.resolve({}), seed=3, method="migrad")  # the job's default method
     assert result["restarts"]["fvals"] == [f.fval for f in fits] and result["fval"] == fits.best.fval
-    replicas = lik.bootstrap_fit(2, fits.best.values, seed=3).fits
+    replicas = lik.bootstrap_fit(2, fits.best.values, seed=3, method="migrad").fits  # the job's method
     assert result["bootstrap"]["errors"] == replicas.spread() and result["bootstrap"]["valid"] == 2
     with pytest.raises(ConfigError, match=r"\[fit\] restarts"):
         load_config(write_config(tmp_path, sample, "[fit]\nrestarts = 0\n", name="bad.toml"))

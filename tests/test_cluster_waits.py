@@ -87,10 +87,10 @@ def test_fit_keywords_refuse_nan_and_out_of_range(keyword, value, message):
     """A NaN tolerance gave valid=True 1.6 above the minimum; now every fit entry refuses it
     (restarts and bins too, where a ParameterError would otherwise be a failed fit)."""
     model, data, mc, lik = _likelihood()
+    with pytest.raises(ParameterError, match=message):  # MIGRAD's options: MIGRAD's fit
+        lik.fit(method="migrad", **{keyword: value})
     with pytest.raises(ParameterError, match=message):
-        lik.fit(**{keyword: value})
-    with pytest.raises(ParameterError, match=message):
-        ld.fit_restarts(lik, restarts=2, **{keyword: value})
+        ld.fit_restarts(lik, restarts=2, method="migrad", **{keyword: value})
     with pytest.raises(ParameterError, match=message):
         ld.fit_bins(model, data=data, accepted_mc=mc, by=ld.scalar("x"), bins=[0.0, 0.5, 1.0],
                     **{keyword: value})
