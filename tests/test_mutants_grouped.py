@@ -79,6 +79,7 @@ def test_many_columns_in_several_slices_and_blocks(span):
 
 
 @pytest.mark.parametrize("span", [1, 300])
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # no overflow or invalid warning reaches the user
 def test_non_finite_terms_give_the_plain_sums(span):
     n = 600
     terms = np.ones((2, n))
@@ -94,6 +95,7 @@ def test_non_finite_terms_give_the_plain_sums(span):
 
 
 @pytest.mark.parametrize("span", [1, 300])
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # no overflow or invalid warning reaches the user
 def test_terms_above_two_to_the_1003_are_summed_exactly(span):
     """Bin sums of terms this large overflow: the exact slow path takes over; a group whose
     exact sum is beyond the float64 range gives inf."""
@@ -170,3 +172,13 @@ def test_a_group_of_more_than_two_million_terms_is_flushed_in_time_and_stays_exa
     terms[0, n] = -2.0 * n
     got = GroupedPartials.from_terms(np.zeros(n + 1, dtype=np.int64), terms, (1, 1)).to_floats()
     assert got[0, 0] == math.fsum(terms[0].tolist())
+
+
+@pytest.mark.parametrize("span", [1, 300])
+def test_float32_terms_are_summed_as_their_exact_float64_values(span):
+    """A float32 kernel's terms widen to float64 exactly before their bits are binned."""
+    rng = np.random.default_rng(61)
+    terms = (rng.normal(0.0, 1.0, (2, 900)) * 10.0 ** rng.integers(-8, 8, (2, 900))).astype(np.float32)
+    groups = np.arange(900) % span
+    got = GroupedPartials.from_terms(groups, terms, (span, 2)).to_floats()
+    np.testing.assert_array_equal(got, _reference(groups, terms.astype(np.float64), (span, 2)))

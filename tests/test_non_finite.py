@@ -127,6 +127,20 @@ def test_data_weights_whose_sum_overflows():
         lik.value([1.0])
 
 
+def test_overflowing_data_weights_name_every_file_of_the_data(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    paths = [tmp_path / f"part{i}.parquet" for i in range(2)]
+    for path in paths:
+        pq.write_table(pa.table({"x": np.full(2, 1e-3), "weight": np.full(2, 1e308)}), path)
+    lik = Likelihood([NLL(EXP, data=ld.read_parquet([str(p) for p in paths]),
+                          accepted_mc=Dataset.from_arrays(scalars={"x": _x()}), name="w")])
+    with pytest.raises(NonFiniteError, match=rf"^term 'w': the data weights \({paths[0]}, {paths[1]}\) "
+                                             r"sum to inf, beyond the float range$"):
+        lik.value([1.0])
+
+
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_zero_data_intensity_stays_a_non_positive_error(kernel):
     x = _x()
