@@ -256,3 +256,17 @@ def test_fits_one_by_one_show_progress_and_take_the_fit_options(lik, capsys):
     (limited,) = fit_each([lik], [None], method="lbfgsb", label="each", batch=False, max_calls=3)
     assert not limited.valid and "call limit reached" in limited.message
     assert capsys.readouterr().out == ""  # no progress unless asked for
+
+
+def test_bootstrap_refits_keep_the_parameters_bounds_unless_told_not_to():
+    """laddu's ``use_parameter_metadata``: by default each refit (laddu's L-BFGS-B) stays inside
+    the parameters' bounds; ``False`` drops them. Replica 0 of seed 11 has its minimum at
+    ``a = W_A / W_B = 3/7``, above the bound 0.3."""
+    model, data, mc = _classes()
+    bounded = model.with_parameters({"a": ld.ParameterUpdate(bounds=(1e-3, 0.3), initial=0.2)})
+    lik = ld.Likelihood([ld.NLL(bounded, data=data, accepted_mc=mc)])
+    (kept,) = lik.bootstrap_fit(1, seed=11).fits
+    (module_kept,) = bootstrap_fit(lik, 1, seed=11).fits  # ld.bootstrap_fit: the same defaults
+    (dropped,) = lik.bootstrap_fit(1, seed=11, use_parameter_metadata=False).fits
+    assert kept.values[0] == module_kept.values[0] == 0.3
+    assert dropped.values[0] == pytest.approx(3.0 / 7.0, rel=1e-6)
