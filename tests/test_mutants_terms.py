@@ -396,3 +396,11 @@ def test_a_term_takes_an_expression_as_its_model():
     assert value == pytest.approx(want, rel=1e-14) and grad[0] == pytest.approx(dwant, rel=1e-13)
     with pytest.raises(TypeError, match=r"^a likelihood term needs a Model or an expression, got str$"):
         NLL("a * x", data=_ds(XD), accepted_mc=_ds(XM))
+
+
+@pytest.mark.parametrize("role", ["data", "accepted_mc"])
+def test_a_sample_that_is_not_a_dataset_is_a_type_error_naming_the_term_and_its_role(role):
+    samples = {"data": _ds(XD), "accepted_mc": _ds(XM), role: np.array(XD)}
+    with pytest.raises(TypeError, match=rf"^term 'pwa': {role} must be a laddu_dask Dataset "
+                                        r"\(ld\.read_parquet or ld\.Dataset\.from_arrays\), got ndarray$"):
+        NLL(MODEL, name="pwa", **samples)
