@@ -385,3 +385,22 @@ def test_the_memory_decisions_name_the_term_and_the_role_of_each_dataset():
     term.with_data(_ds(XD2)).prepare(execution)  # a twin prepares its data only
     assert [d.dataset for d in execution.memory_decisions()] == \
         ["sig/data", "sig/accepted_mc", "sig/accepted_mc", "sig/data"]
+
+
+def test_a_term_takes_an_expression_as_its_model():
+    """laddu's terms take an ``Expr`` too: it is wrapped in a ``Model`` (same NLL, same names)."""
+    lik = Likelihood([NLL(A * X * X + 1.0, data=_ds(XD), accepted_mc=_ds(XM), name="e")])
+    value, grad = lik.value_and_gradient([0.7])
+    want, dwant = _nll_reference(0.7, XD, XM)
+    assert lik.parameter_names == ["a"]
+    assert value == pytest.approx(want, rel=1e-14) and grad[0] == pytest.approx(dwant, rel=1e-13)
+    with pytest.raises(TypeError, match=r"^a likelihood term needs a Model or an expression, got str$"):
+        NLL("a * x", data=_ds(XD), accepted_mc=_ds(XM))
+
+
+@pytest.mark.parametrize("role", ["data", "accepted_mc"])
+def test_a_sample_that_is_not_a_dataset_is_a_type_error_naming_the_term_and_its_role(role):
+    samples = {"data": _ds(XD), "accepted_mc": _ds(XM), role: np.array(XD)}
+    with pytest.raises(TypeError, match=rf"^term 'pwa': {role} must be a laddu_dask Dataset "
+                                        r"\(ld\.read_parquet or ld\.Dataset\.from_arrays\), got ndarray$"):
+        NLL(MODEL, name="pwa", **samples)
