@@ -229,3 +229,29 @@ def test_projection_histograms_on_a_cluster_equal_the_local_ones_bitwise(client,
         assert np.array_equal(np.asarray(h.fit.counts), ref_fit), (h.fit.counts, ref_fit)
         assert np.array_equal(np.asarray(h.data.errors), np.sqrt(_binned(xd, wd * wd)))
         assert np.array_equal(np.asarray(h.fit.errors), np.asarray(one.fit.errors))
+
+
+@pytest.mark.timeout(120)
+def test_a_streamed_dataset_never_gets_the_weight_sum_of_another_of_the_same_name(client, monkeypatch):
+    """Regression: the streamed weight sum's merge was keyed by the dataset's name alone
+    (``("weights-prop-data", 0, 0)`` for every term ``prop``).  While the client still held
+    that key from an earlier dataset (its future not yet released: a traceback kept by a
+    failed example, a preparation in another thread), Dask handed back the earlier sum,
+    and the NLL came out with the earlier ``N_w`` (once 33,003 for a one-event sample:
+    64936.3459206 for 2.1236559).  The earlier futures are held here for the whole test."""
+    held = []
+    get = client.get
+
+    def holding_get(*args, **kwargs):
+        futures = get(*args, **kwargs)
+        held.append(futures)
+        return futures
+
+    monkeypatch.setattr(client, "get", holding_get)
+    for n in (3 * 11001, 1):  # the larger sample first; unit weights: N_w = n
+        sizes = {"data": n, "mc": n}
+        values, grads = _evaluate(ld.Execution(client=client, normalization="general"), sizes, sizes,
+                                  "unit", "streaming", 1)
+        value, grad = _reference(sizes, "unit", POINT)
+        assert values[0] == value and np.array_equal(grads[0], grad), (n, values, value)
+    assert held  # the preparations went through the client, whose futures were kept
