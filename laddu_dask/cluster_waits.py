@@ -226,13 +226,18 @@ def _wait_for_futures(client: Any, pending: dict[Hashable, tuple[str | None, Any
             wait([f for _, f in left.values()], timeout=min(POLL, deadline.remaining()),
                  return_when="FIRST_COMPLETED")
             quiet = False
-        except TimeoutError:
+        except TimeoutError as err:
+            # distributed's sync() raises it with its own frame in the traceback, a frame its
+            # closure refers to: a cycle that kept these futures (and their keys on the
+            # cluster) until the garbage collector ran.  Without the traceback they go at once.
+            err.__traceback__ = None
             quiet = True
         for key, (addr, fut) in list(left.items()):
             if fut.status == "finished":
                 try:
                     results[key] = fut.result(timeout=POLL)
-                except TimeoutError:  # its worker went away: found below, or fetched next time
+                except TimeoutError as err:  # its worker went away: found below, or fetched next time
+                    err.__traceback__ = None  # the cycle of the wait above
                     continue
                 if on_result is not None:
                     on_result(key, results[key])

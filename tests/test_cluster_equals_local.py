@@ -229,3 +229,65 @@ def test_projection_histograms_on_a_cluster_equal_the_local_ones_bitwise(client,
         assert np.array_equal(np.asarray(h.fit.counts), ref_fit), (h.fit.counts, ref_fit)
         assert np.array_equal(np.asarray(h.data.errors), np.sqrt(_binned(xd, wd * wd)))
         assert np.array_equal(np.asarray(h.fit.errors), np.asarray(one.fit.errors))
+
+
+@pytest.mark.timeout(120)
+def test_a_streamed_dataset_never_gets_the_weight_sum_of_another_of_the_same_name(client, monkeypatch):
+    """Regression: the streamed weight sum's merge was keyed by the dataset's name alone
+    (``("weights-prop-data", 0, 0)`` for every term ``prop``).  While the client still held
+    that key from an earlier dataset (its future not yet released: on a loaded machine, kept
+    by the cycle of a timed-out wait until the garbage collector ran, see the next test; or a
+    preparation in another thread), Dask handed back the earlier sum, and the NLL came out
+    with the earlier ``N_w`` (33,003 for a one-event sample: 64936.3459206 for 2.1236559, as
+    in a full-suite run).  The earlier futures are held here for the whole test."""
+    held = []
+    get = client.get
+
+    def holding_get(*args, **kwargs):
+        futures = get(*args, **kwargs)
+        held.append(futures)
+        return futures
+
+    monkeypatch.setattr(client, "get", holding_get)
+    for n in (3 * 11001, 1):  # the larger sample first; unit weights: N_w = n
+        sizes = {"data": n, "mc": n}
+        values, grads = _evaluate(ld.Execution(client=client, normalization="general"), sizes, sizes,
+                                  "unit", "streaming", 1)
+        value, grad = _reference(sizes, "unit", POINT)
+        assert values[0] == value and np.array_equal(grads[0], grad), (n, values, value)
+    assert held  # the preparations went through the client, whose futures were kept
+
+
+@pytest.mark.timeout(120)
+def test_a_timed_out_wait_does_not_keep_the_preparation_futures(client, monkeypatch):
+    """On a loaded machine the 0.5 s polls of a preparation's wait time out; distributed's
+    ``sync`` raised that TimeoutError with a cycle through its traceback that kept the
+    futures (and their keys on the cluster) until the garbage collector ran, long enough
+    for the next dataset of the same name to be handed their sums.  Here every poll times
+    out and the collector is off: the keys must still go when the evaluation is done."""
+    import asyncio
+    import gc
+
+    timeouts = []
+    wait = distributed.wait
+
+    def short_wait(futures, timeout=None, return_when="ALL_COMPLETED"):
+        try:
+            return wait(futures, timeout=1e-4, return_when=return_when)
+        except TimeoutError:
+            timeouts.append(1)
+            raise
+
+    monkeypatch.setattr(distributed, "wait", short_wait)
+    gc.collect()
+    gc.disable()
+    try:
+        sizes = {"data": 5, "mc": 5}
+        _evaluate(ld.Execution(client=client, normalization="general"), sizes, sizes, "unit",
+                  "streaming", 1)
+        client.sync(asyncio.sleep, 0)  # the client's loop has run the releases queued before
+        held = [k for k in client.refcount if "weights-" in str(k)]
+    finally:
+        gc.enable()
+    assert timeouts, "no wait timed out: the test's premise failed"
+    assert held == []

@@ -613,3 +613,24 @@ def test_failed_write_leaves_no_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="does not exist"):
         ds.write_parquet(tmp_path / "missing" / "out.parquet")
     assert os.listdir(tmp_path) == []
+
+
+def test_a_new_execution_at_a_collected_ones_address_gets_its_own_preparation(monkeypatch):
+    """A term keeps its preparation per execution.  It was keyed by ``id(execution)``, which
+    CPython gives to a new execution once the old one is collected: the new (float64)
+    execution then evaluated the old (float32) preparation.  ``id`` is made to answer the
+    same for every object here, as it does for a recycled address."""
+    import laddu_dask.likelihood.terms as terms
+
+    monkeypatch.setattr(terms, "id", lambda obj: 0, raising=False)
+    xd, xm = np.linspace(0.1, 1.0, 7), np.linspace(0.2, 1.0, 9)
+    nll = NLL(Model(parameter("a") * scalar("x") * scalar("x") + 0.3),
+              data=Dataset.from_arrays(scalars={"x": xd}), accepted_mc=Dataset.from_arrays(scalars={"x": xm}),
+              name="t")
+    a = 1.1
+    s_data, s_mc = math.fsum(np.log(a * xd * xd + 0.3)), math.fsum(a * xm * xm + 0.3)
+    expected = -2.0 * (s_data - len(xd) * math.log(s_mc))
+    single = Likelihood([nll], execution=Execution(precision="f32")).value_and_gradient(np.array([a]))[0]
+    assert single != expected  # float32 differs in the last digits: what the next line tells apart
+    value = Likelihood([nll], execution=Execution()).value_and_gradient(np.array([a]))[0]
+    assert value == pytest.approx(expected, rel=1e-13, abs=0.0)

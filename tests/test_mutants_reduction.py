@@ -12,8 +12,9 @@ import re
 import dask
 import pytest
 
+import laddu_dask as ld
 from laddu_dask.runtime.accumulate import ExactPartials
-from laddu_dask.runtime.reduction import merge_list, tree_graph, unique_name
+from laddu_dask.runtime.reduction import merge_list, object_token, tree_graph, unique_name
 
 
 def test_unique_name_is_the_prefix_a_dash_and_a_new_number_each_call():
@@ -21,6 +22,36 @@ def test_unique_name_is_the_prefix_a_dash_and_a_new_number_each_call():
     a, b = re.fullmatch(r"nll-(\d+)", first), re.fullmatch(r"nll-(\d+)", second)
     assert a is not None and b is not None
     assert int(b.group(1)) == int(a.group(1)) + 1
+
+
+class _Model:
+    """A plain object of fixed size."""
+
+
+def _recycled(make):
+    """The token of an object taken while it lived, and an object allocated at its address
+    after it was collected (CPython hands a freed slot to the next object of its size; a
+    background thread may take it first, so the pair is tried again)."""
+    for k in range(0, 2000, 2):
+        first = make(k)
+        address, token = id(first), object_token(first)
+        del first
+        second = make(k + 1)
+        if id(second) == address:
+            return token, second
+        del second
+    pytest.fail("no object was allocated at a freed address")
+
+
+@pytest.mark.parametrize("make", [lambda k: _Model(),
+                                  lambda k: ld.scalar(f"recycled_{k}")], ids=["object", "expr"])
+def test_object_token_is_never_given_to_an_object_at_a_recycled_address(make):
+    """Graph keys of results (histograms, event arrays, binned fills) name their expressions
+    and models by this token: by ``id`` they named a new model with the work (and, on a
+    cluster, the still-held result) of a collected one."""
+    token, second = _recycled(make)
+    assert object_token(second) != token
+    assert object_token(second) == object_token(second)
 
 
 def test_merge_list_of_one_part_and_of_several_is_the_exact_sum():

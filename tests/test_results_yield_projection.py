@@ -460,3 +460,22 @@ def test_new_names_are_laddus():
                        (ld.CrossSection, ("project", "rate_closure", "combine"))):
         for n in names:
             assert hasattr(getattr(laddu, cls.__name__), n) and hasattr(cls, n), (cls.__name__, n)
+
+
+def test_a_cross_sections_projections_are_not_handed_to_another_expression(pair, gens, monkeypatch):
+    """``projections=`` keeps the projections for a matching ``project()``.  The match was by
+    ``id`` of each axis expression, which a new expression gets once the old one is
+    collected (interned expressions are held weakly): ``project()`` on another coordinate
+    then returned the old one's bins.  ``id`` answers alike for every object here, as for a
+    recycled address."""
+    import laddu_dask.results.yields as yields_module
+
+    monkeypatch.setattr(yields_module, "id", lambda obj: 0, raising=False)
+    ours, _ = pair
+    lum = ld.Luminosity(2.5, ld.AreaUnit.NANOBARN)
+    on_x, on_c = [ld.Axis(ld.scalar("x"), edges=X_EDGES)], [ld.Axis(ld.scalar("c"), edges=X_EDGES)]
+    early = ours.cross_section("t", gens[0], lum, POINT, projections={"p": on_x})
+    fresh = ours.cross_section("t", gens[0], lum, POINT).project({"p": on_c})["p"]
+    assert np.array_equal(early.project({"p": on_c})["p"].total.central, fresh.total.central)
+    # the two coordinates' bins differ: a projection handed over would be seen
+    assert not np.array_equal(early.project({"p": on_x})["p"].total.central, fresh.total.central)

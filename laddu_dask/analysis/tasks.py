@@ -26,6 +26,7 @@ Examples
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -144,11 +145,14 @@ def fit_as_tasks(likelihoods: Sequence[Likelihood], starts: Sequence[Sequence[fl
     client = likelihoods[0].execution.client
     groups = _groups(likelihoods)  # the fits of one likelihood are one task: prepared once
     futures = []
+    # keys unique to this call: an id() is reused once its object is collected, and a key a
+    # client still holds would hand back the earlier fit's result
+    batch = uuid.uuid4().hex
     for n, members in enumerate(groups):
         recipe = FitRecipe.of(likelihoods[members[0]])
         futures.append(client.submit(_fits_on_worker, recipe, [list(starts[i]) for i in members], method,
                                      dict(options), failures, pure=False,
-                                     key=f"laddu-dask-fit-{label.replace(' ', '-')}-{n}-{id(futures)}"))
+                                     key=f"laddu-dask-fit-{label.replace(' ', '-')}-{n}-{batch}"))
     results: list[FitResult | None] = [None] * len(likelihoods)
 
     def arrived(n: int, fitted: list[FitResult]) -> None:

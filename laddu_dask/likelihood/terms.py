@@ -56,6 +56,7 @@ from laddu_dask.runtime.prepared import (
     ReductionRequest,
     reduce_many,
 )
+from laddu_dask.runtime.reduction import object_token
 
 LOG = ReductionPlan.weighted_log_positive_real()
 #: The accepted-MC sum: any finite intensity (see the module docstring).
@@ -114,7 +115,9 @@ class _Term(MinuitCost):
         # a missing column is reported now, naming the file, not at the first evaluation
         for ds in (self.data, self.accepted_mc):
             ds.schema.require(self.compiled.columns, ", ".join(ds.sources))
-        self._prepared: dict[int, _Prepared] = {}
+        # by the execution's object_token: an id() would be that of a new execution once the
+        # old one is collected, which would then get the old one's preparation
+        self._prepared: dict[str, _Prepared] = {}
         self._alone: Any = None
         self._mc_from: _Term | None = None
 
@@ -165,14 +168,15 @@ class _Term(MinuitCost):
         With ``with_gradient`` (what the first evaluation asks for), the kernel it calls
         compiles on a background thread while the datasets are prepared.
         """
-        hit = self._prepared.get(id(execution))
+        hit = self._prepared.get(object_token(execution))
         if hit is not None:
             return hit
         if self._mc_from is not None:  # a twin of with_data: only its data is new
             source = self._mc_from.prepare(execution, with_gradient)
             pd = source.model.prepare_dataset(execution, self.data, name=f"{self.name}/data")
-            self._prepared = {id(execution): _Prepared(source.model, pd, source.mc, source.stats)}
-            return self._prepared[id(execution)]
+            hit = _Prepared(source.model, pd, source.mc, source.stats)
+            self._prepared = {object_token(execution): hit}
+            return hit
         pm = PreparedModel.prepare(self.compiled, execution)
         if with_gradient is not None:
             pm.compile_ahead(execution, with_gradient, repr(self.name))
@@ -192,7 +196,7 @@ class _Term(MinuitCost):
                 "has zero total weight, so the intensity cannot be normalised"
             )
         prepared = _Prepared(pm, pd, pmc, stats)
-        self._prepared = {id(execution): prepared}
+        self._prepared = {object_token(execution): prepared}
         return prepared
 
     def requests(self, execution: Execution, params: Any, with_gradient: bool) -> list[ReductionRequest]:

@@ -52,6 +52,7 @@ from laddu_dask.runtime.grouped import GroupedPartials
 from laddu_dask.runtime.memory import decide_storage, format_bytes
 from laddu_dask.runtime.prepared import auto_chunk_size, budget_chunk
 from laddu_dask.runtime.reducer import Params, PartitionReducer
+from laddu_dask.runtime.reduction import object_token
 
 #: The rows every fill sums first: ``w``, ``1`` (the events) and ``w^2``.
 BASE_ROWS = 3
@@ -240,9 +241,9 @@ def fill_layer(dataset: Dataset, grids: Sequence[Sequence[Axis]], evaluations: S
     loads, keys = dataset.partition_graph(columns, real_dtype(precision), name="laddu-binned-load")
     rows = BASE_ROWS + sum(ev.rows for ev in evaluations)
     shapes = [(int(np.prod([a.bins for a in grid])), rows) for grid in grids]
-    token = tokenize(keys[0][0] if keys else tag, [id(e) for e in exprs],
+    token = tokenize(keys[0][0] if keys else tag, [object_token(e) for e in exprs],
                      [[c[1].tolist() for c in g] for g in spec],
-                     [(id(ev.reducer), [p.values for p in ev.points], ev.with_gradient)
+                     [(object_token(ev.reducer), [p.values for p in ev.points], ev.with_gradient)
                       for ev in evaluations])
     name = f"laddu-binned-{tag}-{token}"
     evs = tuple(evaluations)

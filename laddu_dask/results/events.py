@@ -41,6 +41,7 @@ from laddu_dask.runtime.execution import Execution
 from laddu_dask.runtime.preparation import prepare_batch
 from laddu_dask.runtime.prepared import PreparedModel
 from laddu_dask.runtime.reducer import Params, PartitionReducer, PreparedPartition
+from laddu_dask.runtime.reduction import object_token
 
 
 def host(array: Any) -> np.ndarray:
@@ -92,7 +93,7 @@ def _blocks(pm: PreparedModel, dataset: Dataset, params: Any,
     point = pm._params(params)
     loads, load_keys = dataset.partition_graph(pm.compiled.columns, real_dtype(pm.precision),
                                                name="laddu-project-load")
-    token = tokenize(load_keys[0][0], id(pm), point.values, rows)
+    token = tokenize(load_keys[0][0], object_token(pm), point.values, rows)
     name = f"laddu-project-{token}"
     layer = {(name, i): (_block, key, pm.reducer, point, rows) for i, key in enumerate(load_keys)}
     graph = HighLevelGraph.merge(loads, HighLevelGraph({name: layer}, {name: set(loads.layers)}))

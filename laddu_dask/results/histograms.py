@@ -50,6 +50,7 @@ from laddu_dask.likelihood.terms import ExtendedNLL
 from laddu_dask.results.events import _block
 from laddu_dask.results.integrals import Selection, check_tags, find_term
 from laddu_dask.runtime.reducer import Params, PartitionReducer
+from laddu_dask.runtime.reduction import object_token
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,8 @@ def _layer(dataset: Dataset, expr: Expr, edges: np.ndarray, selection: Selection
     dataset.schema.require(columns, ", ".join(dataset.sources))
     precision = "f64" if selection is None else selection.model.precision
     loads, keys = dataset.partition_graph(columns, real_dtype(precision), name="laddu-hist-load")
-    token = tokenize(keys[0][0] if keys else tag, id(expr), edges.tolist(), id(selection))
+    token = tokenize(keys[0][0] if keys else tag, object_token(expr), edges.tolist(),
+                     None if selection is None else object_token(selection))
     name = f"laddu-hist-{tag}-{token}"
     layer: dict[Any, Any] = {(name, i): (_fill, key, expr, edges, reducer, point)
                              for i, key in enumerate(keys)}

@@ -349,9 +349,10 @@ def yield_context(likelihood: Any, term_name: str, *, generated_mc: Dataset, par
 
 
 def _request_key(requests: Mapping[str, Any], components: Mapping[str, Sequence[str]] | None) -> tuple:
-    """What identifies a set of projections (expressions are hash-consed: one per structure)."""
+    """What identifies a set of projections (expressions are hash-consed: one per structure,
+    whose serial number no other expression of this process gets, unlike its id)."""
     def group(axes: Any) -> tuple:
-        return tuple((id(a.expr), tuple(a.edges)) for a in axis_group(axes))
+        return tuple((a.expr.serial, tuple(a.edges)) for a in axis_group(axes))
     comps = tuple(sorted((k, tuple(sorted(set(v)))) for k, v in (components or {}).items()))
     return tuple((name, group(axes)) for name, axes in requests.items()), comps
 

@@ -236,7 +236,11 @@ class ClusterRunner(Runner):
             loads, load_keys = dataset.partition_graph([], np.float64, name=f"load-{key_label(name)}")
             leaves = {("weights-" + key[0].removeprefix("load-"), key[1]): (weight_sum, key)
                       for key in load_keys}
-            tree, root = tree_graph(leaves, self.split_every, merge_list, f"weights-{key_label(name)}")
+            # the merges are named by the loads' token (the dataset's origin and layout), never by
+            # the dataset's name alone: a key the client still holds from another dataset of the
+            # same name would hand back that dataset's sum (Dask keeps the result it has)
+            first = next(iter(leaves), (f"weights-{key_label(name)}",))[0]
+            tree, root = tree_graph(leaves, self.split_every, merge_list, f"{first}-merge")
             [total] = _gathered(self.client, self.client.get({**dict(loads), **tree}, [root], sync=False),
                                 what)
             nbytes, sum_w = 0, float(total.to_floats()[0])

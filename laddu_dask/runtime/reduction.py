@@ -18,15 +18,41 @@ Examples
 from __future__ import annotations
 
 import itertools
+import threading
+import uuid
+import weakref
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 _COUNTER = itertools.count()
+_TOKENS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_TOKENS_LOCK = threading.Lock()
 
 
 def unique_name(prefix: str) -> str:
     """A graph-key prefix unique in this process (results on a cluster never collide)."""
     return f"{prefix}-{next(_COUNTER)}"
+
+
+def object_token(obj: Any) -> str:
+    """A token naming ``obj`` in graph keys for as long as it lives, never given to another.
+
+    ``id(obj)`` is no such name: once ``obj`` is collected, its id goes to the next object
+    allocated there, and a key built from it names the new object's work too.  Dask keeps
+    the result a client still holds under a key, so the new work would get the old result.
+
+    Examples
+    --------
+    >>> class Model: ...
+    >>> a = Model()
+    >>> object_token(a) == object_token(a), object_token(a) == object_token(Model())
+    (True, False)
+    """
+    with _TOKENS_LOCK:
+        token = _TOKENS.get(obj)
+        if token is None:
+            token = _TOKENS[obj] = uuid.uuid4().hex
+        return token
 
 
 def merge_list(parts: list[Any]) -> Any:
