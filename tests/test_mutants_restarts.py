@@ -270,3 +270,16 @@ def test_bootstrap_refits_keep_the_parameters_bounds_unless_told_not_to():
     (dropped,) = lik.bootstrap_fit(1, seed=11, use_parameter_metadata=False).fits
     assert kept.values[0] == module_kept.values[0] == 0.3
     assert dropped.values[0] == pytest.approx(3.0 / 7.0, rel=1e-6)
+
+
+def test_restarts_keep_the_parameters_bounds_unless_told_not_to():
+    """``fit_restarts`` (the method and ``ld.fit_restarts``) passes laddu's fit settings to
+    every fit: by default the bounds hold, ``use_parameter_metadata=False`` drops them. The
+    minimum of the twelve events is at ``a = W_A / W_B = 1``, above the bound 0.3."""
+    model, data, mc = _classes()
+    bounded = model.with_parameters({"a": ld.ParameterUpdate(bounds=(1e-3, 0.3), initial=0.2)})
+    lik = ld.Likelihood([ld.NLL(bounded, data=data, accepted_mc=mc)])
+    kept, module_kept = lik.fit_restarts(1, seed=2), fit_restarts(lik, 1, seed=2)
+    dropped = lik.fit_restarts(1, seed=2, use_parameter_metadata=False)
+    assert kept[0].values[0] == module_kept[0].values[0] == 0.3
+    assert dropped[0].values[0] == pytest.approx(1.0, rel=1e-6)
