@@ -283,3 +283,13 @@ def test_restarts_keep_the_parameters_bounds_unless_told_not_to():
     dropped = lik.fit_restarts(1, seed=2, use_parameter_metadata=False)
     assert kept[0].values[0] == module_kept[0].values[0] == 0.3
     assert dropped[0].values[0] == pytest.approx(1.0, rel=1e-6)
+
+
+def test_bootstrap_refits_take_laddus_terminators():
+    """``terminators=[ld.ganesh.MaxSteps(1)]`` reaches every refit: each stops after one step."""
+    model, data, mc = _classes()
+    lik = ld.Likelihood([ld.NLL(model, data=data, accepted_mc=mc)])
+    (one_step,) = lik.bootstrap_fit(1, seed=11, terminators=[ld.ganesh.MaxSteps(1)]).fits
+    (free,) = lik.bootstrap_fit(1, seed=11).fits
+    assert one_step.terminal_message == "Message: Maximum number of steps reached (1)"
+    assert not one_step.converged and free.converged
