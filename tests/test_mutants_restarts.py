@@ -230,15 +230,15 @@ def test_fits_that_run_as_tasks_are_handed_everything_they_need(lik, monkeypatch
 
 def test_fits_one_by_one_record_a_failure_and_go_on(lik):
     heard = []
-    ensemble = fit_each([lik, lik], [{"a": -1.0}, None], method="lbfgsb", label="each", message="said",
+    ensemble = fit_each([lik, lik], [{"a": -1.0}, None], method="migrad", label="each", message="said",
                         batch=False, progress=lambda i, n, r: heard.append((i, n, r.valid)))
     failed, fit = ensemble
     assert failed.message == \
         "failed: ParameterError: start value -1.0 of 'a' lies outside its bounds [0.001, 1000]"
     assert (failed.named_parameters, failed.method, failed.parameter_names, failed.valid) == \
-        ({"a": -1.0}, "lbfgsb", ["a"], False)
+        ({"a": -1.0}, "migrad", ["a"], False)  # the method asked for, not the default
     assert (failed.converged, failed.outcome, failed.standard_errors) == (False, "failed", None)
-    assert fit.valid and fit.method == "lbfgsb"
+    assert fit.valid and fit.method == "migrad"
     assert fit.named_parameters["a"] == pytest.approx(6.0 / 6.0, rel=1e-4)  # a = W_A / W_B = 6 / 6
     assert heard == [(0, 2, False), (1, 2, True)]
     assert ensemble.parameter_names == ["a"] and ensemble.starts.tolist() == [[-1.0], [1.25]]
