@@ -403,20 +403,7 @@ class Recorded(Bowl):
         return super().value(x)
 
 
-@pytest.mark.parametrize(
-    "method",
-    [
-        "LBFGSBConfig",
-        "NelderMeadConfig",
-        "ConjugateGradientConfig",
-        "TrustRegionConfig",
-        "CMAESConfig",
-        "DifferentialEvolutionConfig",
-        "SimulatedAnnealingConfig",
-        "PSOConfig",
-        "AdamConfig",
-    ],
-)
+@pytest.mark.parametrize("method", [name for name in SIGNED if name.endswith("Config")])
 def test_no_method_evaluates_outside_the_bounds(method):
     bowl = Recorded()
     steps = [g.MaxSteps(300)] if method in ("DifferentialEvolutionConfig", "PSOConfig") else []

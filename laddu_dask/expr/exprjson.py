@@ -361,13 +361,18 @@ def from_json(text: str | bytes, where: str = "Expr.from_json") -> Expr | Vector
         For text that is not JSON, a node kind neither library writes (naming the node),
         a reference to a node that does not come earlier, or a malformed node.
     """
+    return from_dict(parse_json(text, where), where)
+
+
+def parse_json(text: str | bytes, where: str) -> Any:
+    """The value of the JSON ``text`` a ``from_json`` was given (``ModelError`` naming ``where``
+    when it is not a string or not JSON)."""
     if not isinstance(text, (str, bytes, bytearray)):
         raise ModelError(f"{where}: json must be a str, got {type(text).__name__}")
     try:
-        data = _json.loads(text)
+        return _json.loads(text)
     except ValueError as exc:
         raise ModelError(f"{where}: not JSON: {exc}") from None
-    return from_dict(data, where)
 
 
 # ---------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ import json
 from collections.abc import Iterator
 
 from laddu_dask.errors import ModelError
-from laddu_dask.expr.exprjson import from_dict, to_dict
+from laddu_dask.expr.exprjson import from_dict, parse_json, to_dict
 from laddu_dask.expr.linalg import Vector
 from laddu_dask.expr.node import Expr, ExprLike, apply, as_expr, atan2, column
 
@@ -209,12 +209,7 @@ def _vector_json(vec: Vec3 | Vec4, keys: tuple[str, ...]) -> str:
 
 
 def _vector_parts(text: str, keys: tuple[str, ...], where: str) -> list[Expr]:
-    if not isinstance(text, (str, bytes, bytearray)):
-        raise ModelError(f"{where}: json must be a str, got {type(text).__name__}")
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise ModelError(f"{where}: not JSON: {exc}") from None
+    data = parse_json(text, where)
     if not isinstance(data, dict) or set(data) != set(keys):
         raise ModelError(f"{where}: expected an object with the keys {list(keys)}, got {str(data)[:80]!r}")
     parts = [from_dict(data[k], f"{where} ({k})") for k in keys]
