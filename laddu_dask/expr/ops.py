@@ -30,6 +30,7 @@ Examples
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -291,7 +292,14 @@ def evaluate(op: str, values: list, attr: Any = None) -> Any:
     env.update({f"v{i}": v for i, v in enumerate(values)})
     src = SPEC[op].value.format(*[f"v{i}" for i in range(len(values))], attr=attr)
     with np.errstate(all="ignore"):
-        return eval(src, env)  # noqa: S307 - a template of the spec
+        return eval(_compiled(src), env)  # noqa: S307 - a template of the spec
+
+
+@functools.lru_cache(maxsize=1024)
+def _compiled(src: str) -> Any:
+    """``src`` compiled once (run as a code object, an interrupt inside it is an ordinary one:
+    see :mod:`laddu_dask.jobs.interrupts`)."""
+    return compile(src, "<laddu-dask constant fold>", "eval")
 
 
 # ---------------------------------------------------------------------------------------

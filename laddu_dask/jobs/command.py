@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 
 from laddu_dask.jobs.cluster import job_script
 from laddu_dask.jobs.config import load_config
-from laddu_dask.jobs.interrupts import sigint_raises
+from laddu_dask.jobs.interrupts import forget_caught_interrupt, sigint_raises
 from laddu_dask.jobs.run import default_output, print_summary, run_fit
 from laddu_dask.jobs.schema import ConfigError, FitRunError, one_line
 
@@ -74,6 +74,7 @@ def run_command(prog: str, body: Callable[[], int], *, debug: bool = False,
         with sigint_raises():
             return body()
     except KeyboardInterrupt as exc:
+        forget_caught_interrupt()  # else `python -m` ends by SIGINT at exit, not with 130
         error: BaseException = exc
         status, message = EXIT_INTERRUPTED, f"interrupted (SIGINT); {interrupted}"
     except ConfigError as exc:

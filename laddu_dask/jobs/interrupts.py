@@ -12,6 +12,12 @@ distributed's own cancel callback fail (``NameError: cannot access free variable
 and tornado logs that traceback over the one line the command prints.  Within the block
 that one record is dropped (:class:`DistributedCancelRace`); every other log record stays.
 
+CPython (3.11 at least) remembers a :class:`KeyboardInterrupt` that escaped code run from
+source text (``exec``/``eval`` of a string: ``dataclasses`` and ``namedtuple`` build their
+methods so), even once the command caught it; ``python -m laddu_dask.cli`` then ended by
+SIGINT at exit (status -2 for a parent process) in place of the 130 it returned.
+:func:`forget_caught_interrupt` clears that record once the interrupt has been handled.
+
 Examples
 --------
 >>> import signal
@@ -30,7 +36,7 @@ import signal
 import threading
 from collections.abc import Iterator
 
-__all__ = ["DistributedCancelRace", "sigint_raises"]
+__all__ = ["DistributedCancelRace", "forget_caught_interrupt", "sigint_raises"]
 
 
 class DistributedCancelRace(logging.Filter):
@@ -68,3 +74,13 @@ def sigint_raises() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, before if before is not None else signal.SIG_DFL)
+
+
+def forget_caught_interrupt() -> None:
+    """Tell the interpreter that the last :class:`KeyboardInterrupt` was handled.
+
+    CPython records an interrupt that escaped code run from a string, and ``python -m``
+    re-raises SIGINT at exit when that record is set, whatever status the program chose; any
+    later run of source text resets the record, so this runs an empty one.
+    """
+    exec("pass", {})  # noqa: S102 - an empty constant string, to reset CPython's record
