@@ -344,3 +344,7 @@ from laddu_dask import io  # noqa: E402 - the facade's last layer: it re-exports
 __all__ += ["io"]
 # laddu's parameter draws of a bootstrap or an MCMC run (issue 24)
 __all__ += ["Ensemble"]
+# laddu's amplitudes module, GPU discovery and expression display styles (issue 24)
+from laddu_dask import amplitudes  # noqa: E402 - the facade's last layer: it re-exports the expr layer's builders
+
+__all__ += ["amplitudes"]
