@@ -346,5 +346,6 @@ __all__ += ["io"]
 __all__ += ["Ensemble"]
 # laddu's amplitudes module, GPU discovery and expression display styles (issue 24)
 from laddu_dask import amplitudes  # noqa: E402 - the facade's last layer: it re-exports the expr layer's builders
+from laddu_dask.expr import DisplayColor, NodeSelector, NodeStyle, NodeStyleRule  # noqa: E402
 
-__all__ += ["amplitudes"]
+__all__ += ["DisplayColor", "NodeSelector", "NodeStyle", "NodeStyleRule", "amplitudes"]
