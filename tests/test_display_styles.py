@@ -58,6 +58,23 @@ def test_styled_display_is_laddus(what, style):
     assert colored >= (0 if style == "none" else 10)  # the styles change the text
 
 
+def _containers(lib):
+    x, a = lib.scalar("x"), lib.parameter("a")
+    return [lib.vector([x * a, 1.0, (x * a).tagged("S")]),
+            lib.matrix([[x, a * 2.0], [lib.Vec4.event("p").e(), (x + a).norm_sqr()]])]
+
+
+@needs_laddu
+@pytest.mark.parametrize("style", sorted(STYLES))
+def test_vector_and_matrix_displays_are_laddus(style):
+    """laddu's vector- and matrix-valued expressions are our Vector and Matrix containers."""
+    for method in ("equation", "latex", "tree", "dot"):
+        for ours, theirs in zip(_containers(ld), _containers(laddu), strict=True):
+            want = getattr(theirs, method)(**STYLES[style](laddu))
+            assert getattr(ours, method)(**STYLES[style](ld)) == want
+            assert getattr(ours, method)() == getattr(theirs, method)()
+
+
 def test_preset_and_rules_in_dot_by_hand():
     """Later rules win field by field; a fill adds ``style=filled``; unselected nodes stay plain."""
     c = ld.DisplayColor

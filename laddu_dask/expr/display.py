@@ -40,6 +40,7 @@ from laddu_dask.errors import ModelError
 from laddu_dask.expr import display_styles as styles
 from laddu_dask.expr.display_styles import NodeStyle, NodeStyleRule
 from laddu_dask.expr.exprjson import ExprNodeKind, node_record, to_dict
+from laddu_dask.expr.linalg import Matrix, Vector
 from laddu_dask.expr.node import Expr
 from laddu_dask.expr.tags import TAG
 from laddu_dask.files import atomic_path, atomic_write
@@ -170,7 +171,20 @@ def _infix(root: Expr, tex: bool, rules: list[NodeStyleRule]) -> str:
             return rf"\sqrt{{{show(a[0])[0]}}}", 4
         return call(op, *a)
 
-    return show(root)[0]
+    if not isinstance(root, (Vector, Matrix)):
+        return show(root)[0]
+    # a vector or matrix of laddu's: its entries, [a, b] or [[a, b], [c, d]], a bmatrix in LaTeX
+    vector = isinstance(root, Vector)
+    shape = (len(root), 1) if vector else root.shape
+    rows = [[show(root[i] if vector else root.at(i, j))[0] for j in range(shape[1])] for i in range(shape[0])]
+    if tex:
+        text = r" \\ ".join(" & ".join(row) for row in rows)
+        text = rf"\begin{{bmatrix}}{text}\end{{bmatrix}}"
+    elif vector:
+        text = "[" + ", ".join(row[0] for row in rows) + "]"
+    else:
+        text = "[" + ", ".join("[" + ", ".join(row) + "]" for row in rows) + "]"
+    return paint(_style(rules, {"Vector" if vector else "Matrix": {}}, {}), text) if rules else text
 
 
 def equation(expr: Expr, *, colors: Any = None, style_rules: Any = None) -> str:
