@@ -142,21 +142,21 @@ def test_bad_styles_are_refused_naming_the_argument():
         ld.DisplayColor(0, 0, -1)
     with pytest.raises(TypeError, match="green must be an integer, got float"):
         ld.DisplayColor(0, 1.5, 0)
-    with pytest.raises(TypeError, match="NodeSelector.kind: kind must be a ExprNodeKind, got str"):
+    with pytest.raises(TypeError, match="NodeSelector.kind: kind must be ExprNodeKind, got str"):
         ld.NodeSelector.kind("BINARY")
-    with pytest.raises(TypeError, match="NodeSelector.name: name must be a str, got int"):
+    with pytest.raises(TypeError, match="NodeSelector.name: name must be str, got int"):
         ld.NodeSelector.name(3)
-    with pytest.raises(TypeError, match="NodeStyle: fill must be a DisplayColor, got tuple"):
+    with pytest.raises(TypeError, match="NodeStyle: fill must be DisplayColor, got tuple"):
         ld.NodeStyle(fill=(1, 2, 3))
     with pytest.raises(TypeError, match="positional"):
         ld.NodeStyle(c)
-    with pytest.raises(TypeError, match="NodeStyleRule: style must be a NodeStyle, got NoneType"):
+    with pytest.raises(TypeError, match="NodeStyleRule: style must be NodeStyle, got NoneType"):
         ld.NodeStyleRule(ld.NodeSelector.any(), None)
     with pytest.raises(ModelError, match="colors must be 'light', 'dark', 'none', or None, got 'pink'"):
         e.tree(colors="pink")
     with pytest.raises(TypeError, match="colors must be a string or None, got int"):
         e.dot(colors=1)
-    with pytest.raises(TypeError, match="each of style_rules must be a NodeStyleRule, got int"):
+    with pytest.raises(TypeError, match="each of style_rules must be NodeStyleRule, got int"):
         e.equation(style_rules=[1])
     rule = ld.NodeStyleRule(ld.NodeSelector.any(), ld.NodeStyle())
     for not_a_sequence in (rule, iter([rule]), "ab"):

@@ -36,7 +36,7 @@ from laddu_dask.expr.exprjson import ExprNodeKind
 
 def _instance(value: object, cls: type, what: str) -> Any:
     if not isinstance(value, cls):
-        raise TypeError(f"{what} must be a {cls.__name__}, got {type(value).__name__}")
+        raise TypeError(f"{what} must be {cls.__name__}, got {type(value).__name__}")
     return value
 
 
