@@ -344,3 +344,9 @@ from laddu_dask import io  # noqa: E402 - the facade's last layer: it re-exports
 __all__ += ["io"]
 # laddu's parameter draws of a bootstrap or an MCMC run (issue 24)
 __all__ += ["Ensemble"]
+# laddu's amplitudes module, GPU discovery and expression display styles (issue 24)
+# the facade's last layer: modules that re-export the expr layer's builders and the runtime's device list
+from laddu_dask import amplitudes, gpu  # noqa: E402
+from laddu_dask.expr import DisplayColor, NodeSelector, NodeStyle, NodeStyleRule  # noqa: E402
+
+__all__ += ["DisplayColor", "NodeSelector", "NodeStyle", "NodeStyleRule", "amplitudes", "gpu"]

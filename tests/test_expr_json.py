@@ -316,7 +316,7 @@ def test_svg_names_shape_and_scalar_errors(tmp_path):
         e[2]
     with pytest.raises(TypeError, match="got a scalar expression @ Expr"):
         e @ e
-    with pytest.raises(ModelError, match="colors must be one of 'light', 'dark', 'none', got 'pink'"):
+    with pytest.raises(ModelError, match="colors must be 'light', 'dark', 'none', or None, got 'pink'"):
         e.tree(colors="pink")
     v = ld.Vec4.event("p").as_expr()
     assert (v @ v) is ld.dot(v, v) and (v @ v).shape == ()

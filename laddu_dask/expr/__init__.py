@@ -8,6 +8,7 @@ Examples
 """
 
 from laddu_dask.expr.amplitudes import spherical_harmonic
+from laddu_dask.expr.display_styles import DisplayColor, NodeSelector, NodeStyle, NodeStyleRule
 from laddu_dask.expr.exprjson import ExprNodeKind
 from laddu_dask.expr.kmatrix import f_vector, k_matrix, p_vector
 from laddu_dask.expr.linalg import Matrix, Vector, dot, matmul, matrix, matvec, solve, vector
@@ -143,3 +144,5 @@ __all__ += ["InitialMomentum", "MassProposal", "ScalarSource", "VertexProposal"]
 __all__ += ["Isospin", "Statistics"]
 # quantum-number selection rules and partial waves
 __all__ += ["AllowedPartialWave", "PartialWave", "RuleCheck", "RuleReport", "RuleSet", "SelectionRules"]
+# the colors and style rules of the expression displays
+__all__ += ["DisplayColor", "NodeSelector", "NodeStyle", "NodeStyleRule"]

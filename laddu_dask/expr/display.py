@@ -37,12 +37,14 @@ from typing import Any
 import numpy as np
 
 from laddu_dask.errors import ModelError
-from laddu_dask.expr.exprjson import to_dict
+from laddu_dask.expr import display_styles as styles
+from laddu_dask.expr.display_styles import NodeStyle, NodeStyleRule
+from laddu_dask.expr.exprjson import ExprNodeKind, node_record, to_dict
+from laddu_dask.expr.linalg import Matrix, Vector
 from laddu_dask.expr.node import Expr
 from laddu_dask.expr.tags import TAG
 from laddu_dask.files import atomic_path, atomic_write
 
-_COLORS = (None, "light", "dark", "none")
 _FUNCTIONS = {"sin": "sin", "cos": "cos", "tan": "tan", "exp": "exp", "log": "log", "acos": "acos",
               "conj": "conj", "real": "real", "imag": "imag", "sqrt": "sqrt", "cis": "cis"}
 _LATEX_FUNCTIONS = {"sin": r"\sin", "cos": r"\cos", "tan": r"\tan", "exp": r"\exp", "log": r"\log",
@@ -50,12 +52,25 @@ _LATEX_FUNCTIONS = {"sin": r"\sin", "cos": r"\cos", "tan": r"\tan", "exp": r"\ex
                     "cis": r"\operatorname{cis}"}
 
 
-def check_style(colors: Any, style_rules: Any) -> None:
-    """Accept laddu's ``colors`` names; laddu-dask prints without colors."""
-    if colors not in _COLORS:
-        raise ModelError(f"colors must be one of 'light', 'dark', 'none', got {colors!r}")
-    if style_rules is not None and not isinstance(style_rules, (list, tuple)):
-        raise ModelError(f"style_rules must be a sequence of NodeStyleRule, got {style_rules!r}")
+def _record_info(record: dict[str, Any],
+                 meta: dict[str, Any]) -> tuple[ExprNodeKind | None, list[str], list[str]]:
+    """``(kind, names, tags)`` of a JSON node, what a :class:`NodeSelector` looks at: our own
+    operations have no laddu kind; names are the display name, a parameter's, an event column's."""
+    key, body = next(iter(record.items()))
+    try:
+        kind: ExprNodeKind | None = ExprNodeKind.of(record)
+    except ModelError:  # laddu-dask's own operation
+        kind = None
+    names = [meta["name"]] if meta.get("name") else []
+    if key == "ScalarParam" or key == "EventP4Component":
+        names.append(body["name"])
+    elif key == "EventScalar":
+        names.append(body)
+    return kind, names, list(meta.get("tags", ()))
+
+
+def _style(rules: list[NodeStyleRule], record: dict[str, Any], meta: dict[str, Any]) -> NodeStyle:
+    return styles.resolve(rules, *_record_info(record, meta)) if rules else NodeStyle()
 
 
 def number(value: float) -> str:
@@ -80,8 +95,9 @@ def _complex(value: complex, unit: str) -> tuple[str, int]:
 # ---------------------------------------------------------------------------------------
 # infix: equation and LaTeX
 # ---------------------------------------------------------------------------------------
-def _infix(root: Expr, tex: bool) -> str:
+def _infix(root: Expr, tex: bool, rules: list[NodeStyleRule]) -> str:
     memo: dict[int, tuple[str, int]] = {}
+    paint = styles.latex if tex else styles.ansi
     times = r"\cdot" if tex else "*"
 
     def paren(text: str) -> str:
@@ -101,7 +117,14 @@ def _infix(root: Expr, tex: bool) -> str:
     def show(node: Expr) -> tuple[str, int]:
         hit = memo.get(node.serial)
         if hit is None:
-            hit = memo[node.serial] = node_text(node)
+            base, tags = node, []
+            while base.op == TAG:  # laddu's tags are the metadata of the tagged node itself
+                tags += base.attr
+                base = base.args[0]
+            text, prec = node_text(base)
+            if rules and base.op != "to_complex":  # to_complex prints as its input
+                text = paint(_style(rules, node_record(base), {"tags": tags}), text)
+            hit = memo[node.serial] = (text, prec)
         return hit
 
     def node_text(n: Expr) -> tuple[str, int]:  # (text, precedence): 1 sum, 2 product, 3 unary, 4 atom
@@ -148,17 +171,32 @@ def _infix(root: Expr, tex: bool) -> str:
             return rf"\sqrt{{{show(a[0])[0]}}}", 4
         return call(op, *a)
 
-    return show(root)[0]
+    if not isinstance(root, (Vector, Matrix)):
+        return show(root)[0]
+    # a vector or matrix of laddu's: its entries, [a, b] or [[a, b], [c, d]], a bmatrix in LaTeX
+    vector = isinstance(root, Vector)
+    shape = (len(root), 1) if vector else root.shape
+    rows = [[show(root[i] if vector else root.at(i, j))[0] for j in range(shape[1])] for i in range(shape[0])]
+    if tex:
+        text = r" \\ ".join(" & ".join(row) for row in rows)
+        text = rf"\begin{{bmatrix}}{text}\end{{bmatrix}}"
+    elif vector:
+        text = "[" + ", ".join(row[0] for row in rows) + "]"
+    else:
+        text = "[" + ", ".join("[" + ", ".join(row) + "]" for row in rows) + "]"
+    return paint(_style(rules, {"Vector" if vector else "Matrix": {}}, {}), text) if rules else text
 
 
-def equation(expr: Expr) -> str:
-    """The expression as a one-line equation (laddu's ``Expr.equation``)."""
-    return _infix(expr, tex=False)
+def equation(expr: Expr, *, colors: Any = None, style_rules: Any = None) -> str:
+    """The expression as a one-line equation (laddu's ``Expr.equation``), each node's text in its
+    style's ANSI colors."""
+    return _infix(expr, False, styles.style_rules(colors, style_rules))
 
 
-def latex(expr: Expr) -> str:
-    """The expression as a LaTeX math-mode fragment (laddu's ``Expr.latex``)."""
-    return _infix(expr, tex=True)
+def latex(expr: Expr, *, colors: Any = None, style_rules: Any = None) -> str:
+    """The expression as a LaTeX math-mode fragment (laddu's ``Expr.latex``), each node's text in
+    its style's text color."""
+    return _infix(expr, True, styles.style_rules(colors, style_rules))
 
 
 # ---------------------------------------------------------------------------------------
@@ -200,32 +238,46 @@ def _label(record: dict[str, Any], meta: dict[str, Any]) -> tuple[str, list[tupl
     return text, children
 
 
-def tree(value: Any, *, expand_repeated: bool = True) -> str:
-    """An indented tree of the expression's nodes (laddu's ``Expr.tree``)."""
+def _tree_lines(value: Any, expand_repeated: bool,
+                rules: list[NodeStyleRule]) -> list[tuple[str, str, NodeStyle]]:
+    """The tree's lines as ``(prefix, node text, style)``, after the ``ExprGraph(root=#i)`` line."""
     data = to_dict(value)
-    labels = [_label(r, m) for r, m in zip(data["nodes"], data["metadata"], strict=True)]
-    lines = [f"ExprGraph(root=#{data['root']})"]
+    nodes, metadata = data["nodes"], data["metadata"]
+    labels = [_label(r, m) for r, m in zip(nodes, metadata, strict=True)]
+    lines: list[tuple[str, str, NodeStyle]] = []
     seen: set[int] = set()
 
     def draw(i: int, head: str, indent: str) -> None:
         text, children = labels[i]
+        style = _style(rules, nodes[i], metadata[i])
         if i in seen and not expand_repeated:
-            lines.append(f"{head}#{i} <reference to #{i}>")
+            lines.append((head, f"#{i} <reference to #{i}>", style))
             return
         seen.add(i)
-        lines.append(f"{head}#{i} {text}")
+        lines.append((head, f"#{i} {text}", style))
         for k, (edge, j) in enumerate(children):
             last = k == len(children) - 1
             draw(j, f"{indent}{'┗' if last else '┣'} {edge}: ", indent + ("   " if last else "┃  "))
 
     draw(data["root"], "", "")
-    return "\n".join(lines) + "\n"
+    return [("", f"ExprGraph(root=#{data['root']})", NodeStyle()), *lines]
 
 
-def dot(value: Any, *, expand_repeated: bool = True) -> str:
-    """The expression graph as Graphviz DOT text (laddu's ``Expr.dot``)."""
+def tree(value: Any, *, colors: Any = None, expand_repeated: bool = True, style_rules: Any = None) -> str:
+    """An indented tree of the expression's nodes (laddu's ``Expr.tree``), each node's line in its
+    style's ANSI colors."""
+    rules = styles.style_rules(colors, style_rules)
+    lines = _tree_lines(value, expand_repeated, rules)
+    return "".join(f"{head}{styles.ansi(style, text)}\n" for head, text, style in lines)
+
+
+def dot(value: Any, *, colors: Any = None, expand_repeated: bool = True, style_rules: Any = None) -> str:
+    """The expression graph as Graphviz DOT text (laddu's ``Expr.dot``), each node with its
+    style's ``fontcolor``, ``color`` and ``fillcolor``."""
+    rules = styles.style_rules(colors, style_rules)
     data = to_dict(value)
-    labels = [_label(r, m) for r, m in zip(data["nodes"], data["metadata"], strict=True)]
+    nodes, metadata = data["nodes"], data["metadata"]
+    labels = [_label(r, m) for r, m in zip(nodes, metadata, strict=True)]
     lines = ["digraph ExprGraph {"]
     emitted: dict[int, str] = {}
 
@@ -236,7 +288,8 @@ def dot(value: Any, *, expand_repeated: bool = True) -> str:
         emitted[i if not expand_repeated else -len(emitted) - 1] = name
         text, children = labels[i]
         quoted = f"#{i} {text}".replace("\\", "\\\\").replace('"', '\\"')
-        lines.append(f'  {name} [label="{quoted}"];')
+        attributes = styles.dot_attributes(_style(rules, nodes[i], metadata[i]))
+        lines.append(f'  {name} [label="{quoted}"{attributes}];')
         for edge, j in children:
             lines.append(f'  {name} -> {draw(j)} [label="{edge}"];')
         return name
@@ -245,23 +298,35 @@ def dot(value: Any, *, expand_repeated: bool = True) -> str:
     return "\n".join(lines) + "\n}\n"
 
 
-def svg(value: Any, path: str | os.PathLike[str], *, expand_repeated: bool = True) -> None:
+def svg(value: Any, path: str | os.PathLike[str], *, colors: Any = None, expand_repeated: bool = True,
+        style_rules: Any = None) -> None:
     """Write the expression graph to the SVG file ``path`` (laddu's ``Expr.svg``): Graphviz's
     rendering of :func:`dot` where its ``dot`` program is installed, else the :func:`tree`
-    as SVG text."""
+    as SVG text, each line in its style's text color, on its fill, in its border."""
+    rules = styles.style_rules(colors, style_rules)
     program = shutil.which("dot")
     if program is not None:
-        source = dot(value, expand_repeated=expand_repeated).encode()
+        source = dot(value, expand_repeated=expand_repeated, style_rules=rules).encode()
         with atomic_path(path) as tmp:
             done = subprocess.run([program, "-Tsvg", "-o", tmp], input=source, capture_output=True,
                                   check=False, timeout=60)
             if done.returncode == 0:
                 return
-    lines = tree(value, expand_repeated=expand_repeated).splitlines()
-    width = 12 + 8 * max(len(line) for line in lines)
+    lines = _tree_lines(value, expand_repeated, rules)
+    width = 12 + 8 * max(len(head + text) for head, text, _ in lines)
     height = 12 + 18 * len(lines)
-    rows = "".join(f'<text x="6" y="{18 * (k + 1)}" xml:space="preserve">{html.escape(line)}</text>'
-                   for k, line in enumerate(lines))
+    rows = []
+    for k, (head, text, style) in enumerate(lines):
+        x, y = 6 + 8 * len(head), 18 * (k + 1)
+        if style.fill is not None or style.border is not None:
+            fill = "none" if style.fill is None else style.fill.hex()
+            stroke = "" if style.border is None else f' stroke="{style.border.hex()}"'
+            rows.append(f'<rect x="{x - 2}" y="{y - 13}" width="{8 * len(text) + 4}" height="17" '
+                        f'fill="{fill}"{stroke}/>')
+        if head:
+            rows.append(f'<text x="6" y="{y}" xml:space="preserve">{html.escape(head)}</text>')
+        color = "" if style.foreground is None else f' fill="{style.foreground.hex()}"'
+        rows.append(f'<text x="{x}" y="{y}"{color} xml:space="preserve">{html.escape(text)}</text>')
     with atomic_write(path, encoding="utf-8") as out:
         out.write(f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-                  f'font-family="monospace" font-size="13">{rows}</svg>\n')
+                  f'font-family="monospace" font-size="13">{"".join(rows)}</svg>\n')

@@ -13,7 +13,53 @@ from typing import Any
 from laddu_dask.errors import ModelError
 
 
-class ExprViews:
+class DisplayViews:
+    """laddu's display methods (``equation``, ``latex``, ``tree``, ``dot``, ``svg``), inherited by
+    :class:`~laddu_dask.Expr` and the :class:`~laddu_dask.expr.linalg.Vector` and
+    :class:`~laddu_dask.expr.linalg.Matrix` containers (laddu's vector- and matrix-valued ``Expr``)."""
+
+    __slots__ = ()
+
+    def equation(self, *, colors: Any = None, style_rules: Any = None) -> str:
+        """The expression as a one-line equation, e.g. ``'|a * x + 1|^2'``.
+
+        ``colors`` (``"light"``, ``"dark"``, ``"none"``) and ``style_rules`` (a sequence of
+        :class:`~laddu_dask.NodeStyleRule`, laid over the preset) color each node's text (ANSI).
+        """
+        return _display("equation", self, colors, style_rules)
+
+    def latex(self, *, colors: Any = None, style_rules: Any = None) -> str:
+        """The expression as a LaTeX math-mode fragment; styles color the text (``\\color[RGB]``)."""
+        return _display("latex", self, colors, style_rules)
+
+    def tree(self, *, colors: Any = None, expand_repeated: bool = True, style_rules: Any = None) -> str:
+        """An indented tree of the nodes of :meth:`to_json`, in laddu's layout; styles color the
+        lines (ANSI text and background)."""
+        return _display("tree", self, colors, style_rules, expand_repeated=expand_repeated)
+
+    def dot(self, *, colors: Any = None, expand_repeated: bool = True, style_rules: Any = None) -> str:
+        """The expression graph as Graphviz DOT text, in laddu's layout; styles set each node's
+        ``fontcolor``, ``color`` (border) and ``fillcolor``.
+
+        Examples
+        --------
+        >>> import laddu_dask as ld
+        >>> print(ld.parameter("a").dot(colors="light"), end="")
+        digraph ExprGraph {
+          n0 [label="#0 ScalarParam(a)", fontcolor="#005cc5", color="#005cc5"];
+        }
+        """
+        return _display("dot", self, colors, style_rules, expand_repeated=expand_repeated)
+
+    def svg(self, path: Any, *, colors: Any = None, expand_repeated: bool = True,
+            style_rules: Any = None) -> None:
+        """Write the graph to the SVG file ``path`` (with Graphviz where installed, else the tree),
+        in the colors of the styles."""
+        _display("svg", self, colors, style_rules, path, expand_repeated=expand_repeated)
+
+
+
+class ExprViews(DisplayViews):
     """laddu's serialization and display methods, inherited by :class:`~laddu_dask.Expr`."""
 
     __slots__ = ()
@@ -59,28 +105,6 @@ class ExprViews:
 
         return from_json(json)
 
-    # -- display (laddu's names; see laddu_dask.expr.display) -----------------------------
-    def equation(self, *, colors: Any = None, style_rules: Any = None) -> str:
-        """The expression as a one-line equation, e.g. ``'|a * x + 1|^2'`` (printed without colors)."""
-        return _display("equation", self, colors, style_rules)
-
-    def latex(self, *, colors: Any = None, style_rules: Any = None) -> str:
-        """The expression as a LaTeX math-mode fragment (printed without colors)."""
-        return _display("latex", self, colors, style_rules)
-
-    def tree(self, *, colors: Any = None, expand_repeated: bool = True, style_rules: Any = None) -> str:
-        """An indented tree of the nodes of :meth:`to_json`, in laddu's layout."""
-        return _display("tree", self, colors, style_rules, expand_repeated=expand_repeated)
-
-    def dot(self, *, colors: Any = None, expand_repeated: bool = True, style_rules: Any = None) -> str:
-        """The expression graph as Graphviz DOT text, in laddu's layout."""
-        return _display("dot", self, colors, style_rules, expand_repeated=expand_repeated)
-
-    def svg(self, path: Any, *, colors: Any = None, expand_repeated: bool = True,
-            style_rules: Any = None) -> None:
-        """Write the graph to the SVG file ``path`` (with Graphviz where installed, else the tree)."""
-        _display("svg", self, colors, style_rules, path, expand_repeated=expand_repeated)
-
     def named(self, name: str) -> Any:
         """laddu's display name of the root node; laddu-dask keeps no names, so this is the
         expression itself (names never change a value)."""
@@ -110,5 +134,4 @@ class ExprViews:
 def _display(what: str, expr: Any, colors: Any, style_rules: Any, *args: Any, **kwargs: Any) -> Any:
     from laddu_dask.expr import display  # the printers build on this module
 
-    display.check_style(colors, style_rules)
-    return getattr(display, what)(expr, *args, **kwargs)
+    return getattr(display, what)(expr, *args, colors=colors, style_rules=style_rules, **kwargs)

@@ -166,6 +166,11 @@ def _spec_record(spec: ParameterSpec) -> dict[str, Any]:
             "description": spec.description}
 
 
+def node_record(node: Expr) -> dict[str, Any]:
+    """The laddu JSON record of one node alone (its inputs numbered 0), e.g. to tell its kind."""
+    return _Writer()._node(node, [0] * len(node.args))[0]
+
+
 def to_dict(value: Expr | Vector | Matrix) -> dict[str, Any]:
     """The JSON object of an expression (or a vector or matrix of them), laddu's layout."""
     writer = _Writer()

@@ -35,6 +35,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from laddu_dask.errors import ModelError
+from laddu_dask.expr.expr_views import DisplayViews
 from laddu_dask.expr.node import Expr, ExprLike, as_expr, constant
 
 #: The largest system :func:`solve` unrolls (its graph grows as ``n^3``).
@@ -58,7 +59,7 @@ def expr_sum(terms: Sequence[Expr]) -> Expr:
     return out
 
 
-class Vector:
+class Vector(DisplayViews):
     """A vector of per-event expressions (laddu's vector-valued ``Expr``); build with :func:`vector`.
 
     ``v[i]`` is the ``i``-th entry, ``v @ w`` the (unconjugated) dot product and
@@ -121,7 +122,7 @@ class Vector:
         return to_json(self)
 
 
-class Matrix:
+class Matrix(DisplayViews):
     """A matrix of per-event expressions (laddu's matrix-valued ``Expr``); build with :func:`matrix`.
 
     ``m.at(i, j)`` is an entry, ``m @ n`` and ``m @ v`` are products.
