@@ -344,3 +344,8 @@ from laddu_dask import io  # noqa: E402 - the facade's last layer: it re-exports
 __all__ += ["io"]
 # laddu's parameter draws of a bootstrap or an MCMC run (issue 24)
 __all__ += ["Ensemble"]
+# laddu's diagnostics and memory telemetry (issue 24)
+from laddu_dask.likelihood.diagnostics import DatasetDiagnostics, LikelihoodDiagnostics  # noqa: E402
+from laddu_dask.memory_resources import MemoryResource, MemoryState  # noqa: E402
+
+__all__ += ["DatasetDiagnostics", "LikelihoodDiagnostics", "MemoryResource", "MemoryState"]
