@@ -267,7 +267,8 @@ class MemoryState:
     def override_device_capacity(self, id: str, total_bytes: int, *,  # noqa: A002 - laddu's keyword
                                  available_bytes: int | None = None, name: str | None = None) -> None:
         """Set device ``id``'s capacity by hand (``capacity_source`` ``"user"``); an id no
-        device has adds one. ``available_bytes`` defaults to ``total_bytes`` and is at most it.
+        device has adds one. ``available_bytes`` defaults to ``total_bytes`` and is at most it;
+        ``name`` defaults to ``id`` (as in laddu, also when an earlier override named it).
 
         Raises
         ------
@@ -280,8 +281,8 @@ class MemoryState:
         available = total if available_bytes is None else integer(available_bytes, "available_bytes",
                                                                   minimum=0)
         found = next((d for d in self._discovered if d.id == id), None)
-        base = found or self._overrides.get(id) or MemoryResource(id, id, "device", None, None, "user")
-        self._overrides[id] = replace(base, name=name if name is not None else base.name, total_bytes=total,
+        base = found or MemoryResource(id, id, "device", None, None, "user")
+        self._overrides[id] = replace(base, name=id if name is None else name, total_bytes=total,
                                       available_bytes=min(available, total), capacity_source="user")
 
     def resources(self) -> list[MemoryResource]:
