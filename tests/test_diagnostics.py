@@ -280,3 +280,32 @@ def test_memory_budget_takes_laddus_value_keyword():
     for value in ("2 GiB", 1000, "50% available", ld.MemoryBudget("70%")):
         theirs = laddu.MemoryBudget(value=value.spec if isinstance(value, ld.MemoryBudget) else value)
         assert json.loads(ld.MemoryBudget(value=value).to_json()) == json.loads(theirs.to_json())
+
+
+# ---------------------------------------------------------------------------------------------
+# on a cluster
+# ---------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def client():
+    pytest.importorskip("distributed")
+    from cluster_helpers import local_cluster
+
+    yield from local_cluster()
+
+
+@pytest.mark.slow
+def test_on_a_cluster_the_workers_hold_the_bytes_the_scheduler_counts(client):
+    ex = ld.Execution(client=client)
+    assert (ex.rank, ex.world_size) == (0, len(client.scheduler_info()["workers"])) == (0, 2)
+    lik = _likelihood(ld, execution=ex, chunk=200)
+    lik.value([0.1, 0.2])
+    observed = lik.diagnostics().datasets[0]
+    prepared = lik.terms[0].prepare(ex).data
+    managed = client.run_on_scheduler(lambda dask_scheduler: {
+        k: ts.nbytes for k, ts in dask_scheduler.tasks.items() if ts.state == "memory"})
+    assert observed.resident_bytes == sum(managed[f.key] for f in prepared.partitions) > 0
+    assert (observed.local_events, observed.local_batches, observed.global_events) == (0, 0, len(DATA_X))
+    assert observed.sum_weights == math.fsum(DATA_W)
+    report = ex.memory_report()
+    assert sorted(w["address"] for w in report["workers"]) == sorted(client.scheduler_info()["workers"])
+    assert all(w["memory_limit"] > 0 for w in report["workers"])
