@@ -383,7 +383,13 @@ class Execution:
     @property
     def rank(self) -> int:
         """laddu's MPI rank of this process: always 0. A Dask execution has one driving process
-        (this one, which sends every evaluation and receives every result, as laddu's rank 0)."""
+        (this one, which sends every evaluation and receives every result, as laddu's rank 0).
+
+        Examples
+        --------
+        >>> Execution().rank, Execution().world_size
+        (0, 1)
+        """
         return 0
 
     @property
