@@ -350,3 +350,8 @@ from laddu_dask import amplitudes, gpu  # noqa: E402
 from laddu_dask.expr import DisplayColor, NodeSelector, NodeStyle, NodeStyleRule  # noqa: E402
 
 __all__ += ["DisplayColor", "NodeSelector", "NodeStyle", "NodeStyleRule", "amplitudes", "gpu"]
+# laddu's diagnostics and memory telemetry (issue 24)
+from laddu_dask.likelihood.diagnostics import DatasetDiagnostics, LikelihoodDiagnostics  # noqa: E402
+from laddu_dask.memory_resources import MemoryResource, MemoryState  # noqa: E402
+
+__all__ += ["DatasetDiagnostics", "LikelihoodDiagnostics", "MemoryResource", "MemoryState"]

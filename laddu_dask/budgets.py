@@ -109,8 +109,8 @@ class MemoryBudget:
 
     Parameters
     ----------
-    spec : int, str or None
-        ``None`` (or ``"unlimited"``): no limit. A size in bytes (``1024``,
+    value : MemoryBudget, int, str or None
+        laddu's name for the one argument. ``None`` (or ``"unlimited"``): no limit. A size in bytes (``1024``,
         ``"500 MB"``, ``"2 GiB"``; see :func:`parse_bytes`). ``"70%"`` (or
         ``"70% total"``): that share of the resource's total memory.
         ``"70% available"``: that share of the memory free when it is resolved.
@@ -118,7 +118,7 @@ class MemoryBudget:
     Raises
     ------
     BudgetError
-        When ``spec`` cannot be parsed (checked at construction).
+        When ``value`` cannot be parsed (checked at construction).
 
     Examples
     --------
@@ -130,9 +130,8 @@ class MemoryBudget:
     True
     """
 
-    def __init__(self, spec: int | str | None) -> None:
-        if isinstance(spec, MemoryBudget):
-            spec = spec.spec
+    def __init__(self, value: MemoryBudget | int | str | None) -> None:
+        spec = value.spec if isinstance(value, MemoryBudget) else value
         self.spec = spec
         self._base: str | None = None  # None: absolute bytes; "total" / "available": share
         self._value: float | int | None = None  # bytes, or percentage

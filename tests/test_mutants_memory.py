@@ -35,7 +35,7 @@ def machine_without_psutil(monkeypatch):
     """A host whose memory is read with ``os.sysconf``: 4096-byte pages, 1000 of them, 250 free."""
     sizes = {"SC_PAGE_SIZE": 4096, "SC_PHYS_PAGES": 1000, "SC_AVPHYS_PAGES": 250}
     monkeypatch.setitem(sys.modules, "psutil", None)  # `import psutil` raises ImportError
-    monkeypatch.setattr("laddu_dask.runtime.memory.os.sysconf", lambda name: sizes[name])
+    monkeypatch.setattr("laddu_dask.memory_resources.os.sysconf", lambda name: sizes[name])
 
 
 def test_without_psutil_a_share_of_the_total_is_read_from_sysconf(machine_without_psutil):

@@ -46,6 +46,7 @@ from laddu_dask.data.checks import (
 )
 from laddu_dask.data.collection import DatasetCollection
 from laddu_dask.data.dask_input import dask_origin
+from laddu_dask.data.decisions import DecisionRecord
 from laddu_dask.data.operations import DatasetOperations
 from laddu_dask.data.parquet_writer import write_parquet
 from laddu_dask.data.partition import DataOrigin, Partition
@@ -82,7 +83,7 @@ def _holds_dask(*groups: Any) -> bool:
 # ----------------------------------------------------------------------------- dataset
 
 
-class Dataset(DatasetCollection, DatasetOperations):
+class Dataset(DatasetCollection, DatasetOperations, DecisionRecord):
     """Weighted events in partitions, from arrays, Parquet files or a Dask collection.
 
     Build one with :meth:`from_arrays`, :meth:`from_dask` or

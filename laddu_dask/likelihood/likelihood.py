@@ -33,6 +33,7 @@ from laddu_dask.compile.layout import ParameterValues, resolve_parameters
 from laddu_dask.errors import ParameterError
 from laddu_dask.expr.parameter import ParameterSpec, draw_starts, merge_parameters
 from laddu_dask.likelihood.cost import MinuitCost
+from laddu_dask.likelihood.diagnostics import LikelihoodDiagnostics, likelihood_diagnostics
 from laddu_dask.likelihood.penalties import Penalty
 from laddu_dask.likelihood.terms import NLL, ExtendedNLL
 from laddu_dask.runtime.execution import Execution
@@ -130,6 +131,9 @@ class Likelihood(MinuitCost):
         self._penalty_index = [np.array([self.parameter_names.index(n) for n in pen.parameter_names])
                                for pen in self.penalties]
         self.n_evaluations = 0
+        #: parameter points evaluated for the value alone / for the value and the gradient
+        self.objective_evaluations = 0
+        self.gradient_evaluations = 0
 
     def __repr__(self) -> str:
         return (
@@ -210,7 +214,17 @@ class Likelihood(MinuitCost):
                 if with_gradient:
                     np.add.at(grads[k], idx, g)
         self.n_evaluations += len(points)
+        if with_gradient:
+            self.gradient_evaluations += len(points)
+        else:
+            self.objective_evaluations += len(points)
         return list(zip(totals, grads))
+
+    def diagnostics(self) -> LikelihoodDiagnostics:
+        """How each dataset is prepared and how often the likelihood was evaluated (laddu's
+        ``Likelihood.diagnostics``; see :mod:`laddu_dask.likelihood.diagnostics`). The terms
+        are prepared first, as the first evaluation would."""
+        return likelihood_diagnostics(self)
 
     def _resolve_points(self, points: Any) -> list[np.ndarray]:
         if isinstance(points, np.ndarray) and points.ndim != 2:

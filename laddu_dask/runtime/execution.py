@@ -17,12 +17,14 @@ Examples
 
 from __future__ import annotations
 
+import json as _json
 import logging
 import os
 from collections.abc import Hashable, Mapping
 from typing import Any
 
 from laddu_dask import config
+from laddu_dask.memory_resources import MemoryState, process_memory, resource_row
 from laddu_dask.options import (
     Autodiff,
     Backend,
@@ -330,6 +332,75 @@ class Execution:
     def memory_decisions(self) -> list[MemoryDecision]:
         """What the planner chose for each prepared dataset, and why."""
         return list(self._decisions)
+
+    def memory_report(self) -> dict[str, Any]:
+        """The machine's memory and what this execution planned (laddu's keys).
+
+        ``resources``: the host and the devices (:class:`~laddu_dask.memory_resources.MemoryState`),
+        each with ``reserved_bytes``, the planned peak bytes of this execution's memory
+        decisions on it (its ``high_water_bytes`` too: a decision is never released);
+        ``process``: this process's resident, virtual and peak resident bytes; ``pools``: per
+        budgeted resource (the host, and the GPU of a ``device="gpu"`` execution) the
+        ``requested`` budget (its JSON form), its ``effective_bytes`` here (``None``:
+        unlimited), ``reserved_bytes``, ``remaining_bytes`` and ``high_water_bytes``. On a
+        cluster, ``workers`` adds each worker's ``memory_limit`` and the bytes of Dask data it
+        holds (``managed_bytes``), as the scheduler reports them.
+
+        Examples
+        --------
+        >>> report = Execution(memory="1 GiB").memory_report()
+        >>> sorted(report), report["pools"][0]["effective_bytes"]
+        (['pools', 'process', 'resources'], 1073741824)
+        """
+        state = MemoryState.current()
+        state.refresh()
+        device_id = f"cuda:{self.gpu}"
+        reserved = {"host": 0, device_id: 0}
+        for d in self._decisions:
+            key = "host" if d.resource == "host" else device_id
+            reserved[key] += d.peak_bytes
+        resources = [resource_row(r, reserved.get(r.id, 0), reserved.get(r.id, 0)) for r in state.resources()]
+        budgets = [("host", self.memory.host, self.memory.host_bytes)]
+        if self.device == "gpu":
+            budgets.append((device_id, self.memory.device, self.memory.device_bytes))
+        pools = []
+        for rid, budget, resolve in budgets:
+            effective = resolve()
+            pools.append({"resource_id": rid, "requested": _json.loads(budget.to_json()),
+                          "effective_bytes": effective, "reserved_bytes": reserved[rid],
+                          "remaining_bytes": None if effective is None else max(0, effective - reserved[rid]),
+                          "high_water_bytes": reserved[rid]})
+        report = {"resources": resources, "process": process_memory(), "pools": pools}
+        if self.client is not None:
+            from laddu_dask.cluster_waits import scheduler_workers
+
+            report["workers"] = [
+                {"address": addr, "memory_limit": w.get("memory_limit"),
+                 "managed_bytes": w.get("metrics", {}).get("managed_bytes")}
+                for addr, w in scheduler_workers(self.client).items()]
+        return report
+
+    @property
+    def rank(self) -> int:
+        """laddu's MPI rank of this process: always 0. A Dask execution has one driving process
+        (this one, which sends every evaluation and receives every result, as laddu's rank 0).
+
+        Examples
+        --------
+        >>> Execution().rank, Execution().world_size
+        (0, 1)
+        """
+        return 0
+
+    @property
+    def world_size(self) -> int:
+        """The processes evaluating: 1 locally, the number of running Dask workers on a cluster
+        (asked of the scheduler, within ``laddu-dask.cluster.worker-timeout``)."""
+        if self.client is None:
+            return 1
+        from laddu_dask.cluster_waits import running_workers
+
+        return len(running_workers(self.client))
 
     def notify(self, message: str) -> None:
         """Report a step the user waits for (a kernel compilation of more than a second):

@@ -26,11 +26,12 @@ Examples
 from __future__ import annotations
 
 import json as _json
-import os
 from dataclasses import dataclass
+from typing import Any
 
 from laddu_dask.budgets import MemoryBudget, format_bytes, parse_bytes
 from laddu_dask.errors import BudgetError
+from laddu_dask.memory_resources import device_memory, host_memory
 from laddu_dask.options import MemoryPolicy
 from laddu_dask.validate import integer
 from laddu_dask.views import bytes_text, table
@@ -49,30 +50,6 @@ __all__ = [
 #: Allowed values of ``policy`` in :func:`decide_storage`.
 POLICIES = MemoryPolicy.values()
 _RESOURCES = ("host", "device")
-
-
-def _host_memory() -> tuple[int, int]:
-    """(total, available) bytes of host memory."""
-    try:
-        import psutil
-    except ImportError:  # pragma: no cover - psutil comes with distributed
-        page = os.sysconf("SC_PAGE_SIZE")
-        return os.sysconf("SC_PHYS_PAGES") * page, os.sysconf("SC_AVPHYS_PAGES") * page
-    memory = psutil.virtual_memory()
-    return int(memory.total), int(memory.available)
-
-
-def _device_memory() -> tuple[int, int]:
-    """(total, available) bytes of the current CUDA device (needs CuPy)."""
-    try:
-        import cupy
-    except ImportError as err:
-        raise BudgetError(
-            "a device memory budget given as a percentage needs CuPy to read the GPU's "
-            "memory size, and CuPy is not installed; give the budget in bytes instead"
-        ) from err
-    free, total = cupy.cuda.runtime.memGetInfo()
-    return int(total), int(free)
 
 
 def _as_budget(value: MemoryBudget | int | str | None) -> MemoryBudget:
@@ -134,7 +111,7 @@ class MemoryPlan:
         """The host budget in bytes on this machine (``None``: unlimited)."""
         if not self.host.needs_machine:
             return self.host.resolve(0, 0)
-        return self.host.resolve(*_host_memory())
+        return self.host.resolve(*host_memory())
 
     def device_bytes(self, total: int | None = None, available: int | None = None) -> int | None:
         """The device budget in bytes (``None``: unlimited).
@@ -145,7 +122,7 @@ class MemoryPlan:
         if not self.device.needs_machine:
             return self.device.resolve(0, 0)
         if total is None or available is None:
-            total, available = _device_memory()
+            total, available = device_memory()
         return self.device.resolve(total, available)
 
     def __eq__(self, other: object) -> bool:
@@ -186,6 +163,23 @@ class MemoryDecision:
 
     def __str__(self) -> str:
         return f"{self.dataset}: {self.reason}"
+
+    def as_dict(self) -> dict[str, Any]:
+        """The decision as laddu's dictionary: laddu's keys where the figure means the same
+        (``label``, ``strategy``, ``chunk_events``, ``estimated_peak_bytes``;
+        ``actual_high_water_bytes`` is ``None``, not measured, as in laddu), then the others.
+
+        Examples
+        --------
+        >>> d = decide_storage("mc", "fastest", 100, 10, 5, 20, budget_bytes=None).as_dict()
+        >>> d["label"], d["chunk_events"], d["estimated_peak_bytes"], d["strategy"]
+        ('mc', 5, 100, 'resident')
+        """
+        return {"label": self.dataset, "strategy": self.strategy, "chunk_events": self.chunk_size,
+                "estimated_peak_bytes": self.peak_bytes, "actual_high_water_bytes": None,
+                "resource": self.resource, "requested_policy": self.requested_policy,
+                "partitions": self.partitions, "estimated_bytes": self.estimated_bytes,
+                "budget_bytes": self.budget_bytes, "reason": self.reason}
 
     def _repr_html_(self) -> str:
         return decisions_html([self])

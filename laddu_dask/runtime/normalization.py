@@ -117,7 +117,7 @@ def prepare_statistics(execution: Execution, decomposition: Decomposition, datas
         )
     matrices = decomposition.matrices(totals[:-1])
     size = sum(m.nbytes for m in matrices)
-    execution.record(MemoryDecision(
+    decision = MemoryDecision(
         dataset=name, resource="host", strategy="statistics", requested_policy=dataset.memory_policy,
         chunk_size=dataset.chunk_size, partitions=dataset.n_partitions, estimated_bytes=size,
         peak_bytes=size, budget_bytes=execution.host_budget_bytes(),
@@ -125,5 +125,7 @@ def prepare_statistics(execution: Execution, decomposition: Decomposition, datas
                 f"product matri{'ces' if len(matrices) > 1 else 'x'} of sizes "
                 f"{', '.join(str(m.shape[0]) for m in matrices)} ({size} bytes), "
                 "summed once over the events"),
-    ))
+    )
+    execution.record(decision)
+    dataset.note_memory_decision(decision.as_dict())
     return NormalizationStatistics(decomposition, matrices, float(totals[-1]))

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from dask.highlevelgraph import HighLevelGraph
+from dask.sizeof import sizeof
 
 from laddu_dask.compile.compiled import CompiledModel, real_dtype
 from laddu_dask.data.batch import EventBatch
@@ -112,8 +113,9 @@ def weight_sum(part: PreparedPartition | EventBatch) -> ExactPartials:
 
 
 def partition_summary(part: PreparedPartition) -> tuple[int, int, np.ndarray]:
-    """``(events, bytes, exact weight sum as an expansion)`` of a prepared partition."""
-    return part.n, part.nbytes, weight_sum(part).to_expansion()
+    """``(events, bytes, exact weight sum as an expansion)`` of a prepared partition; its
+    bytes are Dask's :func:`~dask.sizeof.sizeof` (what the scheduler counts as managed memory)."""
+    return part.n, sizeof(part), weight_sum(part).to_expansion()
 
 
 @dataclass(frozen=True)
@@ -129,7 +131,8 @@ class PreparedStats:
     sum_weights : float
         Exact sum of the event weights.
     resident_bytes : int
-        Bytes held by the cached columns and weights (0 when streaming).
+        Bytes held by the prepared partitions, as Dask's ``sizeof`` measures them (0 when
+        streaming).
     storage : {"resident", "streaming"}
         Where the prepared partitions live.
     """
@@ -160,19 +163,27 @@ class PreparedDataset:
         data on a cluster's workers.
     stream_workers : int
         Partitions streamed at once (per worker on a cluster) within the budget.
+    traversals : int
+        Passes over the dataset's source made for it: the preparation's (reading every
+        partition, or, when streaming, their weights; none when the weight sum was known),
+        then one per evaluation round that streams it (a round for K points reads once).
+    preparation_passes : int
+        The preparation's share of ``traversals``.
     groups : dict
         The resident partitions' thread groups by thread count
         (:func:`~laddu_dask.runtime.jobs.resident_groups`).
     """
 
     def __init__(self, dataset: Dataset, name: str, stats: PreparedStats, decision: MemoryDecision,
-                 partitions: list, stream_workers: int) -> None:
+                 partitions: list, stream_workers: int, traversals: int = 1) -> None:
         self.dataset = dataset
         self.name = name
         self.stats = stats
         self.decision = decision
         self.partitions = partitions
         self.stream_workers = stream_workers
+        self.traversals = traversals
+        self.preparation_passes = traversals  # those of the preparation alone
         self.groups: dict[int, tuple] = {}
 
     @property

@@ -151,6 +151,7 @@ def reduce_points(execution: Execution, requests: list[ReductionRequest]
                          tuple(req.model._params(point) for point in req.params), req.plan,
                          req.with_gradient) for req in requests]
     merged = execution.runner.run(jobs) if any(job.points for job in jobs) else [()] * len(jobs)
+    _count_traversals(jobs)
     out: list[list[Any]] = [[None] * len(job.points) for job in jobs]
     redo: list[tuple[int, list[int]]] = []
     for j, (job, sums) in enumerate(zip(jobs, merged)):
@@ -165,10 +166,19 @@ def reduce_points(execution: Execution, requests: list[ReductionRequest]
     if redo:
         exact = [replace(jobs[j], points=tuple(jobs[j].points[k] for k in ks), exact=True)
                  for j, ks in redo]
+        _count_traversals(exact)
         for (j, ks), job, sums in zip(redo, exact, execution.runner.run(exact)):
             for k, params, m in zip(ks, job.points, sums):
                 out[j][k] = job.reducer.finish(m, params, job.with_gradient, job.prepared.label)
     return out
+
+
+def _count_traversals(jobs: list[ReductionJob]) -> None:
+    """One more pass over the source of each streamed dataset a round reads (once per job,
+    whatever its number of points)."""
+    for job in jobs:
+        if job.points and job.prepared.storage == "streaming":
+            job.prepared.traversals += 1
 
 
 class PreparedModel:
@@ -271,6 +281,7 @@ class PreparedModel:
         """
         if not isinstance(dataset, Dataset):
             raise TypeError(f"prepare_dataset needs a Dataset, got {type(dataset).__name__}")
+        given = dataset  # the user's: its memory_decision() is this preparation's
         dataset.schema.require(self.compiled.columns, ", ".join(dataset.sources))
         resident_bpe, stream_bpe = self._bytes_per_event()
         budget = execution.host_budget_bytes()
@@ -320,6 +331,7 @@ class PreparedModel:
             resource="device" if self.device == "gpu" else "host",
         )
         execution.record(decision)
+        given.note_memory_decision(decision.as_dict())
         return execution.runner.prepare(self.reducer, dataset, name, decision, stream_workers)
 
     # -- per-batch evaluation --------------------------------------------------------------

@@ -26,6 +26,7 @@ from typing import Any
 
 import dask
 import dask.threaded
+from dask.sizeof import sizeof
 from dask.task_spec import TaskRef
 
 from laddu_dask.data.dataset import Dataset
@@ -158,16 +159,19 @@ class ThreadedRunner(Runner):
             parts = self.get(dict(graph), keys, progress=f"preparing {name}",
                              num_workers=1 if reducer.device == "gpu" else None)
             sums = [weight_sum(p) for p in parts]
-            nbytes = sum(p.nbytes for p in parts)
+            nbytes = sum(sizeof(p) for p in parts)  # Dask's measure, as a cluster's scheduler has it
             sum_w = float(ExactPartials.merge(sums).to_floats()[0]) if sums else 0.0
+            reads = 1
         else:
             parts = []
             nbytes = 0
+            # a pass over the weights, unless there are none or their sum is known already
+            reads = int(dataset.schema.has_weight and dataset._sum_weights is None)
             sum_w = dataset.sum_weights(num_workers=stream_workers)  # as many reads at once
         stats = PreparedStats(local_events=dataset.n_events, global_events=dataset.n_events,
                               batches=dataset.n_partitions, sum_weights=sum_w,
                               resident_bytes=int(nbytes), storage=decision.strategy)
-        return PreparedDataset(dataset, name, stats, decision, list(parts), stream_workers)
+        return PreparedDataset(dataset, name, stats, decision, list(parts), stream_workers, reads)
 
     def run(self, jobs: list[ReductionJob]) -> list[PointPartials]:
         """One graph for all ``jobs``, on the threaded scheduler."""
