@@ -344,3 +344,11 @@ from laddu_dask import io  # noqa: E402 - the facade's last layer: it re-exports
 __all__ += ["io"]
 # laddu's parameter draws of a bootstrap or an MCMC run (issue 24)
 __all__ += ["Ensemble"]
+# laddu's fit artifacts and analysis snapshots: fits saved without their data (issue 24)
+from laddu_dask.analysis.snapshot import AnalysisSnapshot  # noqa: E402 - the facade's last layer
+from laddu_dask.errors import FitArtifactError  # noqa: E402
+from laddu_dask.likelihood.artifact import FitArtifact  # noqa: E402
+from laddu_dask.likelihood.artifact_ensemble import FitEnsembleArtifact  # noqa: E402
+from laddu_dask.likelihood.bound_state import BoundFitState  # noqa: E402
+
+__all__ += ["AnalysisSnapshot", "BoundFitState", "FitArtifact", "FitArtifactError", "FitEnsembleArtifact"]
