@@ -6,7 +6,8 @@ each artifact once however many paths share it, and ``load`` restores the sharin
 paths of one artifact give the same object back).  As laddu's, ``save`` refuses to replace
 an existing file unless ``overwrite=True``.
 
-Paths are non-empty strings without ``.`` or ``..`` parts (``"a/../b"`` is refused).
+Paths are non-empty strings without ``..`` in them (``"a/../b"`` and ``"a..b"`` are refused,
+as laddu refuses them).
 
 Examples
 --------
@@ -45,9 +46,9 @@ SCHEMA_VERSION = 1
 def _check_path(path: Any, keyword: str = "path") -> str:
     if not isinstance(path, str):
         raise TypeError(f"{keyword} must be a str, got {type(path).__name__}")
-    if not path or any(part in (".", "..") for part in path.split("/")):
+    if not path or ".." in path:
         raise FitArtifactError(f"{keyword} {path!r} is not a snapshot path: give a non-empty path without "
-                               "'.' or '..' parts")
+                               "'..'")
     return path
 
 

@@ -40,6 +40,7 @@ from laddu_dask.files import read_json, write_json
 from laddu_dask.likelihood import artifact_fields as fields
 from laddu_dask.likelihood.artifact_ensemble import Failure, FitEnsembleArtifact
 from laddu_dask.likelihood.bound_state import BoundFitState, bind
+from laddu_dask.likelihood.ensemble import Ensemble
 from laddu_dask.likelihood.fingerprint import FINGERPRINT_VERSION
 
 __all__ = ["ARTIFACT_KIND", "LADDU_VERSION", "SCHEMA_VERSION", "FitArtifact"]
@@ -207,26 +208,30 @@ class FitArtifact:
         return bind(self, likelihood, mapping)
 
     def yield_context(self, likelihood: Any, term_name: str, *, generated_mc: Any) -> Any:
-        """:meth:`bind`, then the term's yields at the stored values, with the stored
-        covariance (laddu's): ``likelihood.yield_context(term_name, ...)`` without a fit."""
+        """:meth:`bind`, then the term's yields at the stored values, with the stored ensemble's
+        draws when one is attached (laddu's): ``likelihood.yield_context`` without a fit."""
         state = self.bind(likelihood)
         return likelihood.yield_context(term_name, generated_mc=generated_mc, parameters=state.values,
-                                        covariance=self._bound_covariance(state))
+                                        ensemble=self._bound_ensemble(state))
 
     def cross_section(self, likelihood: Any, term_name: str, *, generated_mc: Any, luminosity: Any) -> Any:
         """:meth:`bind`, then the term's fitted generated-MC cross section at the stored values,
-        with the stored covariance (laddu's)."""
+        with the stored ensemble's draws when one is attached (laddu's)."""
         state = self.bind(likelihood)
         return likelihood.cross_section(term_name, generated_mc, luminosity, state.values,
-                                        covariance=self._bound_covariance(state))
+                                        ensemble=self._bound_ensemble(state))
 
-    def _bound_covariance(self, state: BoundFitState) -> np.ndarray | None:
-        """The covariance in the bound likelihood's parameter order."""
-        if self._covariance is None:
+    def _bound_ensemble(self, state: BoundFitState) -> Any:
+        """The stored ensemble, its columns named and ordered as the bound likelihood's."""
+        if self._ensemble is None:
             return None
-        back = dict((b, a) for a, b in state.migration) or {n: n for n in self._names}
+        ensemble = self._ensemble.to_ensemble()
+        to_likelihood = dict(state.migration) or {n: n for n in self._names}
+        back = {b: a for a, b in to_likelihood.items()}
         order = [self._names.index(back[n]) for n in state.parameter_names]
-        return self._covariance[np.ix_(order, order)]
+        made = Ensemble(ensemble.draws[:, order], state.parameter_names, source_id=ensemble.source_id)
+        made.bootstrap_seed = ensemble.bootstrap_seed
+        return made
 
     # -- ensembles ----------------------------------------------------------------------
     def with_ensemble(self, ensemble: Any) -> FitArtifact:
