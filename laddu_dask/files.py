@@ -333,8 +333,6 @@ def write_json(path: str | os.PathLike[str], content: dict, *, overwrite: bool =
 def _write_new(path: str | os.PathLike[str], text: str) -> None:
     """Put a file holding ``text`` at ``path``, which must not exist (no-clobber hard link)."""
     target = check_output(path)
-    if os.path.lexists(target):
-        raise UnsafeOutputError(f"refusing to replace {target}: it exists; pass overwrite=True to replace it")
     fd, tmp = _create_exclusive(target)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
