@@ -89,6 +89,13 @@ def test_artifact_values_are_copies_and_the_fit_results(ours):
     assert fit.artifact().objective == fit.objective
 
 
+def test_a_saved_fit_result_still_gives_its_artifact(ours, tmp_path):
+    lik, art = ours
+    fit = lik.fit()
+    fit.save(tmp_path / "result.json")
+    _same(FitResult.load(tmp_path / "result.json").artifact(), art)
+
+
 def test_a_fit_result_made_by_hand_has_no_artifact():
     result = FitResult([1.0], [0.1], 3.0, True, 12, "migrad", None, ["a"])
     with pytest.raises(FitArtifactError, match="records no likelihood fingerprint"):

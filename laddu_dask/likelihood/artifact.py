@@ -40,7 +40,6 @@ from laddu_dask.files import read_json, write_json
 from laddu_dask.likelihood import artifact_fields as fields
 from laddu_dask.likelihood.artifact_ensemble import Failure, FitEnsembleArtifact
 from laddu_dask.likelihood.bound_state import BoundFitState, bind
-from laddu_dask.likelihood.ensemble import Ensemble
 from laddu_dask.likelihood.fingerprint import FINGERPRINT_VERSION
 
 __all__ = ["ARTIFACT_KIND", "LADDU_VERSION", "SCHEMA_VERSION", "FitArtifact"]
@@ -212,26 +211,19 @@ class FitArtifact:
         draws when one is attached (laddu's): ``likelihood.yield_context`` without a fit."""
         state = self.bind(likelihood)
         return likelihood.yield_context(term_name, generated_mc=generated_mc, parameters=state.values,
-                                        ensemble=self._bound_ensemble(state))
+                                        ensemble=self._stored_ensemble())
 
     def cross_section(self, likelihood: Any, term_name: str, *, generated_mc: Any, luminosity: Any) -> Any:
         """:meth:`bind`, then the term's fitted generated-MC cross section at the stored values,
         with the stored ensemble's draws when one is attached (laddu's)."""
         state = self.bind(likelihood)
         return likelihood.cross_section(term_name, generated_mc, luminosity, state.values,
-                                        ensemble=self._bound_ensemble(state))
+                                        ensemble=self._stored_ensemble())
 
-    def _bound_ensemble(self, state: BoundFitState) -> Any:
-        """The stored ensemble, its columns named and ordered as the bound likelihood's."""
-        if self._ensemble is None:
-            return None
-        ensemble = self._ensemble.to_ensemble()
-        to_likelihood = dict(state.migration) or {n: n for n in self._names}
-        back = {b: a for a, b in to_likelihood.items()}
-        order = [self._names.index(back[n]) for n in state.parameter_names]
-        made = Ensemble(ensemble.draws[:, order], state.parameter_names, source_id=ensemble.source_id)
-        made.bootstrap_seed = ensemble.bootstrap_seed
-        return made
+    def _stored_ensemble(self) -> Any:
+        """The stored ensemble, if any, for a likelihood bound by name (whose parameters are
+        the artifact's in the same order, since their fingerprints agree)."""
+        return None if self._ensemble is None else self._ensemble.to_ensemble()
 
     # -- ensembles ----------------------------------------------------------------------
     def with_ensemble(self, ensemble: Any) -> FitArtifact:
