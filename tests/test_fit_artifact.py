@@ -319,11 +319,17 @@ def _corrupt(tmp_path, art, change):
      "field 'ensemble'.*field 'draws' must be a K x 2 matrix"),
     (lambda r: r.update(kind="laddu_dask.FitResult"),
      "holds 'laddu_dask.FitResult', not a laddu_dask.FitArtifact"),
+    (lambda r: r.update(values=[0.5, float("nan")]), "fields 'values' and 'objective' must be finite"),
+    (lambda r: r["ensemble"].update(parameter_names=["c2", "c1"]),
+     r"field 'ensemble' is over \['c2', 'c1'\]"),
+    (lambda r: r["ensemble"].update(draw_ids=[1]), r"field 'draw_ids' must be \[0\]"),
 ], ids=["missing", "mistyped", "short-values", "repeated-names", "covariance-shape", "schema", "kind",
-        "outcome", "fingerprint", "diagnostics", "ensemble", "file-kind"])
+        "outcome", "fingerprint", "diagnostics", "ensemble", "file-kind", "nan", "ensemble-names",
+        "draw-ids"])
 def test_load_names_the_file_and_the_field_at_fault(ours, tmp_path, change, message):
     _, art = ours
-    path = _corrupt(tmp_path, art, change)
+    ensemble = ld.Ensemble.from_arrays([[0.5, 0.4]], parameter_names=["c1", "c2"])
+    path = _corrupt(tmp_path, art.with_ensemble(ensemble).with_failed_replicas([(1, None, "x")]), change)
     with pytest.raises(FitArtifactError, match=f"{path}.*{message}"):
         ld.FitArtifact.load(path)
 
