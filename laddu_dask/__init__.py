@@ -355,3 +355,11 @@ from laddu_dask.likelihood.diagnostics import DatasetDiagnostics, LikelihoodDiag
 from laddu_dask.memory_resources import MemoryResource, MemoryState  # noqa: E402
 
 __all__ += ["DatasetDiagnostics", "LikelihoodDiagnostics", "MemoryResource", "MemoryState"]
+# laddu's fit artifacts and analysis snapshots: fits saved without their data (issue 24)
+from laddu_dask.analysis.snapshot import AnalysisSnapshot  # noqa: E402 - the facade's last layer
+from laddu_dask.errors import FitArtifactError  # noqa: E402
+from laddu_dask.likelihood.artifact import FitArtifact  # noqa: E402
+from laddu_dask.likelihood.artifact_ensemble import FitEnsembleArtifact  # noqa: E402
+from laddu_dask.likelihood.bound_state import BoundFitState  # noqa: E402
+
+__all__ += ["AnalysisSnapshot", "BoundFitState", "FitArtifact", "FitArtifactError", "FitEnsembleArtifact"]

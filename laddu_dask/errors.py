@@ -97,3 +97,8 @@ class GaneshConfigError(GaneshError, ValueError):
 class RestartWarning(UserWarning):
     """Many fits that should start from different points start from the same one: restarts
     of parameters without a starting range (``initial=(minimum, maximum)``)."""
+
+
+class FitArtifactError(LadduDaskError, ValueError):
+    """A fit artifact or analysis snapshot cannot be read (the message names the file and
+    field), or does not fit the likelihood it is bound to (laddu's "fit artifact mismatch")."""

@@ -305,9 +305,13 @@ def atomic_folder(path: str | os.PathLike[str], *,
         raise
 
 
-def write_json(path: str | os.PathLike[str], content: dict) -> None:
+def write_json(path: str | os.PathLike[str], content: dict, *, overwrite: bool = True) -> None:
     """Write ``content`` as JSON through :func:`atomic_write`, with provenance: the
-    laddu-dask version and the UTC time, under ``"provenance"``."""
+    laddu-dask version and the UTC time, under ``"provenance"``.
+
+    With ``overwrite=False`` an existing ``path`` is never replaced: the complete file is
+    linked into place only if nothing is there (also against a file appearing meanwhile),
+    else :class:`~laddu_dask.errors.UnsafeOutputError` names the path."""
     import datetime
     import json
     from importlib.metadata import PackageNotFoundError, version
@@ -318,8 +322,30 @@ def write_json(path: str | os.PathLike[str], content: dict) -> None:
         here = "unknown"
     stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     body = {**content, "provenance": {"laddu_dask": here, "written": stamp}}
-    with atomic_write(path) as out:
-        out.write(json.dumps(body, indent=2, allow_nan=True) + "\n")
+    text = json.dumps(body, indent=2, allow_nan=True) + "\n"
+    if overwrite:
+        with atomic_write(path) as out:
+            out.write(text)
+        return
+    _write_new(path, text)
+
+
+def _write_new(path: str | os.PathLike[str], text: str) -> None:
+    """Put a file holding ``text`` at ``path``, which must not exist (no-clobber hard link)."""
+    target = check_output(path)
+    fd, tmp = _create_exclusive(target)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        try:
+            os.link(tmp, target)
+        except FileExistsError:
+            raise UnsafeOutputError(f"refusing to replace {target}: it exists; pass overwrite=True to "
+                                    "replace it") from None
+    finally:
+        os.unlink(tmp)
 
 
 def read_json(path: str | os.PathLike[str], kind: str) -> dict:

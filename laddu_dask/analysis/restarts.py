@@ -295,7 +295,9 @@ def bootstrap_fit(likelihood: Likelihood, samples: int, initial: Any = None, *, 
         method = inspect.signature(likelihood_fit).parameters["method"].default
     fits = fit_each(replicas, [initial] * int(samples), method=method, label="bootstrap", progress=progress,
                     **laddu, **options)
-    return Ensemble(fits.draws, fits.parameter_names, fits=fits)
+    ensemble = Ensemble(fits.draws, fits.parameter_names, fits=fits)
+    ensemble.bootstrap_seed = int(seed)
+    return ensemble
 
 
 def _unset(value: Any, default: Any) -> bool:

@@ -53,6 +53,8 @@ class Ensemble:
         Identifies the ensemble (unique in the process unless given).
     fits : FitEnsemble or None
         The refits behind a bootstrap ensemble, failed ones included (``None`` otherwise).
+    bootstrap_seed : int or None
+        The ``seed`` of the ``bootstrap_fit`` that made the draws (``None`` otherwise).
     """
 
     def __init__(self, draws: Any, parameter_names: Sequence[str], *, source_id: int | None = None,
@@ -69,6 +71,7 @@ class Ensemble:
         self.source_id = (next(_SOURCE_IDS) if source_id is None
                           else integer(source_id, "source_id", minimum=0))
         self.fits = fits
+        self.bootstrap_seed: int | None = None
 
     @property
     def draws(self) -> np.ndarray:

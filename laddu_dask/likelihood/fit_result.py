@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from laddu_dask.files import read_json, write_json
+from laddu_dask.likelihood.artifact import FitArtifact
 from laddu_dask.views import format_bounds, table
 
 __all__ = ["FitResult", "correlation_of"]
@@ -102,6 +103,9 @@ class FitResult:
         ``function_evaluations``, ``gradient_evaluations``, ``hessian_evaluations`` (laddu's).
     raw_ganesh_summary : MinimizationSummary or None
         The ganesh summary of a fit run on a ganesh configuration (None on MIGRAD's path).
+    likelihood_fingerprint : str or None
+        The fitted likelihood's structural fingerprint, which :meth:`artifact` records
+        (set by ``Likelihood.fit``; None for a result built by hand).
     """
 
     values: Any
@@ -122,6 +126,7 @@ class FitResult:
     terminal_message: str = ""
     diagnostics: dict[str, int] = field(default_factory=dict)
     raw_ganesh_summary: Any = field(default=None, repr=False)
+    likelihood_fingerprint: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.parameter_names = [str(n) for n in self.parameter_names]
@@ -270,6 +275,7 @@ class FitResult:
             "diagnostics": dict(self.diagnostics),
             "wall_time": self.wall_time,
             "bounds": {n: list(b) for n, b in self.bounds.items()},
+            "likelihood_fingerprint": self.likelihood_fingerprint,
         }
 
     @classmethod
@@ -294,9 +300,21 @@ class FitResult:
                 bounds={n: tuple(b) for n, b in d.get("bounds", {}).items()},
                 converged=d.get("converged"), terminal_message=str(d.get("terminal_message", "")),
                 diagnostics=dict(d.get("diagnostics", {})),
+                likelihood_fingerprint=d.get("likelihood_fingerprint"),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not a fit result: {type(exc).__name__}: {exc}") from None
+
+    def artifact(self) -> FitArtifact:
+        """The dataset-free :class:`~laddu_dask.FitArtifact` of this fit (laddu's), to save and
+        bind onto the likelihood built again.
+
+        Raises
+        ------
+        FitArtifactError
+            The result did not come from ``Likelihood.fit`` (it records no fingerprint).
+        """
+        return FitArtifact.from_fit(self)
 
     def save(self, path: str | Any) -> None:
         """Write the result as JSON (atomically: a temporary file renamed over ``path``),

@@ -34,6 +34,7 @@ from laddu_dask.errors import ParameterError
 from laddu_dask.expr.parameter import ParameterSpec, draw_starts, merge_parameters
 from laddu_dask.likelihood.cost import MinuitCost
 from laddu_dask.likelihood.diagnostics import LikelihoodDiagnostics, likelihood_diagnostics
+from laddu_dask.likelihood.fingerprint import likelihood_fingerprint
 from laddu_dask.likelihood.penalties import Penalty
 from laddu_dask.likelihood.terms import NLL, ExtendedNLL
 from laddu_dask.runtime.execution import Execution
@@ -385,9 +386,11 @@ class Likelihood(MinuitCost):
         :class:`~laddu_dask.likelihood.FitResult`. See :func:`laddu_dask.likelihood.fit.fit`."""
         from laddu_dask.likelihood.fit import fit
 
-        return fit(self, initial=initial, method=method, config=config, terminators=terminators,
-                   observers=observers, seed=seed, default_callbacks=default_callbacks,
-                   use_parameter_metadata=use_parameter_metadata, **options)
+        result = fit(self, initial=initial, method=method, config=config, terminators=terminators,
+                     observers=observers, seed=seed, default_callbacks=default_callbacks,
+                     use_parameter_metadata=use_parameter_metadata, **options)
+        result.likelihood_fingerprint = likelihood_fingerprint(self)
+        return result
 
 
 def require_free(likelihood: Any) -> None:
