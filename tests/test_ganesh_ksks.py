@@ -116,3 +116,26 @@ def test_conjugate_gradient_leaves_a_steep_start_for_the_minimum(sample):
     assert np.abs(cg.x - np.asarray(best.x)).max() <= 1e-5
     assert cg.fx == pytest.approx(best.fx, rel=1e-12)
     assert cg.evals.g < 400
+
+
+def test_the_readme_table_is_rendered_from_the_benchmarks_results():
+    import copy
+    import json
+    import os
+
+    from laddu_dask.bench.ganesh_bench import readme_lines
+    from laddu_dask.bench.results import RESULTS_DIR
+
+    with open(os.path.join(RESULTS_DIR, "ganesh_methods.json")) as f:
+        r = json.load(f)
+    edited = copy.deepcopy(r)
+    row = next(row for row in edited["methods"] if row["method"] == "NelderMeadConfig")
+    row["laddu-dask"].update(f=400, g=0, wall_s=0.5, message="Success: term_x = SINGULAR")
+    row["laddu"].update(wall_s=0.25)
+    row.update(ratio=2.0, max_dx=0.25, dfx=3.25)
+    text = " ".join(" ".join(readme_lines(edited)).split())
+    assert (f"| `NelderMeadConfig` (own, laddu's steps) | | 400 / 0 | {row['laddu']['f']} / 0 | 500.00 ms "
+            "| 250.00 ms | 2.00x | 2.5e-01 | 3.2e+00 |") in text
+    assert ("`NelderMeadConfig`: laddu-dask's ends 3.2 higher in -2 ln L than laddu's "
+            "(\"Success: term_x = SINGULAR\" against") in text
+    assert text != " ".join(" ".join(readme_lines(r)).split())
