@@ -139,3 +139,19 @@ def test_the_readme_table_is_rendered_from_the_benchmarks_results():
     assert ("`NelderMeadConfig`: laddu-dask's ends 3.2 higher in -2 ln L than laddu's "
             "(\"Success: term_x = SINGULAR\" against") in text
     assert text != " ".join(" ".join(readme_lines(r)).split())
+
+
+def test_the_default_fit_takes_the_steps_of_lbfgsb_config(sample):
+    # one L-BFGS-B driver: laddu's default fit is ld.ganesh.LBFGSBConfig() with its default
+    # terminators, then the errors from the Hessian of exact gradients
+    _, ours, start = likelihoods(sample, fixed=True)
+    default, seen = ours.fit(start), []
+    config = ours.fit(start, config=ld.ganesh.LBFGSBConfig(), observers=[lambda k, s: seen.append(k)])
+    assert np.array_equal(default.values, config.values) and default.fval == config.fval
+    assert default.terminal_message == str(config.raw_ganesh_summary.message) == "Success: F_EVAL CONVERGED"
+    steps = len(seen) + 1  # the step that a default terminator ends is not observed
+    assert default.diagnostics["function_evaluations"] == config.raw_ganesh_summary.evals.f > steps
+    assert default.errors == pytest.approx(config.errors, rel=1e-9)
+    limited = ours.fit(start, max_calls=3)  # stopped after the step that took it past 3 evaluations
+    assert not limited.converged and limited.message.startswith("invalid minimum: call limit reached (L-BFGS-B)")
+    assert limited.diagnostics["function_evaluations"] == 4

@@ -32,10 +32,12 @@ import scipy.optimize as so
 
 from laddu_dask.likelihood.ganesh.status import StatusMessage
 
-__all__ = ["adam", "conjugate_gradient", "lbfgsb", "trust_region"]
+__all__ = ["LBFGSB_STOPPED", "adam", "conjugate_gradient", "lbfgsb", "trust_region"]
 
 #: An iteration limit SciPy never reaches: the terminators stop the run.
 UNLIMITED = 10**9
+#: How the text of an L-BFGS-B run that SciPy ended itself begins (SciPy's message follows).
+LBFGSB_STOPPED = "L-BFGS-B stopped: "
 
 
 class _Cached:
@@ -98,7 +100,7 @@ def lbfgsb(problem: Any, run: Any, y0: np.ndarray, config: Any, rng: Any, bounds
     )
     if run.message is not None:
         return last[0], last[1], run.message
-    return _finish(run, np.asarray(res.x), float(res.fun), f"L-BFGS-B stopped: {res.message}")
+    return _finish(run, np.asarray(res.x), float(res.fun), f"{LBFGSB_STOPPED}{res.message}")
 
 
 def _search(config: Any) -> dict[str, Any]:
