@@ -124,3 +124,76 @@ def test_a_sum_keeps_the_execution_it_was_given_and_refuses_two(samples):
         first + 1.0
     with pytest.raises(TypeError, match=r"unsupported operand type\(s\) for \+: 'float' and 'NLL'"):
         1.0 + first
+
+
+@pytest.fixture(scope="module")
+def quadratic():
+    """A likelihood exactly quadratic in ``mu``: data events carry ``s = 1`` and the
+    accepted MC ``s = 0``, so the MC sum is a constant and ``-2 ln L = sum (x - mu)^2 + c``."""
+    x, s = ld.scalar("x"), ld.scalar("s")
+    mu = ld.parameter("mu", initial=0.0)
+    model = ld.Model((s * (-(x - mu) * (x - mu) * 0.5)).exp())
+    xd = np.random.default_rng(3).normal(1.0, 1.0, 50)
+    data = ld.Dataset.from_arrays(scalars={"x": xd, "s": np.ones(xd.size)})
+    mc = ld.Dataset.from_arrays(scalars={"x": np.zeros(3), "s": np.zeros(3)})
+    return ld.NLL(model, data=data, accepted_mc=mc, name="gauss"), xd
+
+
+def test_a_normal_constraint_on_a_likelihood_gives_the_closed_form_combined_fit(quadratic):
+    from iminuit.cost import CostSum, NormalConstraint
+
+    term, xd = quadratic
+    lik = ld.Likelihood([term])
+    mu0, sigma0 = 0.5, 0.2
+    constraint = NormalConstraint("mu", mu0, sigma0)
+    for total in (lik + constraint, constraint + lik, sum([lik, constraint]), term + constraint):
+        assert isinstance(total, CostSum) and describe(total) == ["mu"]
+        assert total.errordef == 1.0 and total.has_grad and total.ndata == math.inf
+        assert any(part is lik or part is term for part in total)
+        for m in (0.3, 1.7):
+            # -2 ln L of the Gaussian means plus the constraint's chi2, and their derivative
+            expected = math.fsum((xd - m) ** 2) + 2 * xd.size * math.log(3) + ((m - mu0) / sigma0) ** 2
+            assert total(m) == pytest.approx(expected, rel=1e-13)
+            slope = -2 * math.fsum(xd - m) + 2 * (m - mu0) / sigma0**2
+            assert total.grad(m) == pytest.approx([slope], rel=1e-12)
+    weight, n = 1 / sigma0**2, xd.size  # the two Gaussians' precisions
+    m = Minuit(lik + NormalConstraint("mu", mu0, sigma0), mu=0.0)
+    m.migrad()
+    m.hesse()
+    assert m.valid and m.ngrad > 0
+    assert m.values["mu"] == pytest.approx((math.fsum(xd) + weight * mu0) / (n + weight), rel=1e-8)
+    assert m.errors["mu"] == pytest.approx(1 / math.sqrt(n + weight), rel=1e-6)
+
+
+def test_other_iminuit_costs_add_in_their_own_units(quadratic):
+    from iminuit.cost import Constant, CostSum, LeastSquares, UnbinnedNLL
+
+    term, xd = quadratic
+    lik = ld.Likelihood([term])
+    y = np.array([0.9, 1.2, 1.05])
+    lsq = LeastSquares(np.arange(3.0), y, 0.1, lambda t, mu: mu + 0 * t)  # chi2, errordef 1
+    events = np.array([0.2, 0.4, 1.1])
+    unbinned = UnbinnedNLL(events, lambda t, mu: np.exp(-0.5 * (t - mu) ** 2) / math.sqrt(2 * math.pi))
+    total = lik + lsq + unbinned + Constant(4.0)
+    assert isinstance(total, CostSum) and len(total) == 4 and total.ndata == math.inf
+    assert total[0] is lik and total[3].value == 4.0
+    m = 0.8
+    by_hand = (math.fsum((xd - m) ** 2) + 2 * xd.size * math.log(3) + math.fsum(((y - m) / 0.1) ** 2)
+               + 2 * math.fsum(0.5 * (events - m) ** 2 + 0.5 * math.log(2 * math.pi)) + 4.0)
+    assert total(m) == pytest.approx(by_hand, rel=1e-13)
+    assert not total.has_grad  # LeastSquares without a model gradient has none
+    assert (lik + Constant(4.0)).grad(m) == pytest.approx([-2 * math.fsum(xd - m)], rel=1e-12)
+
+
+def test_verbose_prints_each_call_as_iminuits_costs_do(quadratic, capsys):
+    from iminuit.cost import NormalConstraint
+
+    term, _ = quadratic
+    lik = ld.Likelihood([term])
+    assert lik.verbose == 0
+    lik(0.3)
+    assert capsys.readouterr().out == ""
+    lik.verbose = 1
+    value = lik(0.3)
+    assert capsys.readouterr().out == f"Likelihood(0.3,) = {value!r}\n"
+    assert (lik + NormalConstraint("mu", 0.5, 0.2)).verbose == 1

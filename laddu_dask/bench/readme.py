@@ -3,10 +3,11 @@
 ``python3 -m laddu_dask.bench.readme`` prints the section (Markdown) from
 ``benchmarks/results/bench_ksks.json``, ``overhead.json``, ``streaming.json``,
 ``cluster.json``, ``first_eval.json``, ``models.json``, ``binned.json``, ``generation.json``,
-``closure.json`` and ``projection.json``; ``--write`` puts it in ``README.md`` in place of
-the current one.  The renderers live in :mod:`~laddu_dask.bench.readme_laddu` (against laddu and TensorWaves),
+``closure.json``, ``projection.json`` and ``ganesh_methods.json``; ``--write`` puts it in
+``README.md`` in place of the current one.  The renderers live in
+:mod:`~laddu_dask.bench.readme_laddu` (against laddu and TensorWaves),
 :mod:`~laddu_dask.bench.readme_runtime` (analysis, overhead, streaming, cluster) and the
-benchmarks' own modules (generation, closure, projection).  The tests check that
+benchmarks' own modules (generation, closure, projection, ganesh methods).  The tests check that
 the README's section is exactly what this renders from the committed files, so no
 figure in it can be edited by hand or left behind by a new run.
 
@@ -24,6 +25,7 @@ import os
 import sys
 
 from laddu_dask.bench.closure_bench import readme_lines as _closure
+from laddu_dask.bench.ganesh_bench import readme_lines as _ganesh
 from laddu_dask.bench.generation_bench import readme_lines as _generation
 from laddu_dask.bench.projection_bench import readme_lines as _projection
 from laddu_dask.bench.readme_format import ratio, run_line, seconds, wrap
@@ -36,12 +38,13 @@ __all__ = ["FILES", "HEADING", "README", "main", "ratio", "render", "run_line", 
 README = os.path.join(ROOT, "README.md")
 HEADING = "## Benchmarks"
 FILES = ("bench_ksks.json", "overhead.json", "streaming.json", "cluster.json", "first_eval.json",
-         "models.json", "binned.json", "generation.json", "closure.json", "projection.json")
+         "models.json", "binned.json", "generation.json", "closure.json", "projection.json",
+         "ganesh_methods.json")
 
 
 def render(folder: str = RESULTS_DIR) -> str:
     """The Benchmarks section (heading included) from the results files in ``folder``."""
-    ksks, overhead, streaming, cluster, first, models, binned, generation, closure, projection = (
+    ksks, overhead, streaming, cluster, first, models, binned, generation, closure, projection, ganesh = (
         read_results(name, folder) for name in FILES)
     lines = [
         HEADING, "",
@@ -53,7 +56,8 @@ def render(folder: str = RESULTS_DIR) -> str:
         "sides measured in the same run on the same files. Absolute times depend on the machine and "
         "on its load; compare the ratios. To measure again, run the command given with each table, "
         "then `python3 -m laddu_dask.bench.readme --write`.", "",
-        *ksks_lines(ksks), *first_eval_lines(first), *models_lines(models), *binned_lines(binned),
+        *ksks_lines(ksks), *first_eval_lines(first), *models_lines(models), *_ganesh(ganesh),
+        *binned_lines(binned),
         *overhead_lines(overhead), *streaming_lines(streaming), *cluster_lines(cluster),
         *_generation(generation), *_closure(closure), *_projection(projection),
         "`benchmarks/gpu_check.py` is the one-shot check for a GPU machine (see GPUs above).",

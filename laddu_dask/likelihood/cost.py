@@ -11,6 +11,12 @@ one parameter.
 A minimiser that asks for the value at the point where it just asked for the gradient
 gets that evaluation's value without a second pass over the data.
 
+They also add to iminuit's own costs: ``lik + iminuit.cost.NormalConstraint("a", 1.0, 0.1)``
+is iminuit's ``CostSum`` (a Gaussian nuisance constraint on ``a``, here), whose value is
+the likelihood's plus the constraint's in units where ``errordef`` is 1, and whose gradient
+is exact when every part's is. ``verbose = 1`` prints each call and its value, as iminuit's
+costs do.
+
 The costs also give iminuit a ``hessian`` (and its diagonal, ``g2``): central differences
 of the exact gradient, all ``2 n`` points in one evaluation round
 (:mod:`laddu_dask.likelihood.hessian`). :func:`laddu_dask.fit` hands them to MIGRAD's seed
@@ -34,6 +40,10 @@ Examples
 >>> m.errordef, m.limits["a"]
 (1.0, (0.0, 10.0))
 >>> bool(m.migrad().valid)
+True
+>>> from iminuit.cost import NormalConstraint
+>>> constrained = nll + NormalConstraint("a", 1.0, 0.5)  # iminuit's CostSum
+>>> bool(Minuit(constrained, a=1.0).migrad().valid)
 True
 """
 
@@ -67,12 +77,15 @@ class MinuitCost:
         False: a plain ``Minuit(cost)`` computes second derivatives itself; pass
         ``hessian=cost.hessian, g2=cost.g2`` (both: iminuit 2.33 calls ``g2`` even when it
         has a Hessian) to use :meth:`hessian`.
+    verbose : int
+        0; at 1 or more every call prints its arguments and value (iminuit's meaning).
     """
 
     errordef: float = 1.0
     has_grad: bool = True
     has_hessian: bool = False
     has_g2: bool = False
+    verbose: int = 0
 
     def _cost_likelihood(self) -> Any:  # pragma: no cover - every subclass defines it
         raise NotImplementedError
@@ -101,11 +114,10 @@ class MinuitCost:
 
     def __call__(self, *args: Any) -> float:
         """``-2 ln L`` at the free parameters: ``cost(a, b)``, ``cost([a, b])`` or ``cost({"a": a})``."""
-        x = self._point(args)
-        cached = self._cached(x)
-        if cached is not None:
-            return cached[0]
-        return self._compute(x, False)[0]
+        value = self._value(args)
+        if self.verbose >= 1:
+            print(f"{self.__class__.__name__}{tuple(args)!r} = {value!r}")
+        return value
 
     def grad(self, *args: Any) -> np.ndarray:
         """The exact gradient, in the order of the free parameters (arguments as for a call)."""
@@ -127,15 +139,32 @@ class MinuitCost:
         """The diagonal of :meth:`hessian` (iminuit's ``g2``)."""
         return np.diag(self.hessian(*args)).copy()
 
+    # -- what iminuit's CostSum calls on its parts ------------------------------------
+
+    def _value(self, args: Any) -> float:
+        x = self._point(tuple(args))
+        cached = self._cached(x)
+        if cached is not None:
+            return cached[0]
+        return self._compute(x, False)[0]
+
+    def _grad(self, args: Any) -> np.ndarray:
+        return self.grad(*args)
+
     # -- the sum of costs ---------------------------------------------------------------
 
     def __add__(self, other: Any) -> Any:
-        if not isinstance(other, MinuitCost):
-            return NotImplemented
-        return self._cost_likelihood().combined(other._cost_likelihood())
+        """``self + other``: a :class:`~laddu_dask.likelihood.Likelihood` of both sets of
+        terms when ``other`` is one of ours, iminuit's ``CostSum`` when it is an iminuit cost."""
+        if isinstance(other, MinuitCost):
+            return self._cost_likelihood().combined(other._cost_likelihood())
+        from iminuit.cost import Cost, CostSum
+
+        return CostSum(self, other) if isinstance(other, Cost) else NotImplemented
 
     def __radd__(self, other: Any) -> Any:
-        if isinstance(other, int) and other == 0:  # sum([...]) starts from 0
+        # sum([...]) starts from 0; an iminuit cost on the left makes the CostSum itself
+        if isinstance(other, int) and other == 0:
             return self._cost_likelihood()
         return NotImplemented
 
@@ -172,3 +201,4 @@ class MinuitCost:
         """Values and gradients at K points in one round (the Hessian's); a subclass may
         watch them too."""
         return self._cost_likelihood().values_and_gradients(points)
+

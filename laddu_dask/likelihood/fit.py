@@ -45,7 +45,7 @@ from laddu_dask.likelihood.fit_messages import (
 from laddu_dask.likelihood.fit_result import FitResult, correlation_of
 from laddu_dask.likelihood.ganesh.engine import minimize as ganesh_minimize
 from laddu_dask.likelihood.hessian import gradient_hessian
-from laddu_dask.likelihood.lbfgsb import covariance_from_hessian, minimize_lbfgsb, projected_gradient
+from laddu_dask.likelihood.lbfgsb import covariance_from_hessian, lbfgsb_steps, projected_gradient
 from laddu_dask.likelihood.likelihood import require_free
 from laddu_dask.likelihood.progress import ProgressLine
 from laddu_dask.options import FitMethod, HessianSource
@@ -87,6 +87,10 @@ class _Watched(MinuitCost):
             if self.callback is not None:
                 self.callback(self.calls, value)
         return value, grad
+
+    def value_and_gradient(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        """The watched value and gradient at ``x`` (the L-BFGS-B engine's objective)."""
+        return self._both(x)
 
     def one_by_one(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`_points` for a likelihood that evaluates one point at a time."""
@@ -295,7 +299,7 @@ def _fit_ganesh(likelihood: Any, x0: np.ndarray, names: list[str], bounds: list,
 def _fit_lbfgsb(objective: _Watched, names: list[str], x0: np.ndarray, bounds: list,
                 max_calls: int | None) -> FitResult:
     """laddu's default fit: L-BFGS-B, then ``2 H^-1`` from the Hessian of exact gradients."""
-    run = minimize_lbfgsb(objective._both, x0, bounds, max_calls)
+    run = lbfgsb_steps(objective, x0, bounds, max_calls)
     single = objective.calls
     hess = gradient_hessian(objective._points if hasattr(objective.likelihood, "values_and_gradients")
                             else objective.one_by_one, run.x, bounds, names)

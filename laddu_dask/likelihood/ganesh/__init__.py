@@ -11,7 +11,9 @@ Where the minimizers differ from laddu's (each for the reason given):
   and it ends a run (not a success) when its line search cannot lower ``f`` any more, where
   laddu's keeps stepping until ``MaxSteps``.
 - Conjugate gradient uses SciPy's strong-Wolfe ``line_search`` for both line-search kinds
-  (SciPy has neither Moré–Thuente nor Hager–Zhang as a public search).
+  (SciPy has neither Moré–Thuente nor Hager–Zhang as a public search); a failed search is
+  retried along the unit steepest descent, so a steep start is left in a few steps (on the
+  KsKs toy's displaced start ours converges in ~280 evaluations where laddu's takes 4000 steps).
 - Trust region solves its subproblem with SciPy's ``trust-exact`` for either ``subproblem``;
   SciPy caps ``eta`` below 0.25. Inside bounds it works where laddu 0.28.1's fails.
 - CMA-ES is ``cma``'s: its stopping criteria stand for the CMA-ES terminators, so a run may

@@ -32,10 +32,12 @@ import scipy.optimize as so
 
 from laddu_dask.likelihood.ganesh.status import StatusMessage
 
-__all__ = ["adam", "conjugate_gradient", "lbfgsb", "trust_region"]
+__all__ = ["LBFGSB_STOPPED", "adam", "conjugate_gradient", "lbfgsb", "trust_region"]
 
 #: An iteration limit SciPy never reaches: the terminators stop the run.
 UNLIMITED = 10**9
+#: How the text of an L-BFGS-B run that SciPy ended itself begins (SciPy's message follows).
+LBFGSB_STOPPED = "L-BFGS-B stopped: "
 
 
 class _Cached:
@@ -98,7 +100,7 @@ def lbfgsb(problem: Any, run: Any, y0: np.ndarray, config: Any, rng: Any, bounds
     )
     if run.message is not None:
         return last[0], last[1], run.message
-    return _finish(run, np.asarray(res.x), float(res.fun), f"L-BFGS-B stopped: {res.message}")
+    return _finish(run, np.asarray(res.x), float(res.fun), f"{LBFGSB_STOPPED}{res.message}")
 
 
 def _search(config: Any) -> dict[str, Any]:
@@ -138,8 +140,9 @@ def _wolfe(fg: _Cached, y: np.ndarray, d: np.ndarray, g: np.ndarray, f: float, f
 
 def conjugate_gradient(problem: Any, run: Any, y0: np.ndarray, config: Any, rng: Any, bounds: tuple) -> tuple:
     """Nonlinear CG on SciPy's strong-Wolfe ``line_search``; one step per line search.
-    A direction that is not a descent direction, or a failed search, restarts from the
-    steepest descent; a failed steepest-descent search ends the run."""
+    A direction that is not a descent direction restarts from the steepest descent; a
+    failed search is tried once more along the unit steepest descent (a far shorter first
+    step where the gradient is large), and when that fails too the run ends."""
     fg = _Cached(problem)
     search = _search(config)
     y = np.array(y0, dtype=float)
@@ -149,8 +152,9 @@ def conjugate_gradient(problem: Any, run: Any, y0: np.ndarray, config: Any, rng:
         if g @ d >= 0:
             d = -g
         alpha = _wolfe(fg, y, d, g, f, f_old, search)
-        if alpha is None and not np.array_equal(d, -g):
-            d = -g
+        norm = float(np.linalg.norm(g))
+        if alpha is None and norm > 0:  # again along the unit steepest descent: SciPy's zoom
+            d = -g / norm  # gives up after 10 tries, too few to shorten a 1e4-long gradient
             alpha = _wolfe(fg, y, d, g, f, None, search)
         if alpha is None:
             return _finish(run, y, f, "LINE SEARCH FAILED")

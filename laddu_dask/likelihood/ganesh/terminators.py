@@ -25,6 +25,7 @@ import numpy as np
 
 from laddu_dask.errors import GaneshConfigError
 from laddu_dask.likelihood.ganesh.validate import choice, count, number, positive
+from laddu_dask.likelihood.lbfgsb import projected_gradient
 
 __all__ = [
     "AdamEMATerminator",
@@ -134,8 +135,7 @@ class LBFGSBInfNormGTerminator(Terminator):
         self.eps_abs = positive("eps_abs", eps_abs)
 
     def check(self, state: SimpleNamespace) -> str | None:
-        lo, hi = state.bounds
-        projected = state.y - np.clip(state.y - state.gradient, lo, hi)
+        projected = projected_gradient(state.y, state.gradient, list(zip(*state.bounds)))
         return (
             "PROJECTED GRADIENT WITHIN TOLERANCE" if float(np.max(np.abs(projected))) < self.eps_abs else None
         )
