@@ -218,17 +218,21 @@ class Likelihood(MinuitCost):
                              f"point, got shape {points.shape}")
         return [self.resolve(point) for point in points]
 
-    def value(self, params: ParameterValues) -> float:
-        """The likelihood at ``params`` (sequence in :attr:`parameter_names` order, or mapping)."""
-        return self._evaluate(params, False)[0]
+    def value(self, parameters: ParameterValues) -> float:
+        """The likelihood at ``parameters`` (sequence in :attr:`parameter_names` order, or mapping)."""
+        return self._evaluate(parameters, False)[0]
 
-    def value_and_gradient(self, params: ParameterValues) -> tuple[float, np.ndarray]:
-        """The likelihood and its exact gradient at ``params``."""
-        return self._evaluate(params, True)
+    def nll(self, parameters: ParameterValues) -> float:
+        """The total ``-2 ln L`` at ``parameters``: laddu's alias of :meth:`value`."""
+        return self.value(parameters)
 
-    def gradient(self, params: ParameterValues) -> np.ndarray:
-        """The exact gradient at ``params``."""
-        return self._evaluate(params, True)[1]
+    def value_and_gradient(self, parameters: ParameterValues) -> tuple[float, np.ndarray]:
+        """The likelihood and its exact gradient at ``parameters``."""
+        return self._evaluate(parameters, True)
+
+    def gradient(self, parameters: ParameterValues) -> np.ndarray:
+        """The exact gradient at ``parameters``."""
+        return self._evaluate(parameters, True)[1]
 
     def values(self, points: Any) -> np.ndarray:
         """The likelihood at K points in one evaluation round.
