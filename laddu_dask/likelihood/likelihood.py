@@ -366,6 +366,20 @@ class Likelihood(MinuitCost):
         :func:`laddu_dask.analysis.walker_positions`."""
         return _method("walker_positions")(self, center, n_walkers, **options)
 
+    def fit_stochastic(self, initial: ParameterValues | None = None, *, config: Any = None,
+                       fraction: float = 0.1, seed: int = 0, terminators: Sequence[Any] = (),
+                       observers: Sequence[Any] = (), default_callbacks: bool = True,
+                       use_parameter_metadata: bool = True) -> Any:
+        """Adam on minibatches of the data (laddu's ``fit_stochastic``): each step's value and
+        gradient come from one random ``fraction`` of every term's data events; returns a
+        ``ganesh.MinimizationSummary``. See :mod:`laddu_dask.likelihood.stochastic`."""
+        from laddu_dask.likelihood.stochastic import fit_stochastic
+
+        return fit_stochastic(self, initial, config=config, fraction=fraction, seed=seed,
+                              terminators=terminators, observers=observers,
+                              default_callbacks=default_callbacks,
+                              use_parameter_metadata=use_parameter_metadata)
+
     def fit(self, initial: ParameterValues | None = None, *, config: Any = None,
             terminators: Sequence[Any] = (), observers: Sequence[Any] = (), seed: int = 0,
             default_callbacks: bool = True, use_parameter_metadata: bool = True,
