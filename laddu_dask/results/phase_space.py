@@ -191,6 +191,10 @@ class PhaseSpacePlan:
             if edge.initial_momentum is not None:
                 if name in self.mass_ranges:
                     raise ModelError(f"{where}: initial edge {name!r} cannot use a generated mass")
+                if edge.initial_momentum.kind == "histogram_energy":
+                    raise ModelError(f"{where}: edge {name!r}: laddu-dask's generator does not sample "
+                                     "InitialMomentum.histogram_energy yet (see the README's difference "
+                                     "table)")
                 self.initial[name] = edge.initial_momentum
         if not self.initial:
             raise ModelError(f"{where}: no edge has an initial_momentum, so there is no initial state")
@@ -228,6 +232,10 @@ class PhaseSpacePlan:
                     if shape != (1, 2):
                         raise ModelError(f"{where}: vertex {vertex.name!r} has no generation proposal")
                     proposal = VertexProposal.isotropic()
+                if proposal.kind in ("t_exchange_histogram", "t_exchange_pole"):
+                    raise ModelError(f"{where}: vertex {vertex.name!r}: laddu-dask's generator does not "
+                                     f"sample a {proposal.kind} proposal yet (see the README's difference "
+                                     "table); use VertexProposal.t_exchange")
                 wanted = (1, 2) if proposal.kind == "isotropic" else (2, 2)
                 if shape != wanted:
                     kind = "an isotropic decay" if wanted == (1, 2) else "a t-exchange"
