@@ -135,6 +135,13 @@ class _Bound:
         self.static = 1.0
         self.coordinates: list[tuple[str, str]] = []  # ("energy" | "mass", edge)
         self.domain: list[Interval] = []
+        shaped = [n for n, spec in plan.initial.items() if spec.kind == "histogram_energy"] + \
+            [step.name for step in plan.steps
+             if step.proposal.kind in ("t_exchange_histogram", "t_exchange_pole")]
+        if shaped:
+            raise ModelError(f"channel {plan.channel_name!r}: a proven envelope is not available for "
+                             f"histogram or pole proposals ({shaped[0]!r}); use the pilot envelope "
+                             "(proven_envelope=False)")
         for name, spec in plan.initial.items():
             if spec.kind == "uniform_energy":
                 self.static *= spec.values[1] - spec.values[0]
