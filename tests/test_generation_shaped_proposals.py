@@ -87,12 +87,20 @@ def test_shaped_proposals_draw_laddus_distributions_and_weights(name):
         assert np.std(mine) < 0.15 * np.mean(mine) and low < -2.0 and high > -0.1
 
 
-def test_a_proven_envelope_is_refused_for_shaped_proposals():
-    generator = ld.Generator(_case(ld, "t_exchange_pole"))
-    with pytest.raises(ModelError, match="proven envelope is not available for histogram or pole"):
-        generator.phase_space_envelope()
-    events, report = generator.unweighted(300, seed=2)  # the pilot envelope serves
-    assert events.n_events == 300
+@needs_laddu
+@pytest.mark.parametrize("name", ["histogram_energy", "t_exchange_pole", "t_exchange_histogram"])
+def test_the_proven_envelope_bounds_shaped_proposals_as_laddus(name):
+    """laddu's dimensions and piecewise regions (a region per drawn histogram bin); a bound
+    above every weight drawn and no looser than laddu's."""
+    generator = ld.Generator(_case(ld, name))
+    ours = generator.phase_space_envelope()
+    theirs = laddu.Generator(_case(laddu, name)).phase_space_envelope()
+    assert (ours.continuous_dimensions, ours.piecewise_regions) == \
+        (theirs.continuous_dimensions, theirs.piecewise_regions)
+    drawn = float(np.max(generator.weighted(N, seed=7)[0].weights()))
+    assert drawn <= ours.maximum_weight <= theirs.maximum_weight * (1 + 1e-8)
+    events, report = generator.unweighted(300, seed=2, proven_envelope=True)
+    assert events.n_events == 300 and report.envelope == ours.maximum_weight
 
 
 def test_a_pole_inside_the_sampled_range_is_refused():
