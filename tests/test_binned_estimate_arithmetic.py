@@ -153,3 +153,21 @@ def test_scalar_error_sources_are_laddus():
         one.error(branching_exposure=True).error_component_sources
         != two.error(branching_exposure=True).error_component_sources
     )  # each its own source
+
+
+@needs_laddu
+def test_yields_name_their_samples_as_laddus(contexts, estimates):
+    """The scalar yields and the binned ones of one context name the same samples: one id per
+    sample across both, paired one to one with laddu's."""
+    (y, yl), ids = contexts, {}
+    for name in "sag":
+        _same(estimates[0][name], estimates[1][name], ids)
+    for what in ("selected_yield", "accepted_fitted_yield", "generated_fitted_yield"):
+        mine, want = getattr(y, what)(), getattr(yl, what)()
+        for flags in ({}, {"ensemble": True}):
+            got, exp = mine.error(**flags), want.error(**flags)
+            assert got.included_error_components == exp.included_error_components
+            assert [n for n, _ in got.error_component_sources] == [n for n, _ in exp.error_component_sources]
+            for (n, i), (_, j) in zip(got.error_component_sources, exp.error_component_sources, strict=True):
+                assert ids.setdefault((n == "ensemble", i), j) == j
+    assert len(set(ids.values())) == len(ids)
