@@ -126,3 +126,11 @@ def test_histogram_proposals_need_sampling_support_as_in_laddu(counts):
         t_hist = lib.Histogram(counts, bin_edges=[-1.0, -0.5, 0.0])
         with pytest.raises(ValueError, match="positive total"):
             lib.VertexProposal.t_exchange_histogram(incoming="a", outgoing="b", histogram=t_hist)
+
+
+def test_a_histogram_proposal_is_hashable_and_equal_to_its_json():
+    h = ld.Histogram([1.0, 2.0], bin_edges=[-1.0, -0.5, 0.0])
+    p = ld.VertexProposal.t_exchange_histogram(incoming="a", outgoing="b", histogram=h)
+    assert ld.VertexProposal.from_json(p.to_json()) == p and hash(p) == hash(
+        ld.VertexProposal.from_json(p.to_json())
+    )

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json as _json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from laddu_dask.errors import ModelError
 from laddu_dask.expr import channel_json as cj
@@ -199,7 +199,7 @@ class VertexProposal:
     t_max: float | None = None
     exchange_mass: float | None = None
     power: float | None = None
-    histogram: object = None
+    histogram: object = field(default=None, hash=False)  # laddu's JSON object of the histogram
 
     @staticmethod
     def isotropic() -> VertexProposal:
