@@ -89,7 +89,7 @@ class Histogram:
         if e.shape != c.shape:
             raise ModelError(f"a histogram needs one error per bin ({c.size}), got {e.size}")
         self._edges, self._counts, self._errors = edges, c, e
-        self.underflow, self.overflow = float(underflow), float(overflow)
+        self._underflow, self._overflow = float(underflow), float(overflow)
         # laddu's bookkeeping: squared weights of the flows (known when filled from values)
         # and whether the errors are still reported (not after add/subtract of dependent ones)
         self._flow_squares: tuple[float, float] | None = None
@@ -182,7 +182,7 @@ class Histogram:
         in laddu."""
         out = self.scaled(1.0 / self.total_weight(include_flow=include_flow))
         if not include_flow:
-            out.underflow = out.overflow = 0.0
+            out._underflow = out._overflow = 0.0
             out._flow_squares = None if out._flow_squares is None else (0.0, 0.0)
         return out
 
@@ -218,9 +218,9 @@ class Histogram:
         if k is None:
             under = value < self._edges[0]
             if under:
-                self.underflow += weight
+                self._underflow += weight
             else:
-                self.overflow += weight
+                self._overflow += weight
             if self._flow_squares is not None:
                 low, high = self._flow_squares
                 self._flow_squares = (low + spread ** 2, high) if under else (low, high + spread ** 2)
@@ -252,8 +252,8 @@ class Histogram:
             raise ModelError("histogram merge needs identical bin edges")
         self._counts = self._counts + other._counts
         self._errors = np.hypot(self._errors, other._errors)
-        self.underflow += other.underflow
-        self.overflow += other.overflow
+        self._underflow += other.underflow
+        self._overflow += other.overflow
         if self._flow_squares is not None and other._flow_squares is not None:
             self._flow_squares = (self._flow_squares[0] + other._flow_squares[0],
                                   self._flow_squares[1] + other._flow_squares[1])
@@ -302,6 +302,16 @@ class Histogram:
 
     def __sub__(self, other: Histogram) -> Histogram:
         return self.subtract(other)
+
+    @property
+    def underflow(self) -> float:
+        """The weight below the first edge (read-only, as laddu's)."""
+        return self._underflow
+
+    @property
+    def overflow(self) -> float:
+        """The weight at or above the last edge (read-only, as laddu's)."""
+        return self._overflow
 
     @property
     def reported_errors(self) -> list[float] | None:

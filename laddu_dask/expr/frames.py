@@ -73,6 +73,22 @@ class MandelstamChannel(enum.Enum):
 
     __str__ = __repr__
 
+    def to_json(self) -> str:
+        """laddu's JSON text: ``"S"``, ``"T"`` or ``"U"``."""
+        return f'"{self.name}"'
+
+    @staticmethod
+    def from_json(json: str) -> MandelstamChannel:
+        """The channel of laddu's JSON text (``'"T"'``)."""
+        from laddu_dask.expr.channel_json import read
+
+        def reader(body: object) -> MandelstamChannel:
+            if body not in ("S", "T", "U"):
+                raise ValueError(body)
+            return MandelstamChannel[body]  # type: ignore[index]
+
+        return read(json, "MandelstamChannel", reader)
+
 
 def _axis(value: object, what: str) -> Vec3:
     if not isinstance(value, Vec3):

@@ -26,9 +26,10 @@ from __future__ import annotations
 import json as _json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from laddu_dask.errors import ModelError
+from laddu_dask.expr import channel_json as cj
 
 
 def _finite(value: object, what: str) -> float:
@@ -90,6 +91,15 @@ class MassProposal:
         """Whether the mass is fixed (no ``high`` limit)."""
         return self.high is None
 
+    def to_json(self) -> str:
+        """laddu's JSON text (see :mod:`laddu_dask.expr.channel_json`)."""
+        return cj.dumps(cj.mass_proposal_dict(self))
+
+    @staticmethod
+    def from_json(json: str) -> MassProposal:
+        """A proposal from laddu's (or :meth:`to_json`'s) JSON text."""
+        return cj.read(json, "MassProposal", cj.mass_proposal_from)
+
     def __repr__(self) -> str:
         return f"MassProposal({self.value!r})" if self.high is None else \
             f"MassProposal({self.value!r}, high={self.high!r})"
@@ -99,8 +109,8 @@ class MassProposal:
 class InitialMomentum:
     """An initial-state momentum prescription (laddu's ``InitialMomentum``).
 
-    Build one with the static constructors: :meth:`p4`, :meth:`momentum`, :meth:`energy`
-    or :meth:`uniform_energy`.
+    Build one with the static constructors: :meth:`p4`, :meth:`momentum`, :meth:`energy`,
+    :meth:`uniform_energy` or :meth:`histogram_energy`.
 
     Examples
     --------
@@ -112,6 +122,7 @@ class InitialMomentum:
     kind: str
     values: tuple[float, ...] = ()
     direction: tuple[float, float, float] | None = None
+    weights: tuple[float, ...] = ()
 
     @staticmethod
     def p4(values: Sequence[float]) -> InitialMomentum:
@@ -139,13 +150,38 @@ class InitialMomentum:
             raise ModelError(f"a uniform energy requires finite low < high, got {low!r} and {high!r}")
         return InitialMomentum("uniform_energy", (a, b), _direction(direction))
 
+    @staticmethod
+    def histogram_energy(histogram: object, *, direction: Sequence[float]) -> InitialMomentum:
+        """An energy drawn from a :class:`~laddu_dask.Histogram`'s piecewise-constant density
+        (a bin with probability ``count / total``, uniformly within it) along ``direction``.
+
+        Raises
+        ------
+        ModelError
+            If the histogram has no valid sampling support (negative counts, zero total,
+            edges that do not increase).
+        """
+        edges, counts = _histogram_bins(histogram, "an energy histogram")
+        return InitialMomentum("histogram_energy", edges, _direction(direction), counts)
+
+    def to_json(self) -> str:
+        """laddu's JSON text (see :mod:`laddu_dask.expr.channel_json`)."""
+        return cj.dumps(cj.initial_momentum_dict(self))
+
+    @staticmethod
+    def from_json(json: str) -> InitialMomentum:
+        """A prescription from laddu's (or :meth:`to_json`'s) JSON text."""
+        return cj.read(json, "InitialMomentum", cj.initial_momentum_from)
+
 
 @dataclass(frozen=True, repr=False)
 class VertexProposal:
     """How a vertex is sampled in generation (laddu's ``VertexProposal``).
 
-    Build one with :meth:`isotropic` (a two-body decay) or :meth:`t_exchange` (a two-body
-    scattering with a uniform, exponential or mixed momentum-transfer distribution).
+    Build one with :meth:`isotropic` (a two-body decay), :meth:`t_exchange` (a two-body
+    scattering with a uniform, exponential or mixed momentum-transfer distribution),
+    :meth:`t_exchange_histogram` (``t`` drawn from a histogram) or :meth:`t_exchange_pole`
+    (``t`` drawn from ``(exchange_mass^2 - t)^-power``).
 
     Examples
     --------
@@ -161,6 +197,9 @@ class VertexProposal:
     uniform_fraction: float = 0.0
     t_min: float | None = None
     t_max: float | None = None
+    exchange_mass: float | None = None
+    power: float | None = None
+    histogram: object = field(default=None, hash=False)  # laddu's JSON object of the histogram
 
     @staticmethod
     def isotropic() -> VertexProposal:
@@ -174,9 +213,7 @@ class VertexProposal:
         """A two-body scattering whose momentum transfer between the edges ``incoming`` and
         ``outgoing`` is sampled from ``exp(-slope |t|)`` mixed with a uniform fraction
         (uniform only when ``slope`` is omitted), optionally limited to ``[t_min, t_max]``."""
-        for name, what in ((incoming, "incoming"), (outgoing, "outgoing")):
-            if not isinstance(name, str) or not name:
-                raise ModelError(f"a t-exchange proposal's {what} must be an edge name, got {name!r}")
+        _edge_names(incoming, outgoing)
         fraction = _finite(uniform_fraction, "uniform_fraction")
         if not 0.0 <= fraction <= 1.0:
             raise ModelError(f"uniform_fraction must be between 0 and 1, got {uniform_fraction!r}")
@@ -187,31 +224,79 @@ class VertexProposal:
             raise ModelError(f"a t-exchange proposal requires t_min < t_max, got {t_min!r} and {t_max!r}")
         return VertexProposal("t_exchange", incoming, outgoing, rate, fraction, low, high)
 
+    @staticmethod
+    def t_exchange_histogram(*, incoming: str, outgoing: str, histogram: object) -> VertexProposal:
+        """A two-body scattering whose ``t`` is drawn from ``histogram``'s piecewise-constant
+        density (its bins over ``t``).
+
+        Raises
+        ------
+        ModelError
+            For a histogram without valid sampling support, or an edge name that is not one.
+        """
+        _edge_names(incoming, outgoing)
+        _histogram_bins(histogram, "a t histogram")
+        return VertexProposal("t_exchange_histogram", incoming, outgoing,
+                              histogram=cj.histogram_dict(histogram))
+
+    @staticmethod
+    def t_exchange_pole(*, incoming: str, outgoing: str, exchange_mass: float,
+                        power: float) -> VertexProposal:
+        """A two-body scattering whose ``t`` is drawn from ``(exchange_mass^2 - t)^-power``
+        (a t-channel exchange pole).
+
+        Raises
+        ------
+        ModelError
+            For a non-finite exchange mass or power, or an edge name that is not one.
+        """
+        _edge_names(incoming, outgoing)
+        mass, exponent = _finite(exchange_mass, "exchange_mass"), _finite(power, "power")
+        return VertexProposal("t_exchange_pole", incoming, outgoing, exchange_mass=mass, power=exponent)
+
+    def to_json(self) -> str:
+        """laddu's JSON text (see :mod:`laddu_dask.expr.channel_json`)."""
+        return cj.dumps(cj.vertex_proposal_dict(self))
+
+    @staticmethod
+    def from_json(json: str) -> VertexProposal:
+        """A proposal from laddu's (or :meth:`to_json`'s) JSON text."""
+        return cj.read(json, "VertexProposal", cj.vertex_proposal_from)
+
     def __repr__(self) -> str:
         if self.kind == "isotropic":
             return "VertexProposal.isotropic()"
         fields = [f"incoming={self.incoming!r}", f"outgoing={self.outgoing!r}"]
-        fields += [f"{k}={getattr(self, k)!r}" for k in ("slope", "uniform_fraction", "t_min", "t_max")
-                   if getattr(self, k) not in (None, 0.0)]
-        return f"VertexProposal.t_exchange({', '.join(fields)})"
+        if self.kind == "t_exchange_histogram":
+            return f"VertexProposal.t_exchange_histogram({', '.join(fields)}, histogram=...)"
+        names = ("exchange_mass", "power") if self.kind == "t_exchange_pole" else \
+            ("slope", "uniform_fraction", "t_min", "t_max")
+        fields += [f"{k}={getattr(self, k)!r}" for k in names if getattr(self, k) not in (None, 0.0)]
+        return f"VertexProposal.{self.kind}({', '.join(fields)})"
 
 
-def _histogram_bins(histogram: object) -> tuple[tuple[float, ...], tuple[float, ...]]:
+def _edge_names(incoming: object, outgoing: object) -> None:
+    for name, what in ((incoming, "incoming"), (outgoing, "outgoing")):
+        if not isinstance(name, str) or not name:
+            raise ModelError(f"a t-exchange proposal's {what} must be an edge name, got {name!r}")
+
+
+def _histogram_bins(histogram: object, what: str = "a histogram scalar source"
+                    ) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """The edges and counts of a histogram (laddu-dask's or laddu's: ``bin_edges``, ``counts``)."""
     try:
         edges, counts = list(histogram.bin_edges), list(histogram.counts)  # type: ignore[attr-defined]
     except (AttributeError, TypeError):
-        raise ModelError(f"ScalarSource.histogram needs a Histogram, got {type(histogram).__name__}"
-                         ) from None
-    edges_t = tuple(_finite(e, "a histogram scalar source's bin edge") for e in edges)
-    counts_t = tuple(_finite(c, "a histogram scalar source's count") for c in counts)
+        raise ModelError(f"{what} needs a Histogram, got {type(histogram).__name__}") from None
+    edges_t = tuple(_finite(e, f"{what}'s bin edge") for e in edges)
+    counts_t = tuple(_finite(c, f"{what}'s count") for c in counts)
     if len(edges_t) != len(counts_t) + 1 or not counts_t:
-        raise ModelError(f"a histogram scalar source needs one more edge than counts, got {len(edges_t)} "
+        raise ModelError(f"{what} needs one more edge than counts, got {len(edges_t)} "
                          f"edges and {len(counts_t)} counts")
     if any(b <= a for a, b in zip(edges_t, edges_t[1:])):
-        raise ModelError(f"a histogram scalar source needs increasing bin edges, got {list(edges_t)}")
+        raise ModelError(f"{what} needs increasing bin edges, got {list(edges_t)}")
     if any(c < 0.0 for c in counts_t) or not math.fsum(counts_t) > 0.0:
-        raise ModelError("a histogram scalar source needs non-negative counts with a positive total, got "
+        raise ModelError(f"{what} needs non-negative counts with a positive total, got "
                          f"{list(counts_t)}")
     return edges_t, counts_t
 

@@ -286,6 +286,19 @@ class Channel:
             raise ModelError(f"channel {self._name!r}: unknown edge {name!r}")
         return self._edges[name]
 
+    def to_json(self) -> str:
+        """laddu's JSON text of the channel (see :mod:`laddu_dask.expr.channel_json`)."""
+        from laddu_dask.expr import channel_json as cj
+
+        return cj.dumps(cj.channel_dict(self))
+
+    @staticmethod
+    def from_json(json: str) -> Channel:
+        """The channel of laddu's (or :meth:`to_json`'s) JSON text."""
+        from laddu_dask.expr import channel_json as cj
+
+        return cj.read(json, "Channel", cj.channel_from)
+
     def edge_p4(self, name: str) -> str | Vec4 | None:
         """The four-momentum source given for edge ``name`` (a name, a ``Vec4``, or ``None``)."""
         return self._edge(name).p4

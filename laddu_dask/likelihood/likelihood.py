@@ -233,17 +233,21 @@ class Likelihood(MinuitCost):
                              f"point, got shape {points.shape}")
         return [self.resolve(point) for point in points]
 
-    def value(self, params: ParameterValues) -> float:
-        """The likelihood at ``params`` (sequence in :attr:`parameter_names` order, or mapping)."""
-        return self._evaluate(params, False)[0]
+    def value(self, parameters: ParameterValues) -> float:
+        """The likelihood at ``parameters`` (sequence in :attr:`parameter_names` order, or mapping)."""
+        return self._evaluate(parameters, False)[0]
 
-    def value_and_gradient(self, params: ParameterValues) -> tuple[float, np.ndarray]:
-        """The likelihood and its exact gradient at ``params``."""
-        return self._evaluate(params, True)
+    def nll(self, parameters: ParameterValues) -> float:
+        """The total ``-2 ln L`` at ``parameters``: laddu's alias of :meth:`value`."""
+        return self.value(parameters)
 
-    def gradient(self, params: ParameterValues) -> np.ndarray:
-        """The exact gradient at ``params``."""
-        return self._evaluate(params, True)[1]
+    def value_and_gradient(self, parameters: ParameterValues) -> tuple[float, np.ndarray]:
+        """The likelihood and its exact gradient at ``parameters``."""
+        return self._evaluate(parameters, True)
+
+    def gradient(self, parameters: ParameterValues) -> np.ndarray:
+        """The exact gradient at ``parameters``."""
+        return self._evaluate(parameters, True)[1]
 
     def values(self, points: Any) -> np.ndarray:
         """The likelihood at K points in one evaluation round.
@@ -376,6 +380,20 @@ class Likelihood(MinuitCost):
         """Starting walkers around ``center`` (laddu's ``walker_positions``). See
         :func:`laddu_dask.analysis.walker_positions`."""
         return _method("walker_positions")(self, center, n_walkers, **options)
+
+    def fit_stochastic(self, initial: ParameterValues | None = None, *, config: Any = None,
+                       fraction: float = 0.1, seed: int = 0, terminators: Sequence[Any] = (),
+                       observers: Sequence[Any] = (), default_callbacks: bool = True,
+                       use_parameter_metadata: bool = True) -> Any:
+        """Adam on minibatches of the data (laddu's ``fit_stochastic``): each step's value and
+        gradient come from one random ``fraction`` of every term's data events; returns a
+        ``ganesh.MinimizationSummary``. See :mod:`laddu_dask.likelihood.stochastic`."""
+        from laddu_dask.likelihood.stochastic import fit_stochastic
+
+        return fit_stochastic(self, initial, config=config, fraction=fraction, seed=seed,
+                              terminators=terminators, observers=observers,
+                              default_callbacks=default_callbacks,
+                              use_parameter_metadata=use_parameter_metadata)
 
     def fit(self, initial: ParameterValues | None = None, *, config: Any = None,
             terminators: Sequence[Any] = (), observers: Sequence[Any] = (), seed: int = 0,

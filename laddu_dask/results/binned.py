@@ -25,7 +25,7 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -33,7 +33,7 @@ import numpy as np
 from laddu_dask.data.operations import Bin
 from laddu_dask.errors import ModelError, ParameterError
 from laddu_dask.expr.node import Expr
-from laddu_dask.results.estimate import SOURCES, apply_budget
+from laddu_dask.results.estimate import SOURCES, apply_budget, source_ids
 from laddu_dask.results.propagation import linear_sigma
 
 #: The physical meaning of a binned estimate's values (laddu's ``BinnedEstimate.unit``).
@@ -133,6 +133,7 @@ class YieldHistogramView:
     errors: list[float]
     included_error_components: list[str]
     omitted_error_components: list[tuple[str, str]]
+    error_component_sources: list[tuple[str, int]] = field(default_factory=list)
 
 
 class BinnedEstimate:
@@ -153,6 +154,15 @@ class BinnedEstimate:
         ``"unitless"``, ``"yield"`` or ``"cross_section"``.
     variances : mapping of str to sequence of float, optional
         Per-bin variances by source (the sources of :class:`~laddu_dask.Estimate`).
+    fill_ids : mapping of str to int, optional
+        The id of each source's sample (laddu's ``error_component_sources``; by default
+        :data:`~laddu_dask.results.estimate.DEFAULT_IDS`). Sources of one id are correlated:
+        :meth:`__add__` and the other operators cannot propagate them when both operands
+        have one (laddu's ``covariance_unavailable``).
+
+    Arithmetic (``+ - * /`` of two estimates on one grid, laddu's rules): central values and
+    draws bin by bin, every source's variance to first order, units checked (see
+    :mod:`laddu_dask.results.binned_arithmetic`).
 
     Raises
     ------
@@ -163,11 +173,12 @@ class BinnedEstimate:
     def __init__(self, central: Sequence[float] | np.ndarray, *, draws: Any = None,
                  source_id: int | None = None, axes: Sequence[Sequence[float]] | None = None,
                  unit: str = "unitless", variances: Mapping[str, Any] | None = None,
-                 linear: Linear | None = None) -> None:
+                 linear: Linear | None = None, fill_ids: Mapping[str, int] | None = None) -> None:
         self._central = np.asarray(central, dtype=np.float64).reshape(-1)
         n = self._central.size
         if not np.isfinite(self._central).all():
             raise ParameterError("a BinnedEstimate needs finite bin values")
+        ids = source_ids(fill_ids)
         self._draws = None if draws is None or len(draws) == 0 else np.asarray(draws, dtype=np.float64)
         if self._draws is not None and (self._draws.ndim != 2 or self._draws.shape[1] != n
                                         or not np.isfinite(self._draws).all()):
@@ -187,6 +198,10 @@ class BinnedEstimate:
                 raise ParameterError(f"the {name} variances must be finite and >= 0")
             self._variances[name] = v
         self._source_id, self._unit, self._linear = source_id, unit, linear
+        #: per (source, sample id): the variances; and the sources whose correlation is unknown
+        self._parts: dict[tuple[str, int], np.ndarray] = {(k, ids[k]): v for k, v in self._variances.items()}
+        self._blocked: set[tuple[str, int]] = set()
+        self._source_ids: list[int] = [] if source_id is None else [source_id]
 
     # -- laddu's accessors ---------------------------------------------------------------
     @property
@@ -207,7 +222,7 @@ class BinnedEstimate:
     @property
     def source_ids(self) -> list[int]:
         """The ensemble ids behind the draws."""
-        return [] if self._source_id is None else [self._source_id]
+        return list(self._source_ids)
 
     @property
     def axes(self) -> list[list[float]] | None:
@@ -263,22 +278,61 @@ class BinnedEstimate:
         available = self.variances()
         if self._draws is not None and len(self._draws) > 1:
             available["ensemble"] = np.var(self._draws, axis=0, ddof=1)
-        total, included, omitted = apply_budget(
-            available, data_fill=data_fill, accepted_mc_fill=accepted_mc_fill,
-            generated_mc_fill=generated_mc_fill, covariance=covariance, ensemble=ensemble,
-            luminosity=luminosity, branching_exposure=branching_exposure)
+        wanted = dict(data_fill=data_fill, accepted_mc_fill=accepted_mc_fill,
+                      generated_mc_fill=generated_mc_fill, covariance=covariance, ensemble=ensemble,
+                      luminosity=luminosity, branching_exposure=branching_exposure)
+        blocked = {name for name, _ in self._blocked}
+        total, included, omitted = apply_budget({k: v for k, v in available.items() if k not in blocked},
+                                                **wanted)
+        unknown = [name for name in SOURCES if wanted[name] and name in blocked]
+        omitted = sorted([o for o in omitted if o[0] not in blocked]
+                         + [(name, "covariance_unavailable") for name in unknown],
+                         key=lambda o: SOURCES.index(o[0]))
         errors = np.sqrt(total + np.zeros_like(self._central))
+        if unknown:
+            errors = np.full_like(self._central, np.nan)
+        sources = [(k, i) for k in included for i in self._ids_of(k)]
         return YieldHistogramView(self.axes, [len(a) - 1 for a in self._axes], self.central, errors.tolist(),
-                                  included, omitted)
+                                  included, omitted, sources)
+
+    def _ids_of(self, name: str) -> list[int]:
+        if name == "ensemble":
+            return [] if self._source_id is None else [self._source_id]
+        if name == "covariance":
+            return [0]
+        return sorted(i for k, i in self._parts if k == name and (k, i) not in self._blocked)
 
     # -- derived estimates -----------------------------------------------------------------
     def scaled(self, factors: np.ndarray, unit: str | None = None) -> BinnedEstimate:
         """Every bin (values, draws, errors) times its factor."""
-        return BinnedEstimate(self._central * factors,
-                              draws=None if self._draws is None else self._draws * factors,
-                              source_id=self._source_id, axes=self._axes, unit=unit or self._unit,
-                              variances={k: v * factors**2 for k, v in self._variances.items()},
-                              linear=None if self._linear is None else self._linear.scaled(factors))
+        out = BinnedEstimate(self._central * factors,
+                             draws=None if self._draws is None else self._draws * factors,
+                             source_id=self._source_id, axes=self._axes, unit=unit or self._unit,
+                             variances={k: v * factors**2 for k, v in self._variances.items()},
+                             linear=None if self._linear is None else self._linear.scaled(factors))
+        out._parts = {k: v * factors**2 for k, v in self._parts.items()}
+        out._blocked, out._source_ids = set(self._blocked), list(self._source_ids)
+        return out
+
+    def __add__(self, other: Any) -> BinnedEstimate:
+        from laddu_dask.results.binned_arithmetic import combine
+
+        return combine(self, other, "+")
+
+    def __sub__(self, other: Any) -> BinnedEstimate:
+        from laddu_dask.results.binned_arithmetic import combine
+
+        return combine(self, other, "-")
+
+    def __mul__(self, other: Any) -> BinnedEstimate:
+        from laddu_dask.results.binned_arithmetic import combine
+
+        return combine(self, other, "*")
+
+    def __truediv__(self, other: Any) -> BinnedEstimate:
+        from laddu_dask.results.binned_arithmetic import combine
+
+        return combine(self, other, "/")
 
     def per_exposure(self, luminosity: Any, volumes: np.ndarray) -> BinnedEstimate:
         """A differential cross section: over the luminosity and each bin's volume, with the
@@ -286,6 +340,7 @@ class BinnedEstimate:
         out = self.scaled(1.0 / (luminosity.value * volumes), "cross_section")
         if luminosity.relative_uncertainty is not None:
             out._variances["luminosity"] = (out._central * luminosity.relative_uncertainty) ** 2
+            out._parts[("luminosity", source_ids(None)["luminosity"])] = out._variances["luminosity"]
         return out
 
     def __repr__(self) -> str:

@@ -10,7 +10,9 @@ proposals, whose weights are laddu's (:mod:`~laddu_dask.results.phase_space`):
   the uniform masses (as fractions of their ranges); the decay angles do not enter the weight,
   and a t-exchange's weight is largest where its ``t`` density is smallest, at an end of the
   ``t`` range, so ``t`` is bounded analytically (the density's minimum falls as the range
-  widens, for the uniform, exponential and mixed proposals alike);
+  widens, for the uniform, exponential and mixed proposals alike; a t-histogram's smallest
+  drawn height over its total, a pole's density at the far end of the widest range); a
+  histogram energy is a coordinate like a uniform one, with its largest inverse density;
 * over a box of coordinates every factor is bounded by interval arithmetic: ``sqrt(s)`` of the
   initial state from the energies' intervals, each mass range clipped to ``[0, sqrt(s)]``, a
   decay's ``q / (4 pi m)`` (increasing in the parent's mass, decreasing in the daughters'), a
@@ -50,6 +52,7 @@ from laddu_dask.errors import GenerationError, ModelError
 from laddu_dask.expr.proposals import ScalarSource, VertexProposal
 from laddu_dask.results.generated_columns import inverse_density_range
 from laddu_dask.results.phase_space import PhaseSpacePlan
+from laddu_dask.results.shaped_proposals import pole_density
 
 __all__ = ["ProvenEnvelopeReport", "prove_envelope"]
 
@@ -124,6 +127,21 @@ def _min_density(proposal: VertexProposal, width: float) -> float:
     return fraction / width + (1.0 - fraction) * tail
 
 
+def _shaped_min_density(proposal: VertexProposal, low: float, high: float) -> float:
+    """A lower bound of a histogram's or a pole's ``t`` density where it draws, for any
+    range inside ``[low, high]``: a histogram's smallest drawn height over its total; a
+    pole's density at the far end of the widest range, ``(m^2 - low)^-p / Z(low, high)``."""
+    if proposal.kind == "t_exchange_histogram":
+        h: dict = proposal.histogram  # type: ignore[assignment]
+        counts, widths = np.array(h["counts"]), np.diff(np.array(h["bin_edges"]))
+        drawn = counts > 0
+        return float(np.min(counts[drawn] / widths[drawn]) / counts.sum())
+    mass2, power = float(proposal.exchange_mass) ** 2, float(proposal.power)  # type: ignore[arg-type]
+    if not mass2 - high > 0.0:
+        return 0.0
+    return float(pole_density(math.sqrt(mass2), power, np.array([low]), np.array([low]), np.array([high]))[0])
+
+
 # -- the bound over one box ---------------------------------------------------------------
 
 
@@ -140,6 +158,12 @@ class _Bound:
                 self.static *= spec.values[1] - spec.values[0]
                 self.coordinates.append(("energy", name))
                 self.domain.append((spec.values[0], spec.values[1]))
+            elif spec.kind == "histogram_energy":  # the largest inverse density of a drawn bin
+                edges, counts = np.array(spec.values), np.array(spec.weights)
+                drawn = counts > 0
+                self.static *= float(np.max(counts.sum() * np.diff(edges)[drawn] / counts[drawn]))
+                self.coordinates.append(("energy", name))
+                self.domain.append((spec.values[0], spec.values[-1]))
         for name in plan.mass_ranges:
             self.coordinates.append(("mass", name))
             self.domain.append((0.0, 1.0))
@@ -242,7 +266,10 @@ class _Bound:
         width = min(widths)
         if width <= 0.0:
             return 0.0
-        density = _min_density(proposal, width)
+        low = center[0] - span[1] if proposal.t_min is None else max(center[0] - span[1], proposal.t_min)
+        high = center[1] + span[1] if proposal.t_max is None else min(center[1] + span[1], proposal.t_max)
+        density = _shaped_min_density(proposal, low, high) if proposal.kind != "t_exchange" \
+            else _min_density(proposal, width)
         if density <= 0.0:
             return math.inf
         return 1.0 / (16.0 * math.pi * root[0] * p_in[0] * density)
@@ -250,14 +277,20 @@ class _Bound:
 
 def _dimensions(plan: PhaseSpacePlan, scalars: Sequence[ScalarSource]) -> tuple[int, int]:
     """laddu's continuous dimensions and piecewise regions of the proposal domain."""
-    dims = sum(1 for spec in plan.initial.values() if spec.kind == "uniform_energy") + len(plan.mass_ranges)
+    dims = sum(1 for spec in plan.initial.values() if spec.kind in ("uniform_energy", "histogram_energy")) \
+        + len(plan.mass_ranges)
     dims += 2 * len(plan.steps) + sum(1 for s in scalars if s.kind != "fixed")
     regions = 1
+    for spec in plan.initial.values():
+        if spec.kind == "histogram_energy":
+            regions *= sum(1 for c in spec.weights if c > 0.0)
     for step in plan.steps:
         p = step.proposal
         if p.kind == "t_exchange" and p.slope is not None and abs(p.slope) >= 1e-10 \
                 and 0.0 < p.uniform_fraction < 1.0:
             regions *= 2
+        if p.kind == "t_exchange_histogram":
+            regions *= sum(1 for c in p.histogram["counts"] if c > 0.0)  # type: ignore[index]
     for s in scalars:
         if s.kind == "histogram":
             regions *= sum(1 for c in s.counts if c > 0.0)

@@ -23,9 +23,11 @@ Examples
 
 from __future__ import annotations
 
+import itertools
 import math
+import weakref
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -35,6 +37,31 @@ from laddu_dask.errors import ParameterError
 #: The uncertainty sources, in the order :meth:`Estimate.error` lists them.
 SOURCES = ("data_fill", "accepted_mc_fill", "generated_mc_fill", "covariance", "ensemble", "luminosity",
            "branching_exposure")
+
+
+#: The sample id of each uncertainty source when none is given (laddu numbers the data,
+#: accepted-MC and generated-MC samples of an analysis 1, 2, 3 in that order).
+DEFAULT_IDS = {"data_fill": 1, "accepted_mc_fill": 2, "generated_mc_fill": 3, "covariance": 0,
+               "luminosity": 4, "branching_exposure": 5}
+
+
+#: ids of external errors (an Estimate's own standard_error), apart from the samples' ids
+_EXTERNAL_IDS = itertools.count(2**63 + 1)
+_SAMPLE_IDS: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+_NEXT_SAMPLE = itertools.count(1)
+
+
+def sample_id(dataset: Any) -> int:
+    """The id of a data or Monte Carlo sample as an uncertainty source: 1, 2, 3, ... in the
+    order samples are first used, as laddu numbers them (the same object keeps its id)."""
+    if dataset not in _SAMPLE_IDS:
+        _SAMPLE_IDS[dataset] = next(_NEXT_SAMPLE)
+    return _SAMPLE_IDS[dataset]
+
+
+def source_ids(given: Mapping[str, int] | None) -> dict[str, int]:
+    """:data:`DEFAULT_IDS` updated with the ``given`` ids."""
+    return {**DEFAULT_IDS, **dict(given or {})}
 
 
 def apply_budget(variances: Mapping[str, Any], **wanted: bool
@@ -62,6 +89,8 @@ class ScalarErrorView:
     error: float
     included_error_components: list[str]
     omitted_error_components: list[tuple[str, str]]
+    #: each included source and the id of its sample (an ensemble's ``source_id``)
+    error_component_sources: list[tuple[str, int]] = field(default_factory=list)
 
 
 class Estimate:
@@ -79,6 +108,10 @@ class Estimate:
         A standard error of its own (otherwise the ``"covariance"`` source's, if any).
     components : mapping of str to float, optional
         Standard deviations by source (see :data:`SOURCES`).
+    fill_ids : mapping of str to int, optional
+        The id of each source's sample (default :data:`DEFAULT_IDS`; an own
+        ``standard_error`` gets an id of its own), listed by
+        :attr:`ScalarErrorView.error_component_sources`.
 
     Raises
     ------
@@ -88,7 +121,8 @@ class Estimate:
 
     def __init__(self, central: float, *, draws: Sequence[float] | np.ndarray | None = None,
                  source_id: int | None = None, standard_error: float | None = None,
-                 components: Mapping[str, float] | None = None) -> None:
+                 components: Mapping[str, float] | None = None,
+                 fill_ids: Mapping[str, int] | None = None) -> None:
         central = float(central)
         if not math.isfinite(central):
             raise ParameterError(f"an Estimate needs a finite central value, got {central!r}")
@@ -108,6 +142,9 @@ class Estimate:
         if standard_error is not None and not (math.isfinite(standard_error) and standard_error >= 0):
             raise ParameterError(f"standard_error must be finite and >= 0, got {standard_error!r}")
         self._standard_error = standard_error
+        self._ids = source_ids(fill_ids)
+        if standard_error is not None and "branching_exposure" not in self._components:
+            self._ids["branching_exposure"] = next(_EXTERNAL_IDS)
 
     @property
     def central(self) -> float:
@@ -183,7 +220,9 @@ class Estimate:
             available, data_fill=data_fill, accepted_mc_fill=accepted_mc_fill,
             generated_mc_fill=generated_mc_fill, covariance=covariance, ensemble=ensemble,
             luminosity=luminosity, branching_exposure=branching_exposure)
-        return ScalarErrorView(math.sqrt(total), included, omitted)
+        ids = {**self._ids, "ensemble": self._source_id}
+        return ScalarErrorView(math.sqrt(total), included, omitted,
+                               [(name, ids[name]) for name in included if ids[name] is not None])
 
     # -- arithmetic of independent estimates (first order) -----------------------------------
     def _combine(self, other: Any, value: float, d_self: float, d_other: float,

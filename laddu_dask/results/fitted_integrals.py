@@ -88,7 +88,7 @@ class Integrals:
 
     def estimate(self, f: Callable[[np.ndarray], float], df: Callable[[np.ndarray], np.ndarray],
                  components: Callable[[], dict[str, float]] | None = None,
-                 what: str = "quantity") -> Estimate:
+                 what: str = "quantity", fill_ids: dict[str, int] | None = None) -> Estimate:
         """The :class:`Estimate` of ``f(integrals)`` (``df`` its partial derivatives);
         ``components()`` gives its other error components, asked for once ``f`` is known finite.
 
@@ -108,7 +108,7 @@ class Integrals:
         if draws is not None and not np.isfinite(draws).all():
             row = self.draws[int(np.flatnonzero(~np.isfinite(draws))[0])]
             raise ModelError(f"the {what} is not finite at a draw of the ensemble ({_why_not_finite(row)})")
-        return Estimate(central, draws=draws, source_id=self.source_id, components=parts)
+        return Estimate(central, draws=draws, source_id=self.source_id, components=parts, fill_ids=fill_ids)
 
 
 def _why_not_finite(values: np.ndarray) -> str:

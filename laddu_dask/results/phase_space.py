@@ -55,6 +55,7 @@ import numpy as np
 from laddu_dask.errors import ModelError
 from laddu_dask.expr.proposals import InitialMomentum, MassProposal, VertexProposal
 from laddu_dask.expr.topology import Channel
+from laddu_dask.results.shaped_proposals import histogram_density, pole_density, sample_histogram, sample_pole
 
 __all__ = ["PhaseSpacePlan", "boost", "breakup_momentum"]
 
@@ -315,6 +316,11 @@ class PhaseSpacePlan:
         direction = np.array(spec.direction) / np.linalg.norm(spec.direction)
         if spec.kind == "energy":
             energy = np.full(n, spec.values[0])
+        elif spec.kind == "histogram_energy":
+            edges = np.array(spec.values)
+            energy, density = sample_histogram(edges, np.array(spec.weights), np.full(n, edges[0]),
+                                               np.full(n, edges[-1]), rng, n, f"{where}: edge {name!r}")
+            weight /= density
         else:
             low, high = spec.values
             energy = low + rng.random(n) * (high - low)
@@ -426,6 +432,11 @@ def _uniform_fraction(proposal: VertexProposal) -> float:
 
 def _t_density(proposal: VertexProposal, t: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
     """The density of the channel's ``t`` proposal at ``t`` in ``[low, high]``."""
+    if proposal.kind == "t_exchange_pole":
+        return pole_density(proposal.exchange_mass, proposal.power, t, low, high)  # type: ignore[arg-type]
+    if proposal.kind == "t_exchange_histogram":
+        h: dict = proposal.histogram  # type: ignore[assignment]
+        return histogram_density(np.array(h["bin_edges"]), np.array(h["counts"]), t, low, high)
     width = high - low
     fraction = _uniform_fraction(proposal)
     if fraction >= 1.0:
@@ -436,7 +447,14 @@ def _t_density(proposal: VertexProposal, t: np.ndarray, low: np.ndarray, high: n
 
 def _sample_t(proposal: VertexProposal, low: np.ndarray, high: np.ndarray, rng: np.random.Generator,
               n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Sampled ``t`` in ``[low, high]`` and its proposal density (laddu's mixture)."""
+    """Sampled ``t`` in ``[low, high]`` and its proposal density (laddu's mixture, or a shape
+    of :mod:`~laddu_dask.results.shaped_proposals`)."""
+    if proposal.kind == "t_exchange_pole":
+        return sample_pole(proposal.exchange_mass, proposal.power, low, high, rng, n)  # type: ignore[arg-type]
+    if proposal.kind == "t_exchange_histogram":
+        h: dict = proposal.histogram  # type: ignore[assignment]
+        return sample_histogram(np.array(h["bin_edges"]), np.array(h["counts"]), low, high, rng, n,
+                                "a t-exchange histogram")
     width = high - low
     fraction = _uniform_fraction(proposal)
     choice = rng.random(n)

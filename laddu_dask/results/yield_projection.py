@@ -47,6 +47,7 @@ from laddu_dask.results.binned import (
     bin_volumes,
 )
 from laddu_dask.results.binned_fill import Evaluation, EvaluationSums, GridFill, fill_layer, plan_fill
+from laddu_dask.results.estimate import sample_id
 from laddu_dask.results.integrals import Selection
 
 
@@ -114,13 +115,14 @@ class _Owner:
         self.axes, self.absolute, self.source_id = axes, absolute, source_id
         self.covariance, self.names, self.term_name = covariance, names, term_name
         self.edges = [a.edges for a in axes]
+        self.fill_ids: dict[str, int] = {}
 
     def estimate(self, values: np.ndarray, variances: dict[str, np.ndarray],
                  gradients: np.ndarray | None) -> BinnedEstimate:
         linear = None if gradients is None else Linear(gradients, self.covariance, self.names)
         return BinnedEstimate(values[0], draws=values[1:] if len(values) > 1 else None,
                               source_id=self.source_id if len(values) > 1 else None, axes=self.edges,
-                              unit="yield", variances=variances, linear=linear)
+                              unit="yield", variances=variances, linear=linear, fill_ids=self.fill_ids)
 
     def rate(self, what: str) -> None:
         if not self.absolute:
@@ -316,6 +318,8 @@ def _assemble(yld: Any, g: int, axes: list[Axis], data: GridFill, acc: GridFill,
     full = selections[0]
     owner = _Owner(axes, isinstance(full.term, ExtendedNLL), yld._ints.source_id, yld._ints.covariance, names,
                    full.name)
+    owner.fill_ids = {f"{role}_fill" if role == "data" else f"{role}_mc_fill": sample_id(full.dataset(role))
+                      for role in ("data", "accepted", "generated")}
     a, e = acc.sums[g], gen.sums[g]
     binned = [_Binned(x, y, s) for x, y, s in zip(EvaluationSums.split(a, evaluations),
                                                   EvaluationSums.split(e, evaluations), selections)]

@@ -56,7 +56,7 @@ from laddu_dask.results.combination import (
     check_factor_covariance,
     pool_scalar,
 )
-from laddu_dask.results.estimate import Estimate
+from laddu_dask.results.estimate import Estimate, sample_id
 from laddu_dask.results.events import weight_square_sum
 from laddu_dask.results.fitted_integrals import Integrals
 from laddu_dask.results.integrals import Selection
@@ -83,6 +83,9 @@ class Yield:
         self._ints = Integrals(likelihood, [(self._selection, "accepted"), (self._selection, "generated")],
                                parameters, covariance, ensemble)
         self._fills: dict[str, float] = {}
+        term = self._selection.term
+        self._ids = {"data_fill": sample_id(term.data), "accepted_mc_fill": sample_id(term.accepted_mc),
+                     "generated_mc_fill": sample_id(generated_mc)}
 
     @property
     def term_name(self) -> str:
@@ -122,24 +125,26 @@ class Yield:
         n = self._selection.term.data.sum_weights()
         draws = None if self._ints.draws is None else np.full(len(self._ints.draws), n)
         return Estimate(n, draws=draws, source_id=self._ints.source_id,
-                        components={"data_fill": self._fill("data")})
+                        components={"data_fill": self._fill("data")}, fill_ids=self._ids)
 
     def accepted_fitted_yield(self) -> Estimate:
         """``sum_accmc w I`` at the fitted point."""
         _extended(self._selection)
         return self._ints.estimate(lambda v: v[0], lambda v: np.array([1.0, 0.0]),
-                                   lambda: {"accepted_mc_fill": self._fill("accepted")}, "accepted yield")
+                                   lambda: {"accepted_mc_fill": self._fill("accepted")}, "accepted yield",
+                                   self._ids)
 
     def generated_fitted_yield(self) -> Estimate:
         """``sum_genmc w I`` at the fitted point: the acceptance-corrected fitted yield."""
         _extended(self._selection)
         return self._ints.estimate(lambda v: v[1], lambda v: np.array([0.0, 1.0]),
-                                   lambda: {"generated_mc_fill": self._fill("generated")}, "generated yield")
+                                   lambda: {"generated_mc_fill": self._fill("generated")}, "generated yield",
+                                   self._ids)
 
     def acceptance(self) -> Estimate:
         """The fitted acceptance ``sum_accmc w I / sum_genmc w I``."""
         return self._ints.estimate(lambda v: v[0] / v[1], lambda v: np.array([1 / v[1], -v[0] / v[1] ** 2]),
-                                   None, "acceptance")
+                                   None, "acceptance", self._ids)
 
     def corrected_yield(self) -> Estimate:
         """The observed yield corrected for the fitted acceptance, ``N sum_genmc w I / sum_accmc w I``."""
@@ -148,7 +153,7 @@ class Yield:
                                    lambda v: np.array([-n * v[1] / v[0] ** 2, n / v[0]]),
                                    lambda: {"data_fill": self._fill("data") * self._ints.values[1]
                                             / self._ints.values[0]},
-                                   "corrected yield")
+                                   "corrected yield", self._ids)
 
     def rate_closure(self) -> RateClosure:
         """Whether the accepted fitted yield reproduces the observed one (laddu's
@@ -219,7 +224,7 @@ class CrossSection:
         if lum.relative_uncertainty is not None:
             parts["luminosity"] = abs(central) * lum.relative_uncertainty
         draws = None if e.draws is None else e.draws / lum.value
-        return Estimate(central, draws=draws, source_id=e.source_id, components=parts)
+        return Estimate(central, draws=draws, source_id=e.source_id, components=parts, fill_ids=e._ids)
 
     @property
     def total(self) -> Estimate:
