@@ -13,7 +13,7 @@ formats as Dask collections (``Dataset.from_dask``), see the README's difference
 Examples
 --------
 >>> import laddu_dask as ld
->>> ld.io.Schema(p4s=["beam"], weights=True).columns()
+>>> ld.io.Schema(p4s=["beam"], weights=True).flat_columns()
 ['beam_e', 'beam_px', 'beam_py', 'beam_pz']
 >>> ld.io.WriteResult is type(ld.Dataset.from_arrays(scalars={"x": [1.0]}).write_to(
 ...     ld.ParquetSink(__import__("tempfile").mktemp(suffix=".parquet"))))

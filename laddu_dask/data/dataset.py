@@ -186,7 +186,7 @@ class Dataset(DatasetCollection, DatasetOperations):
         --------
         >>> import numpy as np
         >>> ds = Dataset.from_arrays(p4s={"k": np.ones((3, 4))})
-        >>> ds.schema.columns()
+        >>> ds.schema.flat_columns()
         ['k_e', 'k_px', 'k_py', 'k_pz']
         """
         check_memory_policy(memory_policy)

@@ -62,7 +62,7 @@ def write_parquet(dataset: Dataset, path: PathArg, precision: str = "f64") -> No
     if os.path.isdir(target):
         raise IsADirectoryError(f"cannot write Parquet file over folder {target!r}")
     ptype = PRECISIONS[precision]
-    names = dataset.schema.columns() + [WEIGHT_COLUMN]
+    names = dataset.schema.flat_columns() + [WEIGHT_COLUMN]
     arrow_schema = pa.schema([pa.field(n, ptype, nullable=False) for n in names])
     dt = np.float32 if precision == "f32" else np.float64
     with atomic_path(target, inputs=dataset.sources) as tmp, pq.ParquetWriter(tmp, arrow_schema,

@@ -144,7 +144,7 @@ def select_schema(found: Schema, wanted: Schema | None, where: str) -> Schema:
     if not isinstance(wanted, Schema):
         raise TypeError(f"schema must be a laddu_dask.Schema (ld.Schema(p4s=..., scalars=..., weights=...)), "
                         f"got {type(wanted).__name__}")
-    found.require(wanted.columns(), where, needed_by="schema=")
+    found.require(wanted.flat_columns(), where, needed_by="schema=")
     if wanted.has_weight and not found.has_weight:
         raise SchemaError(f"schema= asks for weights (weights=True), but {where} has no "
                           f"{WEIGHT_COLUMN!r} column")

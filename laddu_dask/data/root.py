@@ -212,7 +212,7 @@ def _inspect(path: str, tree: str | None, amptools: Sequence[str] | None,
         schema, leaves = _layout(path, name, obj, amptools)
         if amptools is not None:
             _check_counts(obj, f"{path}:{name}", len(amptools) - 1, amptools)
-        read = schema.columns() + ([WEIGHT_COLUMN] if schema.has_weight else [])
+        read = schema.flat_columns() + ([WEIGHT_COLUMN] if schema.has_weight else [])
         branches = sorted({leaves[c][0] for c in read})  # the numbers a partition may read
         bounds = tuple(int(b) for b in obj.common_entry_offsets(filter_name=branches))
         return _TreeInfo(path, name, int(obj.num_entries), bounds, identity, fs), schema, leaves

@@ -78,7 +78,7 @@ def _branches(dataset: Dataset, names: tuple[str, ...] | None, dt: np.dtype) -> 
     """The tree's branch types, for uproot's ``mktree``."""
     scalars = {s: dt for s in dataset.schema.scalars}
     if names is None:
-        return {c: dt for c in dataset.schema.columns()} | {WEIGHT_COLUMN: dt}
+        return {c: dt for c in dataset.schema.flat_columns()} | {WEIGHT_COLUMN: dt}
     import awkward as ak
 
     empty = ak.unflatten(np.empty(0, dt), np.empty(0, np.int64))
