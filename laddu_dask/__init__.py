@@ -344,3 +344,7 @@ from laddu_dask import io  # noqa: E402 - the facade's last layer: it re-exports
 __all__ += ["io"]
 # laddu's parameter draws of a bootstrap or an MCMC run (issue 24)
 __all__ += ["Ensemble"]
+# laddu's I/O plug-in formats: bound sources of the registered Parquet and ROOT formats (issue 24)
+from laddu_dask.data.sources import ParquetSource, RootSource  # noqa: E402
+
+__all__ += ["ParquetSource", "RootSource"]

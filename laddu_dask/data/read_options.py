@@ -10,6 +10,7 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from laddu_dask.budgets import MemoryBudget
@@ -118,6 +119,32 @@ def check_validate(validate: Any) -> bool:
     if not isinstance(validate, bool):
         raise TypeError(f"validate must be a bool, got {type(validate).__name__}")
     return validate
+
+
+def reader_options(options: Any, known: tuple[str, ...], name: str) -> dict[str, Any]:
+    """A registered format's ``options``: None, or a mapping of the keywords it knows.
+
+    Raises
+    ------
+    TypeError
+        ``options`` is not a mapping, or holds a keyword the format does not take (naming it
+        and the format).
+
+    Examples
+    --------
+    >>> reader_options({"nulls": "nan"}, ("nulls", "schema"), "parquet")
+    {'nulls': 'nan'}
+    """
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise TypeError(f"format {name!r} takes options as a dict of {', '.join(known)}, got "
+                        f"{type(options).__name__}")
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise TypeError(f"format {name!r} has no option(s) {', '.join(map(repr, unknown))} (it takes "
+                        f"{', '.join(known)})")
+    return dict(options)
 
 
 def select_schema(found: Schema, wanted: Schema | None, where: str) -> Schema:
