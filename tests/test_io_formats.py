@@ -70,8 +70,9 @@ def toy_format(io, *, native=None, calls=None, wrong_rank=None, rows_for=None):
             )
 
     def write_batches(target, batches, *, options, schema, plan):
-        parts = [(np.asarray(b.p4s["k"]), np.asarray(b.scalars["s"]), np.asarray(b.weights)) for b in batches]
-        with open(target, "wb") as f:
+        with open(target, "wb") as f:  # opened first, as a streaming writer does
+            parts = [(np.asarray(b.p4s["k"]), np.asarray(b.scalars["s"]), np.asarray(b.weights))
+                     for b in batches]
             np.savez(
                 f,
                 k=np.concatenate([p[0] for p in parts]),
