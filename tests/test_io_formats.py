@@ -12,6 +12,7 @@ and never replaces a file.
 from __future__ import annotations
 
 import itertools
+import json
 import os
 
 import numpy as np
@@ -20,8 +21,10 @@ from laddu_reference import laddu, needs_laddu
 from test_io_laddu_keywords import _same_dataset, _values
 
 import laddu_dask as ld
+from laddu_dask import ksks
 from laddu_dask.data.plans import assigned_rows
 from laddu_dask.errors import DataError, SchemaError, UnsafeOutputError
+from laddu_dask.jobs import main
 
 pytestmark = needs_laddu
 
@@ -442,6 +445,8 @@ def test_from_arrays_takes_laddus_integer_columns():
         ld.Dataset.from_arrays(scalars={"s": np.ones(2)}, columns={"run": np.ones(2)})
     with pytest.raises(DataError, match=r"column 'run' holds .* beyond 2\*\*53"):
         ld.Dataset.from_arrays(scalars={"s": np.ones(1)}, columns={"run": np.array([2**60])})
+    with pytest.raises(SchemaError, match=r"\['run'\] given as both scalars and columns"):
+        ld.Dataset.from_arrays(scalars={"run": np.ones(2)}, columns={"run": np.array([1, 2])})
 
 
 def test_batch_iterator_closes_on_exit():
@@ -450,3 +455,33 @@ def test_batch_iterator_closes_on_exit():
     it.__exit__(None, None, None)  # laddu's signature, by position
     with pytest.raises(RuntimeError, match="batch iterator is closed"):
         next(it)
+
+
+# ----------------------------------------------------------------------------- the TOML job
+
+
+def test_a_batch_job_reads_root_through_the_registry(tmp_path, capsys):
+    """A job's datasets are read by the registered format of their paths (or ``format =``): the
+    same sample as ROOT files fits to the same minimum, bitwise, as the Parquet files."""
+    paths = ksks.write_sample(tmp_path, n_data=200, n_mc=1000, seed=26)
+    fmt = ld.io.formats()
+    for name in ("data", "accmc"):
+        ld.io.convert(paths[name], tmp_path / f"{name}.root", reader=fmt["parquet"], writer=fmt["root"])
+    results = {}
+    for kind, extra in (("parquet", ""), ("root", ""), ("named", 'format = "root"\n')):
+        suffix = "parquet" if kind == "parquet" else "root"
+        config = tmp_path / f"{kind}.toml"
+        config.write_text(
+            'model = { builtin = "ksks", fixed_lineshapes = true }\n[fit]\nmethod = "lbfgsb"\n'
+            f'[data]\npath = "data.{suffix}"\n{extra}[accmc]\npath = "accmc.{suffix}"\n{extra}'
+        )
+        assert main([str(config), "--output", str(tmp_path / f"{kind}.json")]) == 0
+        results[kind] = json.loads((tmp_path / f"{kind}.json").read_text())
+    assert results["root"]["terms"][0]["data_events"] == 200
+    assert results["root"]["fval"] == results["parquet"]["fval"] == results["named"]["fval"]
+    config = tmp_path / "bad.toml"
+    config.write_text('model = { builtin = "ksks" }\n[data]\npath = "data.root"\nformat = "nope"\n'
+                      '[accmc]\npath = "accmc.root"\n')
+    capsys.readouterr()
+    assert main([str(config)]) == 2
+    assert "no format named 'nope' is registered (registered: parquet, root)" in capsys.readouterr().err

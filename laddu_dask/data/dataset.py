@@ -58,6 +58,7 @@ from laddu_dask.data.root_writer import write_root
 from laddu_dask.data.schema import Schema
 from laddu_dask.data.sources import FormatSource
 from laddu_dask.data.weights import exact_weight_sum
+from laddu_dask.errors import SchemaError
 
 __all__ = ["DEFAULT_CHUNK_SIZE", "MEMORY_POLICIES", "ArrayPartition", "DataOrigin", "Dataset",
            "Partition"]
@@ -212,12 +213,17 @@ class Dataset(DatasetCollection, DatasetOperations, DatasetDisplay):
         """
         check_memory_policy(memory_policy)
         resolve_chunk_size(chunk_size)  # validate now; None stays 'not chosen by the user'
+        if columns and _holds_dask(p4s, scalars, weights, columns):
+            raise TypeError("from_arrays(columns=) takes NumPy arrays, not with Dask arrays")
         if _holds_dask(p4s, scalars, weights):
             ds = cls.from_dask(p4s=p4s, scalars=scalars, weights=weights, memory_policy=memory_policy)
             return ds if chunk_size is None else ds.with_chunk_size(chunk_size)
         exact: tuple[tuple[str, str], ...] = ()
         if columns:
             ints = EventBatch(columns=dict(columns))  # checks laddu's integer columns
+            if set(ints.columns) & set(scalars or {}):
+                raise SchemaError(f"from_arrays: {sorted(set(ints.columns) & set(scalars or {}))} given as "
+                                  "both scalars and columns")
             scalars, exact = {**(scalars or {}), **ints.columns}, ints.exact
         schema, inputs = array_inputs(p4s, scalars, weights, as_numbers)
         if exact:

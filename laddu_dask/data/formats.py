@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -422,25 +422,51 @@ def register_format(spec: FormatSpec, *, suffixes: str | Iterable[str] = (),
     return spec
 
 
-def read(path: str | os.PathLike[str], *, format: str | FormatSpec | None = None, options: Any = None,
-         memory: MemoryBudget | int | str | None = None, cache: str = "fastest") -> Dataset:
-    """Read ``path`` with the registered format of its suffix (or the one named by ``format``).
+def read(path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], *,
+         format: str | FormatSpec | None = None, options: Any = None,
+         memory: MemoryBudget | int | str | None = None, cache: str = "fastest",
+         chunk_size: int | None = None) -> Dataset:
+    """Read ``path`` with a registered format: the one named by ``format``, else the one of the
+    (first) path's suffix; a folder, or a path without a suffix, is read as Parquet.
+
+    Parameters
+    ----------
+    path : path-like or sequence of path-like
+        What the format reads (files, folders, patterns).
+    format : str or FormatSpec, optional
+        A registered format's name, or a format.
+    options : object, optional
+        The format's reader options (for ``"parquet"``: ``read_parquet``'s keywords).
+    memory, cache
+        The dataset's budget and cache policy.
+    chunk_size : int, optional
+        Events per partition.
 
     Raises
     ------
     ValueError
-        No registered format claims the suffix, or none is named ``format``.
+        No format of the name ``format``, or none for the path's suffix (naming it); a bad
+        ``chunk_size``.
 
     Examples
     --------
     >>> import os, tempfile
     >>> import laddu_dask as ld
-    >>> path = os.path.join(tempfile.mkdtemp(), "x.parquet")
-    >>> _ = ld.Dataset.from_arrays(scalars={"x": [1.0, 2.0]}).write_to(ld.ParquetSink(path))
-    >>> ld.io.read(path).column("x").tolist()
-    [1.0, 2.0]
+    >>> here = tempfile.mkdtemp()
+    >>> path, other = os.path.join(here, "x.parquet"), os.path.join(here, "y.pq")
+    >>> for p in (path, other):
+    ...     _ = ld.Dataset.from_arrays(scalars={"x": [1.0, 2.0]}).write_to(ld.ParquetSink(p))
+    >>> ld.io.read(path).column("x").tolist(), ld.io.read([path, other], chunk_size=1).n_partitions
+    ([1.0, 2.0], 4)
     """
-    spec = (format if isinstance(format, FormatSpec) else format_named(format) if format is not None
-            else format_for(path))
-    return spec.read(path, options=options, memory=memory, cache=cache)
-
+    first = path[0] if isinstance(path, Sequence) and not isinstance(path, str) and path else path
+    if isinstance(format, FormatSpec):
+        spec = format
+    elif format is not None:
+        spec = format_named(format)
+    else:
+        text = os.fspath(first)  # type: ignore[arg-type]
+        plain = os.path.isdir(text) or not Path(text).suffix  # a folder or a pattern such as data/*
+        spec = format_named("parquet") if plain else format_for(text)
+    source = list(path) if isinstance(path, Sequence) and not isinstance(path, str) else path
+    return Dataset(spec._bound(source, options, memory, cache, None, check_chunk(chunk_size)))
