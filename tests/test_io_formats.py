@@ -139,6 +139,39 @@ def test_a_contiguous_format_reads_one_rank_per_partition(toy):
     assert max(p.n_events for p in ds.partitions) <= 5
 
 
+def _broken(io, fault):
+    """The toy format with one fault: a length that lies, batches twice the plan's size, or a
+    scalar the schema does not declare."""
+
+    def describe(source, *, options):
+        n = len(np.load(source)["s"]) - (3 if fault == "length" else 0)
+        return io.SourceInfo(io.Schema(p4s=["k"], scalars=["s"], weights=True), length=n)
+
+    def read_batches(source, *, options, plan):
+        data = np.load(source)
+        step = plan.chunk_size * (2 if fault == "size" else 1)
+        for a in range(0, len(data["s"]), step):
+            r = slice(a, a + step)
+            scalars = {"s": data["s"][r]} | ({"t": data["s"][r]} if fault == "field" else {})
+            yield io.EventBatch(p4s={"k": data["k"][r]}, scalars=scalars, weights=data["w"][r])
+
+    return io.FormatSpec(name="toy", describe=describe, read_batches=read_batches)
+
+
+@pytest.mark.parametrize(("fault", "ours", "theirs"), [
+    ("length", r"format 'toy' source .*events.npz.* gave 23 events .* 20 were declared", "declared length"),
+    ("size", r"format 'toy' source .*events.npz.* yielded a batch of 8 events, more than the plan's "
+             "chunk_size=4", "exceeds plan.chunk_size"),
+    ("field", r"format 'toy' source .*events.npz.* yielded a batch of fields .*'t'.* the declared schema",
+     "does not match declared schema"),
+])
+def test_a_reader_that_breaks_its_promises_is_an_error_as_in_laddu(toy, fault, ours, theirs):
+    with pytest.raises((DataError, SchemaError), match=ours):
+        list(_broken(ld.io, fault).read(toy).batches(chunk_size=4))
+    with pytest.raises(laddu.LadduError, match=theirs):
+        list(_broken(laddu.io, fault).read(toy).batches(chunk_size=4))
+
+
 @pytest.mark.parametrize("n", [0, 1, 5, 23, 64])
 @pytest.mark.parametrize("nranks", [1, 2, 3, 7])
 @pytest.mark.parametrize("strategy", ["contiguous", "rows"])
