@@ -363,3 +363,7 @@ from laddu_dask.likelihood.artifact_ensemble import FitEnsembleArtifact  # noqa:
 from laddu_dask.likelihood.bound_state import BoundFitState  # noqa: E402
 
 __all__ += ["AnalysisSnapshot", "BoundFitState", "FitArtifact", "FitArtifactError", "FitEnsembleArtifact"]
+# laddu's I/O plug-in formats: bound sources of the registered Parquet and ROOT formats (issue 24)
+from laddu_dask.data.sources import ParquetSource, RootSource  # noqa: E402
+
+__all__ += ["ParquetSource", "RootSource"]

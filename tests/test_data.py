@@ -75,8 +75,8 @@ def test_schema_groups_four_vectors_in_file_order():
     assert s.p4s == ("b", "a")
     assert s.scalars == ("pol", "t_e")  # a lone NAME_e is a scalar
     assert s.has_weight
-    assert s.columns()[:4] == ["b_e", "b_px", "b_py", "b_pz"]
-    assert "weight" not in s.columns()
+    assert s.flat_columns()[:4] == ["b_e", "b_px", "b_py", "b_pz"]
+    assert "weight" not in s.flat_columns()
 
 
 def test_schema_partial_four_vector_names_vector_columns_and_file():
@@ -250,7 +250,7 @@ def test_round_trip_f64_is_bitwise(tmp_path):
     assert pq.ParquetFile(path).schema_arrow.field("beam_e").type == pa.float64()
     a_cols, a_w = _concat(ds)
     b_cols, b_w = _concat(back)
-    for c in ds.schema.columns():
+    for c in ds.schema.flat_columns():
         assert a_cols[c].tobytes() == b_cols[c].tobytes(), c
     assert a_w.tobytes() == b_w.tobytes()
     assert [f for f in os.listdir(tmp_path)] == ["rt.parquet"]  # no temp file left
@@ -342,7 +342,7 @@ def test_ksks_files_load_unchanged(ksks):
         assert ds.schema == Schema(P4_NAMES, (), True)
         ref = _table_columns([str(path)])
         cols, w = _concat(ds)
-        for c in ds.schema.columns():
+        for c in ds.schema.flat_columns():
             assert cols[c].tobytes() == ref[c].tobytes()
         assert w.tobytes() == ref["weight"].tobytes()
 
@@ -358,7 +358,7 @@ def test_folder_glob_and_list(ksks, form):
     assert ds.sources == tuple(files)
     ref = _table_columns(files)
     cols, w = _concat(ds)
-    for c in ds.schema.columns():
+    for c in ds.schema.flat_columns():
         np.testing.assert_array_equal(cols[c], ref[c])
     np.testing.assert_array_equal(w, ref["weight"])
 

@@ -140,7 +140,7 @@ def test_a_bin_of_a_streamed_dataset_gives_the_masked_likelihood_to_the_last_bit
     binned = [ds.bin_by(mass, bins=edges)[1].dataset for ds in datasets]
     masked = []
     for ds in datasets:
-        cols = {c: ds.column(c) for c in ds.schema.columns()}
+        cols = {c: ds.column(c) for c in ds.schema.flat_columns()}
         m = ds.evaluate(mass, real=True)
         keep = (m >= 1.5) & (m <= 2.0)
         masked.append(ld.Dataset.from_arrays(

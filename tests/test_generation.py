@@ -216,7 +216,7 @@ def test_weighted_with_a_model_multiplies_the_intensity():
 
 
 def _sample(dataset: ld.Dataset) -> np.ndarray:
-    return np.column_stack([dataset.column(c) for c in dataset.schema.columns()] + [dataset.weights()])
+    return np.column_stack([dataset.column(c) for c in dataset.schema.flat_columns()] + [dataset.weights()])
 
 
 def test_same_seed_gives_bitwise_identical_samples_for_any_worker_count(tmp_path):

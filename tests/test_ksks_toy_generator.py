@@ -43,7 +43,7 @@ def _observables(p4: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def _columns(dataset: ld.Dataset) -> np.ndarray:
-    return np.column_stack([dataset.column(c) for c in dataset.schema.columns()] + [dataset.weights()])
+    return np.column_stack([dataset.column(c) for c in dataset.schema.flat_columns()] + [dataset.weights()])
 
 
 def test_the_channels_events_are_the_toys_and_its_weight_is_the_inverse_correction():

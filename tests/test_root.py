@@ -75,7 +75,7 @@ def test_written_tree_read_by_uproot_bit_for_bit(tmp_path, precision):
     ds.write_root(path, tree="events", precision=precision)
     cast = np.float64 if precision == "f64" else np.float32
     tree = uproot.open(path)["events"]
-    assert tree.keys() == ds.schema.columns() + ["weight"]
+    assert tree.keys() == ds.schema.flat_columns() + ["weight"]
     assert {tree[k].typename for k in tree.keys()} == {"double" if cast is np.float64 else "float"}
     assert tree.common_entry_offsets() == [0, 20, 40, 50]          # one basket per partition
     got = tree.arrays(library="np")

@@ -10,7 +10,7 @@ Examples
 --------
 >>> import numpy as np
 >>> schema, inputs = array_inputs({"k": np.ones((2, 4))}, {"s": [1.0, 2.0]}, None, as_numbers)
->>> schema.columns(), [i.columns for i in inputs]
+>>> schema.flat_columns(), [i.columns for i in inputs]
 (['k_e', 'k_px', 'k_py', 'k_pz', 's'], [('k_e', 'k_px', 'k_py', 'k_pz'), ('s',)])
 """
 
@@ -126,7 +126,7 @@ def array_inputs(p4s: Mapping[str, Any] | None, scalars: Mapping[str, Any] | Non
         desc = ", ".join(f"{k}: {v}" for k, v in lengths.items())
         raise DataError(f"arrays have different numbers of events ({desc})")
     schema = Schema(p4s=tuple(p4s), scalars=tuple(scalars), has_weight=weights is not None)
-    flat = schema.columns() + ([WEIGHT_COLUMN] if weights is not None else [])
+    flat = schema.flat_columns() + ([WEIGHT_COLUMN] if weights is not None else [])
     if Schema.from_column_names(flat, "arrays") != schema:
         raise SchemaError(
             f"scalar names {list(scalars)} would be read back from Parquet as "

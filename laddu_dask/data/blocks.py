@@ -153,7 +153,7 @@ class BlockPartition(Partition):
         if self.reader.checked:
             return 0
         schema = self.piece.schema
-        return self.piece.rows * 8 * (len(schema.columns()) + len(schema.non_numeric) + 1)
+        return self.piece.rows * 8 * (len(schema.flat_columns()) + len(schema.non_numeric) + 1)
 
     def load(self, columns: Sequence[str] | None = None, dtype: Any = np.float64) -> EventBatch:
         """Load the events (see :meth:`Partition.load`), computing only this block's graph.

@@ -251,8 +251,8 @@ def check_same_columns(first: str, schema: Schema, path: str, other: Schema) -> 
                            and set(other.scalars) == set(schema.scalars)
                            and other.has_weight == schema.has_weight):
         return
-    ca = set(schema.columns()) | ({WEIGHT_COLUMN} if schema.has_weight else set())
-    cb = set(other.columns()) | ({WEIGHT_COLUMN} if other.has_weight else set())
+    ca = set(schema.flat_columns()) | ({WEIGHT_COLUMN} if schema.has_weight else set())
+    cb = set(other.flat_columns()) | ({WEIGHT_COLUMN} if other.has_weight else set())
     parts = []
     if ca - cb:
         parts.append(f"only the first has {sorted(ca - cb)}")
@@ -278,7 +278,7 @@ def resolve_columns(schema: Schema, columns: Sequence[str] | None, source: str) 
     Raises SchemaError (via :meth:`Schema.require`) naming any unknown column and ``source``.
     """
     if columns is None:
-        return schema.columns()
+        return schema.flat_columns()
     if isinstance(columns, str):
         columns = [columns]
     cols = list(dict.fromkeys(c for c in columns if c != WEIGHT_COLUMN))

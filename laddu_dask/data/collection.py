@@ -30,6 +30,15 @@ from dask.highlevelgraph import HighLevelGraph
 from laddu_dask.cluster_waits import compute
 from laddu_dask.data.batch import EventBatch
 from laddu_dask.data.blocks import BatchState, batch_origin
+from laddu_dask.data.checks import check_dtype, resolve_columns
+
+
+def _batch_column(batch: EventBatch, name: str) -> Any:
+    return batch.columns[name]
+
+
+def _batch_weights(batch: EventBatch) -> Any:
+    return batch.weights
 
 
 def _computed(results: Sequence[EventBatch], cls: type, state: BatchState, memory_policy: str,
@@ -54,13 +63,92 @@ def _persisted(dsk: Mapping[Any, Any], cls: type, keys: Sequence[Any], state: Ba
 class DatasetCollection(DaskMethodsMixin):
     """The Dask collection methods of :class:`~laddu_dask.data.dataset.Dataset` (see the module).
 
-    Uses the dataset's ``partition_graph``, ``partitions``, ``schema``, ``sources``,
+    Uses the dataset's ``partitions``, ``n_partitions``, ``_source_label()``, ``schema``, ``sources``,
     ``memory_policy``, ``chunk_size_given``, ``_origin``, ``_layout()`` and ``_collection``.
     """
 
     __dask_scheduler__ = staticmethod(dask.threaded.get)
     __dask_optimize__ = staticmethod(dont_optimize)
     _collection: tuple[HighLevelGraph, list[tuple[str, int]]] | None
+
+    def partition_graph(self, columns: Sequence[str] | None = None, dtype: Any = np.float64,
+                        name: str = "laddu-batch") -> tuple[HighLevelGraph, list[tuple[str, int]]]:
+        """A Dask graph whose key ``i`` computes partition ``i`` as an :class:`EventBatch`.
+
+        Only ``columns`` (all for None) and the weights are loaded, in ``dtype``. This is the
+        one place a dataset's partitions become Dask tasks: :meth:`to_dask`, the Dask
+        collection protocol and the runtime's preparation graphs build on it. For a dataset
+        over a Dask collection the graph holds the collection's tasks, and for a persisted
+        one its persisted keys (futures on a cluster), which the new keys depend on.
+
+        Returns
+        -------
+        graph : dask.highlevelgraph.HighLevelGraph
+        keys : list of tuple
+            ``(layer name, i)`` for every partition, in order.
+
+        Examples
+        --------
+        >>> import dask, numpy as np
+        >>> from laddu_dask.data.dataset import Dataset
+        >>> ds = Dataset.from_arrays(scalars={"x": np.arange(5.0)}, chunk_size=2)
+        >>> graph, keys = ds.partition_graph(["x"])
+        >>> [b.n_events for b in dask.get(graph, keys)]
+        [2, 2, 1]
+        """
+        dt = check_dtype(dtype)
+        cols = resolve_columns(self.schema, columns, self._source_label())
+        layer_name = f"{name}-{tokenize(self._origin.token, self._layout(), cols, dt.str)}"
+        keys = [(layer_name, i) for i in range(self.n_partitions)]
+        layer = {k: p.graph_task(k, cols, dt) for k, p in zip(keys, self.partitions, strict=True)}
+        deps = self._origin.graph()
+        if deps is None:
+            graph = HighLevelGraph.from_collections(layer_name, layer, dependencies=())
+        else:
+            graph = HighLevelGraph({**deps.layers, layer_name: layer},
+                                   {**deps.dependencies, layer_name: set(deps.layers)})
+        return graph, keys
+
+    def to_dask(self, columns: Sequence[str] | None = None,
+                dtype: Any = np.float64) -> tuple[dict[str, Any], Any]:
+        """Lazy Dask arrays of the columns and weights, one chunk per partition.
+
+        Nothing is read until computed; computing several arrays together loads
+        each partition once.
+
+        Returns
+        -------
+        columns : dict of str to dask.array.Array
+        weights : dask.array.Array
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from laddu_dask.data.dataset import Dataset
+        >>> ds = Dataset.from_arrays(scalars={"x": np.arange(5.0)}, chunk_size=2)
+        >>> cols, w = ds.to_dask()
+        >>> cols["x"].chunks, float(w.sum().compute())
+        (((2, 2, 1),), 5.0)
+        """
+        import dask.array as da
+
+        dt = check_dtype(dtype)
+        cols = resolve_columns(self.schema, columns, self._source_label())
+        loads, keys = self.partition_graph(cols, dt, name="laddu-load")
+        load_name = keys[0][0]
+        token = load_name.rpartition("-")[2]
+        chunks = (tuple(p.n_events for p in self.partitions),)
+
+        def _array(name: str, getter: Any, *args: Any) -> Any:
+            layer = {(name, i): (getter, key, *args) for i, key in enumerate(keys)}
+            graph = HighLevelGraph.merge(
+                loads, HighLevelGraph({name: layer}, {name: {load_name}})
+            )
+            return da.Array(graph, name, chunks=chunks, dtype=dt)
+
+        arrays = {c: _array(f"laddu-{c}-{token}", _batch_column, c) for c in cols}
+        weights = _array(f"laddu-weight-{token}", _batch_weights)
+        return arrays, weights
 
     def _collection_graph(self) -> tuple[HighLevelGraph, list[tuple[str, int]]]:
         if self._collection is None:

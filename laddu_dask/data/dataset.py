@@ -23,18 +23,20 @@ Examples
 
 from __future__ import annotations
 
-import html
+import functools
 import numbers
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
-from dask.base import is_dask_collection, tokenize
+from dask.base import is_dask_collection
 from dask.highlevelgraph import HighLevelGraph
 
 from laddu_dask.data.arrays import ArrayOrigin, ArrayPartition, array_inputs, as_numbers
 from laddu_dask.data.batch import EventBatch
+from laddu_dask.data.batch_origin import BatchOrigin, schema_from_mapping
 from laddu_dask.data.checks import (
     DEFAULT_CHUNK_SIZE,
     MEMORY_POLICIES,
@@ -47,13 +49,17 @@ from laddu_dask.data.checks import (
 from laddu_dask.data.collection import DatasetCollection
 from laddu_dask.data.dask_input import dask_origin
 from laddu_dask.data.decisions import DecisionRecord
+from laddu_dask.data.display import DatasetDisplay
 from laddu_dask.data.operations import DatasetOperations
 from laddu_dask.data.parquet_writer import write_parquet
 from laddu_dask.data.partition import DataOrigin, Partition
+from laddu_dask.data.plans import ReadPlan
+from laddu_dask.data.read_options import check_cache, check_memory
 from laddu_dask.data.root_writer import write_root
 from laddu_dask.data.schema import Schema
+from laddu_dask.data.sources import FormatSource
 from laddu_dask.data.weights import exact_weight_sum
-from laddu_dask.views import Raw, bytes_text, key_values
+from laddu_dask.errors import SchemaError
 
 __all__ = ["DEFAULT_CHUNK_SIZE", "MEMORY_POLICIES", "ArrayPartition", "DataOrigin", "Dataset",
            "Partition"]
@@ -62,12 +68,8 @@ __all__ = ["DEFAULT_CHUNK_SIZE", "MEMORY_POLICIES", "ArrayPartition", "DataOrigi
 # ----------------------------------------------------------------------------- helpers
 
 
-def _batch_column(batch: EventBatch, name: str) -> Any:
-    return batch.columns[name]
-
-
-def _batch_weights(batch: EventBatch) -> Any:
-    return batch.weights
+def _factory_batches(factory: Callable[..., Iterable[Any]], plan: ReadPlan) -> Iterable[Any]:
+    return factory(chunk_size=plan.chunk_size, rank=plan.rank, nranks=plan.nranks)
 
 
 def _is_origin(obj: Any) -> bool:
@@ -83,7 +85,7 @@ def _holds_dask(*groups: Any) -> bool:
 # ----------------------------------------------------------------------------- dataset
 
 
-class Dataset(DatasetCollection, DatasetOperations, DecisionRecord):
+class Dataset(DatasetCollection, DatasetOperations, DatasetDisplay, DecisionRecord):
     """Weighted events in partitions, from arrays, Parquet files or a Dask collection.
 
     Build one with :meth:`from_arrays`, :meth:`from_dask` or
@@ -126,10 +128,23 @@ class Dataset(DatasetCollection, DatasetOperations, DecisionRecord):
     15.5
     """
 
-    def __init__(self, origin: DataOrigin | Any, chunk_size: int | None = None,
-                 memory_policy: str = "fastest", memory: Any = None) -> None:
+    def __init__(self, origin: DataOrigin | Any = None, chunk_size: int | None = None,
+                 memory_policy: str = "fastest", memory: Any = None, *, source: Any = None) -> None:
+        if source is not None:
+            if origin is not None:
+                raise TypeError("Dataset takes one of a positional origin and source=, not both")
+            if not isinstance(source, FormatSource):
+                raise TypeError(f"Dataset(source=) must be a ParquetSource, RootSource or FormatSource, got "
+                                f"{type(source).__name__}")
+            origin = source
+        if isinstance(origin, FormatSource):  # laddu's Dataset(source): an opened source's settings
+            chunk_size = origin.chunk_size if chunk_size is None else chunk_size
+            memory_policy, memory, origin = origin.cache, origin.memory, origin._origin
         self.memory_policy = check_memory_policy(memory_policy)
         self.memory = memory  # a read's own host budget (laddu's memory=), or None
+        if origin is None:
+            raise TypeError("Dataset needs a source: a ParquetSource, RootSource or FormatSource (or a Dask "
+                            "collection)")
         if not _is_origin(origin):
             origin = dask_origin(origin)
         self._origin: DataOrigin = origin
@@ -152,7 +167,8 @@ class Dataset(DatasetCollection, DatasetOperations, DecisionRecord):
     @classmethod
     def from_arrays(cls, p4s: Mapping[str, Any] | None = None,
                     scalars: Mapping[str, Any] | None = None, weights: Any = None,
-                    chunk_size: int | None = None, memory_policy: str = "fastest") -> Dataset:
+                    chunk_size: int | None = None, memory_policy: str = "fastest", *,
+                    columns: Mapping[str, Any] | None = None) -> Dataset:
         """Build a dataset from in-memory arrays (copied; validated now), or from Dask arrays.
 
         Given any Dask array, this is :meth:`from_dask` with the same arrays (NumPy arrays
@@ -172,14 +188,20 @@ class Dataset(DatasetCollection, DatasetOperations, DecisionRecord):
             else :data:`DEFAULT_CHUNK_SIZE`).
         memory_policy : {"fastest", "resident", "streaming"}
             Hint for the runtime.
+        columns : dict of str to array of shape (n,), optional
+            laddu's exact integer columns (8- to 64-bit, signed or not): scalars here, held
+            as float64 (:meth:`column` gives them back in their dtype, and
+            ``schema.columns`` names it).
 
         Raises
         ------
         DataError
             Non-numeric or badly shaped arrays, unequal lengths (naming each array and
-            its length), or a non-finite value (naming the column and event index).
+            its length), or a non-finite value (naming the column and event index); an
+            integer column beyond 2**53 in magnitude (float64 would round it).
         SchemaError
-            Clashing names (e.g. a scalar called ``weight``).
+            Clashing names (e.g. a scalar called ``weight``); a ``columns`` array that does
+            not hold integers (naming it).
         ValueError
             Bad ``chunk_size`` or ``memory_policy``.
 
@@ -187,17 +209,80 @@ class Dataset(DatasetCollection, DatasetOperations, DecisionRecord):
         --------
         >>> import numpy as np
         >>> ds = Dataset.from_arrays(p4s={"k": np.ones((3, 4))})
-        >>> ds.schema.columns()
+        >>> ds.schema.flat_columns()
         ['k_e', 'k_px', 'k_py', 'k_pz']
         """
         check_memory_policy(memory_policy)
         resolve_chunk_size(chunk_size)  # validate now; None stays 'not chosen by the user'
+        if columns and _holds_dask(p4s, scalars, weights, columns):
+            raise TypeError("from_arrays(columns=) takes NumPy arrays, not with Dask arrays")
         if _holds_dask(p4s, scalars, weights):
             ds = cls.from_dask(p4s=p4s, scalars=scalars, weights=weights, memory_policy=memory_policy)
             return ds if chunk_size is None else ds.with_chunk_size(chunk_size)
+        exact: tuple[tuple[str, str], ...] = ()
+        if columns:
+            ints = EventBatch(columns=dict(columns))  # checks laddu's integer columns
+            if set(ints.columns) & set(scalars or {}):
+                raise SchemaError(f"from_arrays: {sorted(set(ints.columns) & set(scalars or {}))} given as "
+                                  "both scalars and columns")
+            scalars, exact = {**(scalars or {}), **ints.columns}, ints.exact
         schema, inputs = array_inputs(p4s, scalars, weights, as_numbers)
+        if exact:
+            schema = replace(schema, exact=exact)
         return cls(ArrayOrigin.from_inputs(schema, inputs), chunk_size=chunk_size,
                    memory_policy=memory_policy)
+
+    @staticmethod
+    def from_batches(batch_factory: Callable[..., Iterable[Any]], *, schema: Schema | Mapping[str, Any],
+                     length: int | None = None, memory: Any = None, cache: str = "fastest") -> Dataset:
+        """A dataset read from a batch factory on every traversal (laddu's ``Dataset.from_batches``).
+
+        ``batch_factory(chunk_size=, rank=, nranks=)`` returns a fresh iterable of
+        :class:`~laddu_dask.io.EventBatch` (or dictionaries of ``p4s``, ``scalars`` and
+        optional ``weights``), the same rows in the same order every time, no batch larger
+        than ``chunk_size``. It is read serially: each partition traverses the stream up to
+        its rows.
+
+        Parameters
+        ----------
+        batch_factory : callable
+        schema : Schema or dict
+            The fields (a dict of ``p4s``, ``scalars``, optional ``columns`` and ``weights``).
+        length : int, optional
+            The number of events; without it one traversal counts them now.
+        memory : MemoryBudget, int or str, optional
+        cache : {"fastest", "resident", "streaming"}
+
+        Raises
+        ------
+        TypeError
+            ``batch_factory`` is not callable, or ``schema`` is neither a Schema nor a dict.
+        ValueError
+            A schema dict without ``p4s`` or ``scalars``; a bad ``cache``.
+        SchemaError, DataError
+            When read: a batch of other fields than ``schema``, a batch larger than the
+            plan's ``chunk_size``, or fewer or more events than ``length``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> def factory(*, chunk_size, rank, nranks):
+        ...     yield {"scalars": {"x": np.arange(3.0)}, "weights": np.full(3, 0.5)}
+        >>> ds = Dataset.from_batches(factory, schema={"p4s": [], "scalars": ["x"], "weights": True})
+        >>> len(ds), ds.sum_weights()
+        (3, 1.5)
+        """
+        if not callable(batch_factory):
+            raise TypeError(f"from_batches(batch_factory=) must be callable, got "
+                            f"{type(batch_factory).__name__}")
+        declared = schema_from_mapping(schema, "Dataset.from_batches")
+        if length is not None and (isinstance(length, bool) or not isinstance(length, int) or length < 0):
+            raise ValueError(f"from_batches(length=) must be a non-negative int or None, got {length!r}")
+        policy, budget = check_cache(cache, None), check_memory(memory)
+        read = functools.partial(_factory_batches, batch_factory)
+        where = f"batch factory {getattr(batch_factory, '__name__', repr(batch_factory))}"
+        origin = BatchOrigin(read, declared, length, where)
+        return Dataset(origin, memory_policy=policy, memory=budget)
 
     @classmethod
     def from_dask(cls, obj: Any = None, *, p4s: Mapping[str, Any] | None = None,
@@ -326,83 +411,6 @@ class Dataset(DatasetCollection, DatasetOperations, DecisionRecord):
         for p in self.partitions:
             yield p.load(columns, dtype)
 
-    def partition_graph(self, columns: Sequence[str] | None = None, dtype: Any = np.float64,
-                        name: str = "laddu-batch") -> tuple[HighLevelGraph, list[tuple[str, int]]]:
-        """A Dask graph whose key ``i`` computes partition ``i`` as an :class:`EventBatch`.
-
-        Only ``columns`` (all for None) and the weights are loaded, in ``dtype``. This is the
-        one place a dataset's partitions become Dask tasks: :meth:`to_dask`, the Dask
-        collection protocol and the runtime's preparation graphs build on it. For a dataset
-        over a Dask collection the graph holds the collection's tasks, and for a persisted
-        one its persisted keys (futures on a cluster), which the new keys depend on.
-
-        Returns
-        -------
-        graph : dask.highlevelgraph.HighLevelGraph
-        keys : list of tuple
-            ``(layer name, i)`` for every partition, in order.
-
-        Examples
-        --------
-        >>> import dask, numpy as np
-        >>> ds = Dataset.from_arrays(scalars={"x": np.arange(5.0)}, chunk_size=2)
-        >>> graph, keys = ds.partition_graph(["x"])
-        >>> [b.n_events for b in dask.get(graph, keys)]
-        [2, 2, 1]
-        """
-        dt = check_dtype(dtype)
-        cols = resolve_columns(self.schema, columns, self._source_label())
-        layer_name = f"{name}-{tokenize(self._origin.token, self._layout(), cols, dt.str)}"
-        keys = [(layer_name, i) for i in range(self.n_partitions)]
-        layer = {k: p.graph_task(k, cols, dt) for k, p in zip(keys, self.partitions, strict=True)}
-        deps = self._origin.graph()
-        if deps is None:
-            graph = HighLevelGraph.from_collections(layer_name, layer, dependencies=())
-        else:
-            graph = HighLevelGraph({**deps.layers, layer_name: layer},
-                                   {**deps.dependencies, layer_name: set(deps.layers)})
-        return graph, keys
-
-    def to_dask(self, columns: Sequence[str] | None = None,
-                dtype: Any = np.float64) -> tuple[dict[str, Any], Any]:
-        """Lazy Dask arrays of the columns and weights, one chunk per partition.
-
-        Nothing is read until computed; computing several arrays together loads
-        each partition once.
-
-        Returns
-        -------
-        columns : dict of str to dask.array.Array
-        weights : dask.array.Array
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> ds = Dataset.from_arrays(scalars={"x": np.arange(5.0)}, chunk_size=2)
-        >>> cols, w = ds.to_dask()
-        >>> cols["x"].chunks, float(w.sum().compute())
-        (((2, 2, 1),), 5.0)
-        """
-        import dask.array as da
-
-        dt = check_dtype(dtype)
-        cols = resolve_columns(self.schema, columns, self._source_label())
-        loads, keys = self.partition_graph(cols, dt, name="laddu-load")
-        load_name = keys[0][0]
-        token = load_name.rpartition("-")[2]
-        chunks = (tuple(p.n_events for p in self.partitions),)
-
-        def _array(name: str, getter: Any, *args: Any) -> Any:
-            layer = {(name, i): (getter, key, *args) for i, key in enumerate(keys)}
-            graph = HighLevelGraph.merge(
-                loads, HighLevelGraph({name: layer}, {name: {load_name}})
-            )
-            return da.Array(graph, name, chunks=chunks, dtype=dt)
-
-        arrays = {c: _array(f"laddu-{c}-{token}", _batch_column, c) for c in cols}
-        weights = _array(f"laddu-weight-{token}", _batch_weights)
-        return arrays, weights
-
     def sum_weights(self, num_workers: int | None = None) -> float:
         """Exact sum of the weights (equal to ``math.fsum`` of all of them).
 
@@ -477,33 +485,3 @@ class Dataset(DatasetCollection, DatasetOperations, DecisionRecord):
             ``amptools`` does not name exactly the dataset's four-vectors.
         """
         write_root(self, path, tree=tree, precision=precision, amptools=amptools)
-
-    # -- display -----------------------------------------------------------------------
-
-    def __repr__(self) -> str:
-        s = self.schema
-        p4 = ", ".join(s.p4s) or "-"
-        sc = ", ".join(s.scalars) or "-"
-        return (
-            f"<Dataset: {self.n_events:,} events in {self.n_partitions} "
-            f"partition{'' if self.n_partitions == 1 else 's'}; "
-            f"p4s: {p4}; scalars: {sc}; weights: {'stored' if s.has_weight else 'all 1'}; "
-            f"memory_policy={self.memory_policy!r}; source: {self._source_label()}>"
-        )
-
-    def _repr_html_(self) -> str:
-        s = self.schema
-        shown = list(self.sources[:3])
-        if len(self.sources) > 3:
-            shown.append(f"... and {len(self.sources) - 3} more")
-        rows = [
-            ("Events", f"{self.n_events:,}"),
-            ("Partitions", f"{self.n_partitions} (chunk size {self.chunk_size:,})"),
-            ("Four-vectors", ", ".join(s.p4s) or "none"),
-            ("Scalars", ", ".join(s.scalars) or "none"),
-            ("Weights", "stored" if s.has_weight else "none (all 1)"),
-            ("Size loaded (f64)", bytes_text(self.estimate_nbytes())),
-            ("Memory policy", self.memory_policy),
-            ("Sources", Raw("<br>".join(html.escape(x) for x in shown))),
-        ]
-        return key_values(rows, caption="laddu_dask Dataset")

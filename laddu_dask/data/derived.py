@@ -193,7 +193,7 @@ class DerivedPartition(Partition):
 
     def _columns(self, columns: Sequence[str] | None) -> tuple[list[str], list[str]]:
         """The columns asked for, and those the parent must load (with the rule's)."""
-        wanted = self.schema.columns() if columns is None else [c for c in columns if c != "weight"]
+        wanted = self.schema.flat_columns() if columns is None else [c for c in columns if c != "weight"]
         self.schema.require(wanted, self.source, needed_by="load")
         return wanted, list(dict.fromkeys([*wanted, *self.rule.columns]))
 

@@ -36,7 +36,8 @@ from laddu_dask.data.checks import check_execution, resolve_chunk_size
 from laddu_dask.data.derived import DerivedOrigin, RowRule, map_batches
 from laddu_dask.data.histogram import Histogram, histogram_partials
 from laddu_dask.data.joint_histogram import JointHistogram, check_axes, joint_partials
-from laddu_dask.data.sinks import ParquetSink, RootSink, WriteResult, output_paths
+from laddu_dask.data.registry import format_named
+from laddu_dask.data.sinks import FormatSink, ParquetSink, RootSink, WriteResult
 from laddu_dask.errors import ModelError
 from laddu_dask.expr.node import Expr, walk
 from laddu_dask.expr.predicate import Predicate
@@ -231,11 +232,13 @@ class DatasetOperations:
         return _concat([b.weights for b in self.iter_batches([])])
 
     def column(self, name: str) -> np.ndarray:
-        """One flat column (``"beam_px"``, ``"pol_angle"``, ``"weight"``) of every event, in order."""
+        """One flat column (``"beam_px"``, ``"pol_angle"``, ``"weight"``) of every event, in order
+        (an integer column of ``from_arrays(columns=)`` in its dtype)."""
         if name == "weight":
             return self.weights()
         self.schema.require([name], self._source_label(), needed_by="column")
-        return _concat([b.columns[name] for b in self.iter_batches([name])])
+        values, exact = _concat([b.columns[name] for b in self.iter_batches([name])]), dict(self.schema.exact)
+        return values.astype(exact[name]) if name in exact else values  # laddu's integer columns
 
     def evaluate(self, expr: Expr | Mapping[str, Expr], *, execution: Any = None,
                  real: bool = False) -> Any:
@@ -394,22 +397,22 @@ class DatasetOperations:
             positive_weights=math.fsum(w[w > 0]), negative_weights=math.fsum(w[w < 0]),
         )
 
-    def write_to(self, sink: ParquetSink | RootSink, *, output: str | None = None,
+    def write_to(self, sink: ParquetSink | RootSink | FormatSink, *, output: str | None = None,
                  chunk_size: int | None = None, execution: Any = None) -> WriteResult:
         """Write every event to ``sink`` (laddu's ``Dataset.write_to``): a
-        :class:`~laddu_dask.ParquetSink` or :class:`~laddu_dask.RootSink`, atomically.
+        :class:`~laddu_dask.ParquetSink`, :class:`~laddu_dask.RootSink` or a format's
+        :class:`~laddu_dask.io.FormatSink`, atomically, through the registered format.
 
         Parameters
         ----------
-        sink : ParquetSink or RootSink
-            The format, path and precision.
+        sink : ParquetSink, RootSink or FormatSink
+            The format, path and precision (or a format's options).
         output : {"auto", "single", "sharded"}, optional
             One file at the sink's path (``"auto"``, ``"single"``), or laddu's shard of rank
             0 of 1 (``NAME.rank00000-of00001.EXT``, or ``PATH/part-rank00000-of00001.EXT``
             for a path without a suffix).
         chunk_size : int, optional
-            Events read and written at a time (each a Parquet row group); the default is
-            the dataset's partitions.
+            Events per write (a Parquet row group; default: the dataset's partitions).
         execution : Execution, optional
             Accepted for laddu's signature (writing runs in this process).
 
@@ -420,10 +423,8 @@ class DatasetOperations:
 
         Raises
         ------
-        TypeError
-            For another kind of sink, or a keyword of the wrong type (naming it).
-        ValueError
-            A bad ``output`` or ``chunk_size``.
+        TypeError, ValueError
+            Another kind of sink, or a bad keyword (naming it: ``output``, ``chunk_size``).
 
         Examples
         --------
@@ -435,17 +436,20 @@ class DatasetOperations:
         >>> result.counts, result.events
         ([3], 3)
         """
+        if isinstance(sink, FormatSink):
+            return sink.format.write(self, sink.target, options=sink.options,  # type: ignore[attr-defined]
+                                     output=sink.output if output is None else output,
+                                     chunk_size=sink.chunk_size if chunk_size is None else chunk_size,
+                                     execution=execution)
         if not isinstance(sink, (ParquetSink, RootSink)):
-            raise TypeError(f"write_to needs a ParquetSink or a RootSink, got {type(sink).__name__}")
-        check_execution(execution, "write_to")
-        target = output_paths(sink.path, output, ".parquet" if isinstance(sink, ParquetSink) else ".root")
-        source = self if chunk_size is None else self.with_chunk_size(resolve_chunk_size(chunk_size))
-        target.parent.mkdir(parents=True, exist_ok=True)  # as laddu, which makes the folders
+            raise TypeError(f"write_to needs a ParquetSink, RootSink or FormatSink, got "
+                            f"{type(sink).__name__}")
         if isinstance(sink, ParquetSink):
-            source.write_parquet(target, precision=sink.precision)
+            name, options = "parquet", {"precision": sink.precision}
         else:
-            source.write_root(target, tree=sink.tree, precision=sink.precision)
-        return WriteResult([target], [self.n_events])
+            name, options = "root", {"tree": sink.tree, "precision": sink.precision}
+        return format_named(name).write(self, sink.path, options=options, output=output,  # type: ignore[arg-type]
+                                        chunk_size=chunk_size, execution=execution)
 
     def batches(self, *, chunk_size: int | None = None, execution: Any = None) -> BatchIterator:
         """The events in batches of at most ``chunk_size`` (default: the partitions), one

@@ -39,11 +39,20 @@ from laddu_dask.data.checks import (
     split_rows,
 )
 from laddu_dask.data.dataset import Dataset
+from laddu_dask.data.formats import FormatSpec, register_format
 from laddu_dask.data.fs import filesystem, is_url, open_input
 from laddu_dask.data.identity import FileIdentity
+from laddu_dask.data.parquet_writer import write_parquet_format
 from laddu_dask.data.partition import Partition, load_from_file
 from laddu_dask.data.paths import PathArg, expand_paths
-from laddu_dask.data.read_options import check_cache, check_memory, check_nulls, check_validate, select_schema
+from laddu_dask.data.read_options import (
+    check_cache,
+    check_nulls,
+    check_validate,
+    reader_options,
+    select_schema,
+)
+from laddu_dask.data.registry import format_named
 from laddu_dask.data.schema import Schema
 from laddu_dask.errors import DataChangedError, DataError
 
@@ -377,10 +386,21 @@ def read_parquet(path: PathArg | Sequence[PathArg], chunk_size: int | None = Non
         raise TypeError(f"read_parquet reads files; for a Dask collection ({type(path).__name__}) "
                         "use ld.Dataset.from_dask")
     policy = check_cache(cache, memory_policy)
-    budget = check_memory(memory)
-    nulls = check_nulls(nulls)
-    check_validate(validate)
     resolve_chunk_size(chunk_size)  # validate before touching any file
+    options = {"nulls": nulls, "validate": validate, "schema": schema, "storage_options": storage_options}
+    return Dataset(format_named("parquet")._bound(path, options, memory, policy, None, chunk_size))
+
+
+def _open_parquet(path: PathArg | Sequence[PathArg], options: Mapping[str, Any] | None) -> ParquetOrigin:
+    """The registered ``"parquet"`` format's reader: the files' metadata, checked, as an origin.
+
+    ``options`` holds :func:`read_parquet`'s ``nulls``, ``validate``, ``schema`` and
+    ``storage_options`` (each optional).
+    """
+    opts = reader_options(options, ("nulls", "validate", "schema", "storage_options"), "parquet")
+    nulls = check_nulls(opts.get("nulls", "error"))
+    check_validate(opts.get("validate", True))
+    schema, storage_options = opts.get("schema"), opts.get("storage_options")
     files = expand_paths(path, storage_options)
     infos: list[_FileInfo] = []
     found: Schema | None = None
@@ -394,5 +414,10 @@ def read_parquet(path: PathArg | Sequence[PathArg], chunk_size: int | None = Non
     assert found is not None
     where = infos[0].path if len(infos) == 1 else f"{infos[0].path} (and {len(infos) - 1} more files)"
     selected = select_schema(found, schema, where)
-    return Dataset(ParquetOrigin(infos, selected, nulls, selected=schema is not None), chunk_size=chunk_size,
-                   memory_policy=policy, memory=budget)
+    return ParquetOrigin(infos, selected, nulls, selected=schema is not None)
+
+
+PARQUET = register_format(FormatSpec._builtin("parquet", open=_open_parquet, write=write_parquet_format,
+                                              extension="parquet"),
+                          suffixes=(".parquet", ".pq"))
+"""laddu-dask's Parquet reader and writer, the registered format ``"parquet"``."""

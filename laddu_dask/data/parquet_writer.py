@@ -18,7 +18,8 @@ Examples
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -26,6 +27,7 @@ import pyarrow.parquet as pq
 
 from laddu_dask.data.checks import check_finite
 from laddu_dask.data.paths import PathArg
+from laddu_dask.data.read_options import reader_options
 from laddu_dask.data.schema import WEIGHT_COLUMN
 from laddu_dask.files import atomic_path
 from laddu_dask.options import Precision
@@ -33,7 +35,7 @@ from laddu_dask.options import Precision
 if TYPE_CHECKING:
     from laddu_dask.data.dataset import Dataset
 
-__all__ = ["PRECISIONS", "write_parquet"]
+__all__ = ["PRECISIONS", "write_parquet", "write_parquet_format"]
 
 PRECISIONS = {"f64": pa.float64(), "f32": pa.float32()}
 
@@ -62,7 +64,7 @@ def write_parquet(dataset: Dataset, path: PathArg, precision: str = "f64") -> No
     if os.path.isdir(target):
         raise IsADirectoryError(f"cannot write Parquet file over folder {target!r}")
     ptype = PRECISIONS[precision]
-    names = dataset.schema.columns() + [WEIGHT_COLUMN]
+    names = dataset.schema.flat_columns() + [WEIGHT_COLUMN]
     arrow_schema = pa.schema([pa.field(n, ptype, nullable=False) for n in names])
     dt = np.float32 if precision == "f32" else np.float64
     with atomic_path(target, inputs=dataset.sources) as tmp, pq.ParquetWriter(tmp, arrow_schema,
@@ -77,3 +79,11 @@ def write_parquet(dataset: Dataset, path: PathArg, precision: str = "f64") -> No
                     check_finite(b, n, batch.offset, batch.source, original=a)
                 stored.append(pa.array(b, type=ptype))
             writer.write_table(pa.Table.from_arrays(stored, schema=arrow_schema))
+
+
+def write_parquet_format(dataset: Dataset, path: PathArg, options: Mapping[str, Any] | None,
+                         chunk_size: int | None) -> None:
+    """The registered ``"parquet"`` format's writer: :func:`write_parquet` with ``options`` ``precision``."""
+    opts = reader_options(options, ("precision",), "parquet")
+    source = dataset if chunk_size is None else dataset.with_chunk_size(chunk_size)
+    write_parquet(source, path, precision=opts.get("precision", "f64"))

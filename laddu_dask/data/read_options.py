@@ -10,6 +10,7 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from laddu_dask.budgets import MemoryBudget
@@ -120,6 +121,32 @@ def check_validate(validate: Any) -> bool:
     return validate
 
 
+def reader_options(options: Any, known: tuple[str, ...], name: str) -> dict[str, Any]:
+    """A registered format's ``options``: None, or a mapping of the keywords it knows.
+
+    Raises
+    ------
+    TypeError
+        ``options`` is not a mapping, or holds a keyword the format does not take (naming it
+        and the format).
+
+    Examples
+    --------
+    >>> reader_options({"nulls": "nan"}, ("nulls", "schema"), "parquet")
+    {'nulls': 'nan'}
+    """
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise TypeError(f"format {name!r} takes options as a dict of {', '.join(known)}, got "
+                        f"{type(options).__name__}")
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise TypeError(f"format {name!r} has no option(s) {', '.join(map(repr, unknown))} (it takes "
+                        f"{', '.join(known)})")
+    return dict(options)
+
+
 def select_schema(found: Schema, wanted: Schema | None, where: str) -> Schema:
     """The fields of ``found`` (the files' schema) that ``wanted`` selects, in its order.
 
@@ -144,7 +171,7 @@ def select_schema(found: Schema, wanted: Schema | None, where: str) -> Schema:
     if not isinstance(wanted, Schema):
         raise TypeError(f"schema must be a laddu_dask.Schema (ld.Schema(p4s=..., scalars=..., weights=...)), "
                         f"got {type(wanted).__name__}")
-    found.require(wanted.columns(), where, needed_by="schema=")
+    found.require(wanted.flat_columns(), where, needed_by="schema=")
     if wanted.has_weight and not found.has_weight:
         raise SchemaError(f"schema= asks for weights (weights=True), but {where} has no "
                           f"{WEIGHT_COLUMN!r} column")

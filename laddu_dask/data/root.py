@@ -45,11 +45,14 @@ from laddu_dask.data.checks import (
     split_rows,
 )
 from laddu_dask.data.dataset import Dataset
+from laddu_dask.data.formats import FormatSpec, register_format
 from laddu_dask.data.fs import filesystem, is_url, open_input
 from laddu_dask.data.identity import FileIdentity
 from laddu_dask.data.partition import Partition, load_from_file
 from laddu_dask.data.paths import PathArg, expand_paths
-from laddu_dask.data.read_options import check_cache, check_memory, check_validate, select_schema
+from laddu_dask.data.read_options import check_cache, check_validate, reader_options, select_schema
+from laddu_dask.data.registry import format_named
+from laddu_dask.data.root_writer import write_root_format
 from laddu_dask.data.schema import WEIGHT_COLUMN, Schema
 from laddu_dask.errors import DataChangedError, DataError, LadduDaskError, SchemaError
 
@@ -212,7 +215,7 @@ def _inspect(path: str, tree: str | None, amptools: Sequence[str] | None,
         schema, leaves = _layout(path, name, obj, amptools)
         if amptools is not None:
             _check_counts(obj, f"{path}:{name}", len(amptools) - 1, amptools)
-        read = schema.columns() + ([WEIGHT_COLUMN] if schema.has_weight else [])
+        read = schema.flat_columns() + ([WEIGHT_COLUMN] if schema.has_weight else [])
         branches = sorted({leaves[c][0] for c in read})  # the numbers a partition may read
         bounds = tuple(int(b) for b in obj.common_entry_offsets(filter_name=branches))
         return _TreeInfo(path, name, int(obj.num_entries), bounds, identity, fs), schema, leaves
@@ -457,9 +460,18 @@ def read_root(path: PathArg | Sequence[PathArg], tree: str | None = None, *,
         raise TypeError(f"read_root reads files; for a Dask collection ({type(path).__name__}) "
                         "use ld.Dataset.from_dask")
     policy = check_cache(cache, memory_policy)
-    budget = check_memory(memory)
-    check_validate(validate)
     resolve_chunk_size(chunk_size)
+    options = {"tree": tree, "amptools": amptools, "validate": validate, "schema": schema,
+               "storage_options": storage_options}
+    return Dataset(format_named("root")._bound(path, options, memory, policy, None, chunk_size))
+
+
+def _open_root(path: PathArg | Sequence[PathArg], options: Mapping[str, Any] | None) -> RootOrigin:
+    """The registered ``"root"`` format's reader (``options``: :func:`read_root`'s keywords)."""
+    opts = reader_options(options, ("tree", "amptools", "validate", "schema", "storage_options"), "root")
+    check_validate(opts.get("validate", True))
+    tree, amptools = opts.get("tree"), opts.get("amptools")
+    schema, storage_options = opts.get("schema"), opts.get("storage_options")
     if amptools is not None:
         amptools = check_names(amptools)
     files = expand_paths(path, storage_options, suffix=".root")
@@ -478,6 +490,10 @@ def read_root(path: PathArg | Sequence[PathArg], tree: str | None = None, *,
     n_final = 0 if amptools is None else len(amptools) - 1
     label = f"{infos[0].path}:{infos[0].tree}" + (f" (and {len(infos) - 1} more files)" if infos[1:] else "")
     selected = select_schema(found, schema, label)
-    return Dataset(RootOrigin(infos, selected, leaves, n_final, selected=schema is not None),
-                   chunk_size=chunk_size, memory_policy=policy, memory=budget)
+    return RootOrigin(infos, selected, leaves, n_final, selected=schema is not None)
 
+
+ROOT = register_format(FormatSpec._builtin("root", open=_open_root, write=write_root_format,
+                                           extension="root"),
+                       suffixes=(".root",))
+"""laddu-dask's ROOT reader and writer (uproot), the registered format ``"root"``."""

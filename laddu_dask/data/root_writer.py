@@ -20,7 +20,7 @@ Examples
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -36,6 +36,7 @@ from laddu_dask.data.amptools import (
 from laddu_dask.data.batch import EventBatch
 from laddu_dask.data.checks import cast_column
 from laddu_dask.data.paths import PathArg
+from laddu_dask.data.read_options import reader_options
 from laddu_dask.data.schema import WEIGHT_COLUMN, p4_columns
 from laddu_dask.errors import SchemaError
 from laddu_dask.files import atomic_path
@@ -44,7 +45,7 @@ from laddu_dask.options import Precision
 if TYPE_CHECKING:
     from laddu_dask.data.dataset import Dataset
 
-__all__ = ["write_root"]
+__all__ = ["write_root", "write_root_format"]
 
 _FINAL = "FinalState"  # uproot names the record's branches E_FinalState, ... (field_name)
 
@@ -78,7 +79,7 @@ def _branches(dataset: Dataset, names: tuple[str, ...] | None, dt: np.dtype) -> 
     """The tree's branch types, for uproot's ``mktree``."""
     scalars = {s: dt for s in dataset.schema.scalars}
     if names is None:
-        return {c: dt for c in dataset.schema.columns()} | {WEIGHT_COLUMN: dt}
+        return {c: dt for c in dataset.schema.flat_columns()} | {WEIGHT_COLUMN: dt}
     import awkward as ak
 
     empty = ak.unflatten(np.empty(0, dt), np.empty(0, np.int64))
@@ -156,3 +157,13 @@ def write_root(dataset: Dataset, path: PathArg, tree: str = "tree", precision: s
         for batch in dataset.iter_batches(None, np.float64):
             if batch.n_events:
                 out.extend(_entries(batch, names, dt))
+
+
+def write_root_format(dataset: Dataset, path: PathArg, options: Mapping[str, Any] | None,
+                      chunk_size: int | None) -> None:
+    """The registered ``"root"`` format's writer: :func:`write_root` with ``options``
+    ``tree``, ``precision`` and ``amptools``."""
+    opts = reader_options(options, ("tree", "precision", "amptools"), "root")
+    source = dataset if chunk_size is None else dataset.with_chunk_size(chunk_size)
+    write_root(source, path, tree=opts.get("tree", "tree"), precision=opts.get("precision"),
+               amptools=opts.get("amptools"))

@@ -10,7 +10,7 @@ Examples
 >>> s = Schema.from_column_names(["beam_e", "beam_px", "beam_py", "beam_pz", "pol"], "x.parquet")
 >>> s.p4s, s.scalars, s.has_weight
 (('beam',), ('pol',), False)
->>> s.columns()
+>>> s.flat_columns()
 ['beam_e', 'beam_px', 'beam_py', 'beam_pz', 'pol']
 """
 
@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+
+import numpy as np
 
 from laddu_dask.errors import SchemaError
 
@@ -51,6 +53,30 @@ def _quoted(names: Iterable[str]) -> str:
     return ", ".join(repr(n) for n in names)
 
 
+def integer_dtype(kind: object, name: str) -> str:
+    """The canonical name (``"int32"``) of an exact integer column's dtype.
+
+    Raises
+    ------
+    SchemaError
+        ``kind`` is no dtype, or not a signed or unsigned 8-, 16-, 32- or 64-bit integer
+        (naming the column).
+
+    Examples
+    --------
+    >>> integer_dtype("u1", "run")
+    'uint8'
+    """
+    try:
+        dt = np.dtype(kind)  # type: ignore[call-overload]
+    except TypeError:
+        dt = None
+    if dt is None or dt.kind not in "iu":
+        raise SchemaError(f"column {name!r} must have an integer dtype (int8 to int64, uint8 to "
+                          f"uint64), got {kind!r}")
+    return dt.name
+
+
 @dataclass(frozen=True, init=False)
 class Schema:
     """Which four-vectors, scalars and weight an event sample holds.
@@ -71,7 +97,7 @@ class Schema:
     Examples
     --------
     >>> s = Schema(p4s=("beam",), scalars=(), has_weight=True)
-    >>> s.columns()
+    >>> s.flat_columns()
     ['beam_e', 'beam_px', 'beam_py', 'beam_pz']
     """
 
@@ -79,15 +105,18 @@ class Schema:
     scalars: tuple[str, ...]
     has_weight: bool
     non_numeric: tuple[tuple[str, str, str], ...] = field(default=(), compare=False, repr=False)
+    exact: tuple[tuple[str, str], ...] = field(default=(), compare=False, repr=False)
 
     def __init__(self, p4s: Iterable[str] = (), scalars: Iterable[str] = (), has_weight: bool = False,
                  non_numeric: Iterable[tuple[str, str, str]] = (), *, weights: bool | None = None,
-                 columns: Mapping[str, object] | None = None) -> None:
+                 columns: Mapping[str, object] | None = None,
+                 exact: Iterable[tuple[str, str]] = ()) -> None:
         """laddu's keywords too: ``Schema(p4s=[...], scalars=[...], weights=True, columns={...})``.
 
-        ``weights`` is laddu's name of ``has_weight``; the names of laddu's integer
-        ``columns`` are scalars here (laddu-dask reads integer columns as float64 scalars),
-        their dtypes are not checked.
+        ``weights`` is laddu's name of ``has_weight``; ``columns`` declares laddu's exact
+        integer columns, name to an integer dtype (``"int32"``, ``np.uint8``, ...): their
+        names are scalars here too (laddu-dask holds them as float64 scalars), and
+        :attr:`columns` gives the declarations back with canonical dtype names.
         """
         if weights is not None:
             if not isinstance(weights, bool):
@@ -97,11 +126,16 @@ class Schema:
             has_weight = weights
         if isinstance(p4s, str) or isinstance(scalars, str):
             raise TypeError("Schema(p4s=, scalars=) take sequences of names, not one string")
-        extra = () if columns is None else tuple(columns)
+        if columns is not None and not isinstance(columns, Mapping):
+            raise TypeError(f"Schema(columns=) takes a mapping of name to integer dtype, got "
+                            f"{type(columns).__name__}")
+        declared = tuple((name, integer_dtype(kind, name)) for name, kind in (columns or {}).items())
+        exact = tuple(tuple(e) for e in exact) + declared  # type: ignore[misc]
         object.__setattr__(self, "p4s", tuple(p4s))
-        object.__setattr__(self, "scalars", tuple(scalars) + extra)
+        object.__setattr__(self, "scalars", tuple(scalars) + tuple(n for n, _ in declared))
         object.__setattr__(self, "has_weight", bool(has_weight))
         object.__setattr__(self, "non_numeric", tuple(tuple(c) for c in non_numeric))
+        object.__setattr__(self, "exact", exact)
         self.__post_init__()
 
     @property
@@ -109,8 +143,22 @@ class Schema:
         """Whether weights are stored (laddu's name of :attr:`has_weight`)."""
         return self.has_weight
 
+    @property
+    def columns(self) -> dict[str, str]:
+        """laddu's exact integer columns: name to canonical dtype name, in schema order.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> Schema(p4s=["k"], columns={"run": np.int32}).columns
+        {'run': 'int32'}
+        >>> Schema(p4s=["k"], scalars=["s"]).columns
+        {}
+        """
+        return dict(self.exact)
+
     def __post_init__(self) -> None:
-        cols = self.columns()
+        cols = self.flat_columns()
         dup = sorted({c for c in cols if cols.count(c) > 1})
         if dup:
             raise SchemaError(f"schema defines column(s) {_quoted(dup)} more than once")
@@ -119,12 +167,12 @@ class Schema:
                 f"{WEIGHT_COLUMN!r} is reserved for event weights and cannot be a scalar"
             )
 
-    def columns(self) -> list[str]:
+    def flat_columns(self) -> list[str]:
         """Flat column names: four-vector columns, then scalars (never ``weight``).
 
         Examples
         --------
-        >>> Schema(("k",), ("s",), True).columns()
+        >>> Schema(("k",), ("s",), True).flat_columns()
         ['k_e', 'k_px', 'k_py', 'k_pz', 's']
         """
         out: list[str] = []
@@ -260,7 +308,7 @@ class Schema:
         ...
         laddu_dask.errors.SchemaError: model needs column 'run', which in data.parquet has type string: ...
         """
-        have = set(self.columns())
+        have = set(self.flat_columns())
         have.add(WEIGHT_COLUMN)
         typed = {name: (kind, path) for name, kind, path in self.non_numeric}
         missing: list[str] = []
@@ -273,7 +321,7 @@ class Schema:
         absent = [c for c in missing if c not in typed]
         if absent:
             word = "column" if len(absent) == 1 else "columns"
-            avail = _quoted(self.columns()) or "none"
+            avail = _quoted(self.flat_columns()) or "none"
             problems.append(f"{needed_by} needs {word} {_quoted(absent)} which {source} lacks "
                             f"(available columns: {avail})")
         for c in missing:
@@ -286,4 +334,4 @@ class Schema:
         raise SchemaError("; ".join(problems))
 
     def __contains__(self, column: object) -> bool:
-        return column in self.columns()
+        return column in self.flat_columns()

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from laddu_dask.options import Precision
 
-__all__ = ["OUTPUTS", "ParquetSink", "RootSink", "WriteResult", "output_paths"]
+__all__ = ["OUTPUTS", "FormatSink", "ParquetSink", "RootSink", "WriteResult", "output_paths"]
 
 #: laddu's ``output=`` of ``Dataset.write_to``: ``"auto"`` and ``"single"`` write one file,
 #: ``"sharded"`` one file per rank (laddu-dask is one rank).
@@ -111,3 +111,28 @@ def output_paths(path: str | os.PathLike[str], output: str | None, extension: st
     if target.suffix:
         return target.with_name(f"{target.stem}.{shard}{target.suffix}")
     return target / f"part-{shard}{extension}"
+
+
+class FormatSink:
+    """A format bound to its output and options (laddu's ``io.FormatSink``), what
+    ``Dataset.write_to(sink)`` takes; made by :meth:`FormatSpec.sink <laddu_dask.io.FormatSpec.sink>`.
+
+    Attributes
+    ----------
+    format : FormatSpec
+    target : path-like
+    options : object
+        The format's writer options.
+    output : str
+        ``"auto"``, ``"single"`` or ``"sharded"``.
+    chunk_size : int or None
+        Events per batch given to the writer.
+    """
+
+    def __init__(self, spec: object, target: str | os.PathLike[str], options: object, output: str,
+                 chunk_size: int | None) -> None:
+        self.format, self.target, self.options = spec, target, options
+        self.output, self.chunk_size = output, chunk_size
+
+    def __repr__(self) -> str:
+        return f"<FormatSink of format {getattr(self.format, 'name', '?')!r}: {os.fspath(self.target)!r}>"

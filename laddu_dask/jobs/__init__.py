@@ -79,6 +79,10 @@ key               type                           default       meaning
 ``name``          string                         (required)    only in ``[[datasets]]``; unique
 ``path``          string or list of strings      (required)    Parquet file, folder (its ``*.parquet``)
                                                                or glob, or a list of these
+``format``        string                         by suffix     a registered format (``ld.io.formats()``:
+                                                               ``"parquet"``, ``"root"``, a user's);
+                                                               by default the path's suffix's, else
+                                                               Parquet
 ``chunk_size``    integer > 0                    automatic     events per partition
 ``memory_policy`` ``"fastest"``, ``"resident"``, ``"fastest"`` keep prepared columns in memory, stream
                   ``"streaming"``                              them, or decide by the memory budget

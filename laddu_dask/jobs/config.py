@@ -190,6 +190,7 @@ def _load_dataset(table: Any, name: str, where: str, check: Checker, folder: str
         memory_policy=check.get(table, "memory_policy", where, "str", "fastest",
                                 choices=MemoryPolicy.values()),
         where=where,
+        format=check.get(table, "format", where, "str"),
     )
 
 

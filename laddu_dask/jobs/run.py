@@ -260,8 +260,8 @@ def run_fit(config: FitConfig | str | os.PathLike[str], *, scheduler: str | None
     for name, ds in config.datasets.items():
         if name in used:
             with _bad_input(config, f"{ds.where} path"):
-                datasets[name] = ld.read_parquet(list(ds.paths), chunk_size=ds.chunk_size,
-                                                 memory_policy=ds.memory_policy)
+                datasets[name] = ld.io.read(list(ds.paths), format=ds.format, chunk_size=ds.chunk_size,
+                                            cache=ds.memory_policy)
     t_read = time.perf_counter() - t0
     say(f"read: {', '.join(f'{n} ({d.n_events} events)' for n, d in datasets.items())} "
         f"in {t_read:.2f} s")

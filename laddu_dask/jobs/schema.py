@@ -28,7 +28,7 @@ class FitRunError(LadduDaskError, RuntimeError):
 TOP_KEYS = ("description", "model", "models", "data", "accmc", "datasets", "terms", "start",
             "fit", "bins", "execution", "cluster")
 BINS_KEYS = ("scalar", "mass", "edges", "count", "low", "high")
-DATASET_KEYS = ("path", "chunk_size", "memory_policy")
+DATASET_KEYS = ("path", "chunk_size", "memory_policy", "format")
 TERM_KEYS = ("name", "kind", "data", "accepted_mc", "model")
 TERM_KINDS = ("nll", "extended_nll")
 FIT_KEYS = ("method", "tolerance", "strategy", "max_calls", "restarts", "seed", "bootstrap")
@@ -71,13 +71,15 @@ MODEL_FILE_KEYS = ("file", "function", "options")
 
 @dataclass(frozen=True)
 class DatasetSpec:
-    """One dataset: ``name``, resolved ``paths``, ``chunk_size``, ``memory_policy``."""
+    """One dataset: ``name``, resolved ``paths``, ``chunk_size``, ``memory_policy``, the
+    registered ``format`` that reads it (None: by the paths' suffix)."""
 
     name: str
     paths: tuple[str, ...]
     chunk_size: int | None
     memory_policy: str
     where: str
+    format: str | None = None
 
 
 @dataclass(frozen=True)
