@@ -486,6 +486,7 @@ def test_execution_takes_laddus_signature():
     assert (ex.backend, ex.device, ex.kernel, ex.precision, ex.num_workers, ex.autodiff) == (
         "jit", "cpu", "fused", "f64", 2, "forward")
     assert (Execution("cpu").device, Execution("cpu").kernel, Execution().backend) == ("cpu", "auto", "auto")
+    assert (Execution(backend="jit").backend, Execution(backend="jit").kernel) == ("jit", "fused")  # by keyword too
     # laddu's defaults backend="auto", precision="auto": the CPU (never a GPU unasked), in f64
     assert (Execution().device, Execution().precision, Execution("auto").device) == ("cpu", "f64", "cpu")
     assert Execution("auto", device="cpu", kernel="numpy").kernel == "numpy"  # device= (ours) still decides

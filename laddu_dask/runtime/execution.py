@@ -205,7 +205,6 @@ class Execution:
     def __init__(
         self,
         backend: str | None = "auto",
-        /,
         *,
         device: str | int | None = None,
         precision: str = "auto",
