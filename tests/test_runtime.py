@@ -486,7 +486,8 @@ def test_execution_takes_laddus_signature():
     assert (ex.backend, ex.device, ex.kernel, ex.precision, ex.num_workers, ex.autodiff) == (
         "jit", "cpu", "fused", "f64", 2, "forward")
     assert (Execution("cpu").device, Execution("cpu").kernel, Execution().backend) == ("cpu", "auto", "auto")
-    assert (Execution(backend="jit").backend, Execution(backend="jit").kernel) == ("jit", "fused")  # by keyword too
+    by_keyword = Execution(backend="jit")  # laddu names it too
+    assert (by_keyword.backend, by_keyword.kernel) == ("jit", "fused")
     # laddu's defaults backend="auto", precision="auto": the CPU (never a GPU unasked), in f64
     assert (Execution().device, Execution().precision, Execution("auto").device) == ("cpu", "f64", "cpu")
     assert Execution("auto", device="cpu", kernel="numpy").kernel == "numpy"  # device= (ours) still decides
