@@ -1,0 +1,211 @@
+"""laddu's tutorials, ported as one script each (``tests/tutorials/``), run under laddu 0.28.1
+and under laddu-dask with only the import line changed, and compared.
+
+* values and gradients of the same likelihood at the same point: 1e-12 relative;
+* fits from the same start with the same method: the objective within ``FIT_OBJECTIVE``
+  (-2 ln L units; laddu's L-BFGS-B stops on a change of ``f`` near 1e-8 of that scale) and
+  every parameter within ``FIT_PARAMETER`` of its standard error;
+* bootstrap, MCMC and generation (different random streams): means within
+  ``STANDARD_ERRORS`` standard errors.
+
+:mod:`tutorial_ports` runs a port; the namespaces are cached per module, one run per port
+and library.
+"""
+
+from __future__ import annotations
+
+import io
+import tokenize
+from functools import cache
+
+import numpy as np
+import pytest
+import tutorial_ports
+from laddu_reference import laddu, needs_laddu
+
+#: |f_ours - f_laddu| of fits from one start, in -2 ln L units.
+FIT_OBJECTIVE = 1e-6
+#: |x_ours - x_laddu| of fits from one start, in units of laddu's standard error.
+FIT_PARAMETER = 1e-2
+#: How many standard errors two means of independent samples may differ by.
+STANDARD_ERRORS = 4.0
+
+
+@cache
+def run(name: str, library: str) -> dict:
+    return tutorial_ports.run(name, library)
+
+
+def relative(a, b) -> float:
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
+
+
+def same_point(ours, theirs, point_by_name) -> tuple[float, float]:
+    """``(value, gradient)`` relative differences of two likelihoods at one named point."""
+    v, g = ours.value_and_gradient([point_by_name[n] for n in ours.parameter_names])
+    w, h = theirs.value_and_gradient([point_by_name[n] for n in theirs.parameter_names])
+    g = dict(zip(ours.parameter_names, np.asarray(g)))
+    return abs(v - w) / abs(w), relative([g[n] for n in theirs.parameter_names], h)
+
+
+def assert_same_fit(ours, theirs) -> None:
+    """Fits from one start with one method: the same minimum to laddu's tolerance, by name."""
+    assert abs(ours.objective - theirs.objective) <= FIT_OBJECTIVE, (ours.objective, theirs.objective)
+    mine = dict(zip(ours.parameter_names, np.asarray(ours.values)))
+    for name, x, err in zip(theirs.parameter_names, theirs.values, theirs.standard_errors):
+        # (a coupling that cancels in a normalized NLL has error 0 in laddu and stays put)
+        assert abs(mine[name] - x) <= FIT_PARAMETER * err + 1e-12, (name, mine[name], x, err)
+
+
+def assert_same_mean(a, b, what: str) -> None:
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    se = np.hypot(a.std(ddof=1) / np.sqrt(len(a)), b.std(ddof=1) / np.sqrt(len(b)))
+    assert abs(a.mean() - b.mean()) <= STANDARD_ERRORS * se, (what, a.mean(), b.mean(), se)
+
+
+@pytest.mark.parametrize("name", tutorial_ports.names())
+def test_a_port_names_its_library_on_its_import_line_only(name):
+    for library in tutorial_ports.LIBRARIES:
+        text = tutorial_ports.source(name, library)
+        tokens = tokenize.generate_tokens(io.StringIO(text).readline)
+        named = tutorial_ports.LIBRARIES
+        lines = {t.start[0] for t in tokens if t.type == tokenize.NAME and t.string in named}
+        assert [text.splitlines()[i - 1] for i in sorted(lines)] == [f"import {library} as ld"]
+
+
+def test_a_port_without_its_import_line_is_refused(tmp_path, monkeypatch):
+    (tmp_path / "bad.py").write_text("import laddu\nld = laddu\n")
+    monkeypatch.setattr(tutorial_ports, "TUTORIALS", tmp_path)
+    with pytest.raises(ValueError, match="port bad must have exactly one 'import laddu as ld' line, has 0"):
+        tutorial_ports.source("bad", "laddu_dask")
+    with pytest.raises(ValueError, match="library must be one of"):
+        tutorial_ports.source("bad", "numpy")
+
+
+@needs_laddu
+@pytest.mark.slow
+def test_polarized_photoproduction_port_agrees_with_laddu():
+    ours, theirs = run("polarized_photoproduction", "laddu_dask"), run("polarized_photoproduction", "laddu")
+    assert len(ours["data"]) == len(theirs["data"]) > 200  # the same pseudo-data drawn
+    start = dict(zip(theirs["likelihood"].parameter_names, theirs["initial"]))
+    value, gradient = same_point(ours["likelihood"], theirs["likelihood"], start)
+    assert value < 1e-12 and gradient < 1e-12, (value, gradient)
+    assert_same_fit(ours["fit"], theirs["fit"])
+
+
+@needs_laddu
+@pytest.mark.slow
+@pytest.mark.parametrize(("likelihood", "fit", "start"), [("joint", "fit", "bw_truth"),
+                                                         ("k_joint", "k_fit", "k_start")])
+def test_coupled_channel_port_agrees_with_laddu(likelihood, fit, start):
+    ours, theirs = run("coupled_channel", "laddu_dask"), run("coupled_channel", "laddu")
+    assert [len(d) for d in ours["k_data"]] == [len(d) for d in theirs["k_data"]]
+    value, gradient = same_point(ours[likelihood], theirs[likelihood], theirs[start] | theirs["bw_truth"])
+    assert value < 1e-12 and gradient < 1e-12, (value, gradient)
+    assert_same_fit(ours[fit], theirs[fit])
+
+
+@needs_laddu
+@pytest.mark.slow
+def test_binned_fit_port_agrees_with_laddu():
+    ours, theirs = run("binned_fit", "laddu_dask"), run("binned_fit", "laddu")
+    assert len(ours["data"]) == len(theirs["data"]) and len(ours["terms"]) == len(theirs["terms"]) == 3
+    start = dict(zip(theirs["likelihood"].parameter_names, theirs["initial"]))
+    value, gradient = same_point(ours["likelihood"], theirs["likelihood"], start)
+    assert value < 1e-12 and gradient < 1e-12, (value, gradient)
+    assert_same_fit(ours["fit"], theirs["fit"])
+    # the cross section at one parameter point (laddu's fit), without an ensemble: 1e-12
+    at = theirs["fitted"]
+    sections = [ns["likelihood"].cross_section("bin_01", generated_mc=ns["generated_bins"][1].dataset,
+                                               luminosity=ns["luminosity"], parameters=at).total.central
+                for ns in (ours, theirs)]
+    assert relative(*sections) < 1e-12
+    # our bootstrap: every replica kept, centred on the (common) central fit
+    draws = np.asarray(ours["bootstrap"].draws)
+    assert draws.shape == (12, 9)
+    names = ours["bootstrap"].parameter_names
+    for column, name in enumerate(names):
+        if name.endswith("_yield") or name.endswith("_magnitude"):
+            spread = draws[:, column].std(ddof=1)
+            assert abs(draws[:, column].mean() - at[name]) <= STANDARD_ERRORS * spread / np.sqrt(12) + 1e-12
+    low, high = ours["low"], ours["high"]
+    assert low < ours["total"].central < high
+
+
+@needs_laddu
+def test_laddu_bootstrap_replica_totals_barely_vary_ours_are_poisson():
+    """laddu 0.28.1's ``Dataset.bootstrap(seed=s)`` weights of neighbouring seeds are nearly
+    permutations of each other (seeds in groups of four give the same total), so the
+    replicas of ``bootstrap_fit`` (seeds ``seed + k``) hardly resample the yield: over 40
+    seeds the total weight of 500 events varies by about 1.4, where a Poisson bootstrap
+    varies by sqrt(500) = 22 (the binned-fit port: laddu's bootstrap spread of a bin's yield
+    is 1.5 %, ours 4 %, the Poisson 1/sqrt(N) of its ~850 events 3.4 %). Ours draws every
+    (seed, event) independently: its totals have the Poisson spread."""
+    import laddu_dask as ld
+
+    n, seeds = 500, range(40)
+    for lib, low, high in ((laddu, 0.0, 0.2), (ld, 0.6, 1.5)):
+        ds = lib.Dataset.from_arrays(p4s={"a": np.tile([1.0, 0.0, 0.0, 0.0], (n, 1))}, scalars={})
+        totals = [float(np.sum(ds.bootstrap(seed=s).weights())) for s in seeds]
+        assert low * np.sqrt(n) <= np.std(totals, ddof=1) <= high * np.sqrt(n), (lib.__name__, totals)
+
+
+@needs_laddu
+@pytest.mark.slow
+def test_generating_mc_port_agrees_with_laddu_statistically():
+    ours, theirs = run("generating_mc", "laddu_dask"), run("generating_mc", "laddu")
+    for ns in (ours, theirs):
+        assert len(ns["generated_mc"]) == ns["N_WEIGHTED"] and len(ns["pseudo_data"]) == ns["N_UNWEIGHTED"]
+        energy = ns["initial_energy"]
+        assert np.max(np.abs(energy - ns["final_energy"])) < 1e-12 * np.max(energy)
+        magnitude = ns["pol_magnitude"]
+        assert np.all((magnitude >= 0.2) & (magnitude <= 0.3)) and not ns["pol_angle"].any()
+    assert_same_mean(ours["weights"], theirs["weights"], "phase-space weight")
+    assert_same_mean(ours["weights"] * ours["mass_values"], theirs["weights"] * theirs["mass_values"], "m")
+    assert_same_mean(ours["model_weights"], theirs["model_weights"], "model weight")
+    assert_same_mean(ours["pseudo_mass"], theirs["pseudo_mass"], "pseudo-data m")
+    assert_same_mean(ours["pseudo_cos_theta"] ** 2, theirs["pseudo_cos_theta"] ** 2, "pseudo-data cos^2")
+
+
+@needs_laddu
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["default", "lbfgsb", "conjugate_gradient", "trust_region", "cmaes",
+                                    pytest.param("nelder_mead", marks=pytest.mark.xfail(strict=True, reason=(
+                                        "ganesh NelderMeadConfig from the port's start: ours stops at "
+                                        "-2 ln L 18209.73 (second_magnitude 0.024) and reports converged; "
+                                        "laddu reaches 18198.978, 0.025 above the minimum")))])
+def test_fitting_methods_port_agrees_with_laddu(method):
+    ours, theirs = run("fitting_methods", "laddu_dask"), run("fitting_methods", "laddu")
+    start = dict(zip(theirs["likelihood"].parameter_names, theirs["initial"]))
+    value, gradient = same_point(ours["likelihood"], theirs["likelihood"], start)
+    assert value < 1e-12 and gradient < 1e-12, (value, gradient)
+    want = theirs["fits"]["default"]  # the minimum, with laddu's standard errors
+    got, reached = ours["fits"][method], theirs["fits"][method]
+    assert abs(reached.objective - want.objective) <= FIT_OBJECTIVE  # laddu's method gets there
+    assert_same_fit(got, want)
+
+
+def _walker_means(summary, burn_in: int) -> np.ndarray:
+    """``(walkers, dim)``: each walker's mean after the burn-in (nearly independent rows,
+    unlike the correlated steps of one walker)."""
+    chain = np.asarray(summary.chain)
+    return chain[:, burn_in + 1:, :].mean(axis=1)
+
+
+@needs_laddu
+@pytest.mark.slow
+@pytest.mark.parametrize("sampler", ["aies", "ess"])
+def test_mcmc_port_agrees_with_laddu_statistically(sampler):
+    ours, theirs = run("mcmc", "laddu_dask"), run("mcmc", "laddu")
+    value, gradient = same_point(ours["likelihood"], theirs["likelihood"], ours["truth"])
+    assert value < 1e-12 and gradient < 1e-12, (value, gradient)
+    assert_same_fit(ours["fit"], theirs["fit"])
+    n_walkers, n_steps, burn_in = theirs["N_WALKERS"], theirs["N_STEPS"], theirs["BURN_IN"]
+    for ns in (ours, theirs):
+        assert np.asarray(ns[sampler].chain).shape == (n_walkers, n_steps + 1, 2)
+        kept = len(range(burn_in, n_steps + 1, 5))  # chain entries discard, discard + thin, ...
+        assert np.asarray(ns["posteriors"][sampler].draws).shape == (n_walkers * kept, 2)
+    mine, want = _walker_means(ours[sampler], burn_in), _walker_means(theirs[sampler], burn_in)
+    for column, name in enumerate(theirs["likelihood"].parameter_names):
+        assert_same_mean(mine[:, column], want[:, column], f"{sampler} {name}")
