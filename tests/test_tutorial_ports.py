@@ -138,7 +138,7 @@ def test_laddu_bootstrap_replica_totals_barely_vary_ours_are_poisson():
     """laddu 0.28.1's ``Dataset.bootstrap(seed=s)`` weights of neighbouring seeds are nearly
     permutations of each other (seeds in groups of four give the same total), so the
     replicas of ``bootstrap_fit`` (seeds ``seed + k``) hardly resample the yield: over 40
-    seeds the total weight of 500 events varies by about 1.4, where a Poisson bootstrap
+    seeds the total weight of 500 events varies by about 1.5, where a Poisson bootstrap
     varies by sqrt(500) = 22 (the binned-fit port: laddu's bootstrap spread of a bin's yield
     is 1.5 %, ours 4 %, the Poisson 1/sqrt(N) of its ~850 events 3.4 %). Ours draws every
     (seed, event) independently: its totals have the Poisson spread."""
