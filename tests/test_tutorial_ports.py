@@ -64,6 +64,19 @@ def assert_same_mean(a, b, what: str) -> None:
     assert abs(a.mean() - b.mean()) <= STANDARD_ERRORS * se, (what, a.mean(), b.mean(), se)
 
 
+def assert_bootstrap_resamples(ns: dict, at: dict) -> None:
+    """The binned-fit port's bootstrap: every mean within a few standard errors of the
+    central fit ``at``, and a bin's yield spread as a Poisson bootstrap's, 1/sqrt(N) of it
+    for the N events of the bin (to a factor 2: twelve replicas)."""
+    draws, names = np.asarray(ns["bootstrap"].draws), ns["bootstrap"].parameter_names
+    for column, name in enumerate(names):
+        spread = draws[:, column].std(ddof=1)
+        assert abs(draws[:, column].mean() - at[name]) <= STANDARD_ERRORS * spread / np.sqrt(len(draws)), name
+        if name.endswith("_yield"):
+            events = len(ns["data_bins"][int(name[4:6])].dataset)
+            assert 0.5 <= spread / at[name] * np.sqrt(events) <= 2.0, (name, spread / at[name], events)
+
+
 @pytest.mark.parametrize("name", tutorial_ports.names())
 def test_a_port_names_its_library_on_its_import_line_only(name):
     for library in tutorial_ports.LIBRARIES:
@@ -124,11 +137,7 @@ def test_binned_fit_port_agrees_with_laddu():
     # our bootstrap: every replica kept, centred on the (common) central fit
     draws = np.asarray(ours["bootstrap"].draws)
     assert draws.shape == (12, 9)
-    names = ours["bootstrap"].parameter_names
-    for column, name in enumerate(names):
-        if name.endswith("_yield") or name.endswith("_magnitude"):
-            spread = draws[:, column].std(ddof=1)
-            assert abs(draws[:, column].mean() - at[name]) <= STANDARD_ERRORS * spread / np.sqrt(12) + 1e-12
+    assert_bootstrap_resamples(ours, at)
     low, high = ours["low"], ours["high"]
     assert low < ours["total"].central < high
 
@@ -168,22 +177,34 @@ def test_generating_mc_port_agrees_with_laddu_statistically():
     assert_same_mean(ours["pseudo_cos_theta"] ** 2, theirs["pseudo_cos_theta"] ** 2, "pseudo-data cos^2")
 
 
+#: Nelder-Mead stops on the spread of its simplex's values, short of the minimum: from the
+#: port's start laddu's ends 0.025 above it. Ours must end no higher than this above laddu's.
+NELDER_MEAD_SLACK = 0.1
+
+
 @needs_laddu
 @pytest.mark.slow
 @pytest.mark.parametrize("method", ["default", "lbfgsb", "conjugate_gradient", "trust_region", "cmaes",
                                     pytest.param("nelder_mead", marks=pytest.mark.xfail(strict=True, reason=(
                                         "ganesh NelderMeadConfig from the port's start: ours stops at "
-                                        "-2 ln L 18209.73 (second_magnitude 0.024) and reports converged; "
-                                        "laddu reaches 18198.978, 0.025 above the minimum")))])
+                                        "-2 ln L 18209.73 (second_magnitude 0.024, second_phase -0.62), "
+                                        "term_f = STDDEV after 225 evaluations, and reports converged; "
+                                        "laddu's stops at 18198.978, 0.025 above the minimum (not the "
+                                        "periodic phase: wrapping it as laddu does leaves ours at "
+                                        "18209.80)")))])
 def test_fitting_methods_port_agrees_with_laddu(method):
     ours, theirs = run("fitting_methods", "laddu_dask"), run("fitting_methods", "laddu")
     start = dict(zip(theirs["likelihood"].parameter_names, theirs["initial"]))
     value, gradient = same_point(ours["likelihood"], theirs["likelihood"], start)
     assert value < 1e-12 and gradient < 1e-12, (value, gradient)
-    want = theirs["fits"]["default"]  # the minimum, with laddu's standard errors
-    got, reached = ours["fits"][method], theirs["fits"][method]
-    assert abs(reached.objective - want.objective) <= FIT_OBJECTIVE  # laddu's method gets there
-    assert_same_fit(got, want)
+    got, same_method = ours["fits"][method], theirs["fits"][method]
+    if method == "nelder_mead":
+        assert got.objective <= same_method.objective + NELDER_MEAD_SLACK, (got.objective,
+                                                                            same_method.objective)
+        return
+    minimum = theirs["fits"]["default"]  # laddu's minimum, with its standard errors
+    assert abs(same_method.objective - minimum.objective) <= FIT_OBJECTIVE  # laddu's method gets there
+    assert_same_fit(got, minimum)
 
 
 def _walker_means(summary, burn_in: int) -> np.ndarray:
