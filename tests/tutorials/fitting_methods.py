@@ -89,7 +89,7 @@ configs = {
     "cmaes": ld.ganesh.CMAESConfig(initial_sigma=0.1),
 }
 fits = {
-    name: likelihood.fit(initial=start, config=config, seed=7, terminators=[ld.ganesh.MaxSteps(2000)])
+    name: likelihood.fit(initial=start, config=config, seed=7, terminators=[ld.ganesh.MaxSteps(300)])
     for name, config in configs.items()
 }
 fit = fits["default"]
