@@ -44,6 +44,7 @@ from laddu_dask.likelihood.fit_messages import (
 )
 from laddu_dask.likelihood.fit_result import FitResult, correlation_of
 from laddu_dask.likelihood.ganesh.engine import minimize as ganesh_minimize
+from laddu_dask.likelihood.ganesh.transforms import PeriodicTransform
 from laddu_dask.likelihood.hessian import gradient_hessian
 from laddu_dask.likelihood.lbfgsb import covariance_from_hessian, minimize_lbfgsb, projected_gradient
 from laddu_dask.likelihood.likelihood import require_free
@@ -284,9 +285,16 @@ def _fit_ganesh(likelihood: Any, x0: np.ndarray, names: list[str], bounds: list,
     """The fit by a ganesh configuration (L-BFGS-B's when ``config`` is None), through
     the ganesh engine's ``minimize``."""
     start = time.perf_counter()
+    # laddu's parameter metadata: a periodic parameter is wrapped into its bounds, not
+    # bounded (its optimizer coordinate is free), as laddu's minimizer transform does
+    specs = [getattr(likelihood, "parameters", {}).get(n) for n in names]
+    periodic = [tuple(b) if s is not None and s.periodic and None not in b else None
+                for s, b in zip(specs, bounds)]
+    metadata = PeriodicTransform(periodic) if any(p is not None for p in periodic) else None
+    open_bounds = [(None, None) if p is not None else b for p, b in zip(periodic, bounds)]
     summary = ganesh_minimize(likelihood, x0, config=config, terminators=list(terminators),
                        observers=list(observers), seed=seed, default_callbacks=default_callbacks,
-                       bounds=bounds, parameter_names=names)
+                       bounds=open_bounds, parameter_names=names, metadata=metadata)
     kind = "lbfgsb" if config is None else type(config).__name__.removesuffix("Config").lower()
     return FitResult.from_summary(summary, method=kind, bounds=bounds, parameter_names=names,
                                   wall_time=time.perf_counter() - start)
