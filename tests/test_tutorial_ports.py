@@ -254,3 +254,17 @@ def test_nelder_mead_takes_laddus_path_through_smooth_bounds_and_a_periodic_phas
     assert abs(ours.objective - theirs.objective) <= 1e-9 * abs(theirs.objective)
     assert np.max(np.abs(np.asarray(ours.values) - np.asarray(theirs.values))) < 1e-8
     assert ours.raw_ganesh_summary.evals.f == theirs.raw_ganesh_summary.evals.f
+
+
+@needs_laddu
+@pytest.mark.parametrize("start", [{"r": 1.2, "phi": 2.9}, {"r": 0.5, "phi": 3.1}])
+def test_the_default_fit_wraps_a_periodic_phase_past_its_bound_as_laddus(start):
+    """laddu's default L-BFGS-B leaves a periodic coordinate free and wraps it: from a phase
+    near +pi the fit crosses to the minimum at -0.67. Bounding the phase instead stops it at
+    +pi, 25 units of -2 ln L higher (laddu-dask before this)."""
+    import laddu_dask as ld
+
+    ours, theirs = (_phase_likelihood(lib).fit(initial=start) for lib in (ld, laddu))
+    assert abs(ours.objective - theirs.objective) <= FIT_OBJECTIVE, (ours.objective, theirs.objective)
+    np.testing.assert_allclose(ours.values, theirs.values, rtol=0, atol=1e-5)
+    assert -np.pi <= ours.values[1] < np.pi

@@ -263,7 +263,8 @@ def fit(
     start = time.perf_counter()
     try:
         if method == "lbfgsb":
-            result = _fit_lbfgsb(objective, names, x0, used_bounds, max_calls)
+            result = _fit_lbfgsb(objective, names, x0, used_bounds, max_calls,
+                                 _periodic(likelihood, names, used_bounds))
         else:
             with minuit_output() as said:  # Minuit's own messages: to the log and the message
                 result, problems = _fit_migrad(objective, names, x0, tolerance, max_calls, strategy)
@@ -279,17 +280,22 @@ def fit(
     return result
 
 
+def _periodic(likelihood: Any, names: list[str], bounds: list) -> list[tuple[float, float] | None]:
+    """laddu's parameter metadata: the interval a periodic parameter wraps into (its bounds),
+    ``None`` for the others (and for every parameter when ``bounds`` are open, as without
+    ``use_parameter_metadata``). laddu's minimizers leave such a coordinate free and wrap it."""
+    specs = getattr(likelihood, "parameters", {})
+    return [tuple(b) if getattr(specs.get(n), "periodic", False) and None not in b else None
+            for n, b in zip(names, bounds)]
+
+
 def _fit_ganesh(likelihood: Any, x0: np.ndarray, names: list[str], bounds: list, config: Any,
                 terminators: Sequence[Any], observers: Sequence[Any], seed: int,
                 default_callbacks: bool) -> FitResult:
     """The fit by a ganesh configuration (L-BFGS-B's when ``config`` is None), through
     the ganesh engine's ``minimize``."""
     start = time.perf_counter()
-    # laddu's parameter metadata: a periodic parameter is wrapped into its bounds, not
-    # bounded (its optimizer coordinate is free), as laddu's minimizer transform does
-    specs = [getattr(likelihood, "parameters", {}).get(n) for n in names]
-    periodic = [tuple(b) if s is not None and s.periodic and None not in b else None
-                for s, b in zip(specs, bounds)]
+    periodic = _periodic(likelihood, names, bounds)
     metadata = PeriodicTransform(periodic) if any(p is not None for p in periodic) else None
     open_bounds = [(None, None) if p is not None else b for p, b in zip(periodic, bounds)]
     summary = ganesh_minimize(likelihood, x0, config=config, terminators=list(terminators),
@@ -301,9 +307,20 @@ def _fit_ganesh(likelihood: Any, x0: np.ndarray, names: list[str], bounds: list,
 
 
 def _fit_lbfgsb(objective: _Watched, names: list[str], x0: np.ndarray, bounds: list,
-                max_calls: int | None) -> FitResult:
-    """laddu's default fit: L-BFGS-B, then ``2 H^-1`` from the Hessian of exact gradients."""
-    run = minimize_lbfgsb(objective._both, x0, bounds, max_calls)
+                max_calls: int | None, periodic: list | None = None) -> FitResult:
+    """laddu's default fit: L-BFGS-B, then ``2 H^-1`` from the Hessian of exact gradients.
+    A ``periodic`` parameter (:func:`_periodic`) is free for L-BFGS-B and wrapped into its
+    interval where the likelihood sees it, as laddu's native transform does."""
+    both, native = objective._both, bounds
+    if periodic is not None and any(p is not None for p in periodic):
+        wrap = PeriodicTransform(periodic).to_external
+        native = [(None, None) if p is not None else b for p, b in zip(periodic, bounds)]
+
+        def both(x: np.ndarray) -> tuple[float, np.ndarray]:
+            return objective._both(wrap(x))
+    run = minimize_lbfgsb(both, x0, native, max_calls)
+    if native is not bounds:
+        run.x = wrap(run.x)
     single = objective.calls
     hess = gradient_hessian(objective._points if hasattr(objective.likelihood, "values_and_gradients")
                             else objective.one_by_one, run.x, bounds, names)
