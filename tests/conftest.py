@@ -82,7 +82,7 @@ settings.register_profile("explore", derandomize=False, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 # helper scripts run in subprocesses, not test modules
-collect_ignore = ["scripts"]
+collect_ignore = ["scripts", "tutorials"]  # tutorials: the ports run only through test_tutorial_ports
 
 
 # The suite compiles its kernels in the evaluation, as before the tier-0 start (a child

@@ -45,8 +45,8 @@ class ParameterSpec:
         The value a fixed parameter is held at, or ``None`` when free.
     periodic : bool
         Whether the parameter is an angle-like coordinate that wraps around its (finite)
-        bounds (laddu's ``periodic``); stored, not yet used by the fits, which treat the
-        bounds as ordinary limits.
+        bounds (laddu's ``periodic``): the fits leave it free and wrap it into its
+        bounds instead of limiting it there, as laddu's do.
     scale : float or None
         A positive characteristic scale for optimizers (laddu's ``scale``); stored, not
         yet used by the fits.

@@ -44,6 +44,7 @@ from laddu_dask.likelihood.fit_messages import (
 )
 from laddu_dask.likelihood.fit_result import FitResult, correlation_of
 from laddu_dask.likelihood.ganesh.engine import minimize as ganesh_minimize
+from laddu_dask.likelihood.ganesh.transforms import PeriodicTransform
 from laddu_dask.likelihood.hessian import gradient_hessian
 from laddu_dask.likelihood.lbfgsb import covariance_from_hessian, lbfgsb_steps, projected_gradient
 from laddu_dask.likelihood.likelihood import require_free
@@ -266,7 +267,8 @@ def fit(
     start = time.perf_counter()
     try:
         if method == "lbfgsb":
-            result = _fit_lbfgsb(objective, names, x0, used_bounds, max_calls)
+            result = _fit_lbfgsb(objective, names, x0, used_bounds, max_calls,
+                                 _periodic(likelihood, names, used_bounds))
         else:
             with minuit_output() as said:  # Minuit's own messages: to the log and the message
                 result, problems = _fit_migrad(objective, names, x0, tolerance, max_calls, strategy)
@@ -282,24 +284,46 @@ def fit(
     return result
 
 
+def _periodic(likelihood: Any, names: list[str], bounds: list) -> list[tuple[float, float] | None]:
+    """laddu's parameter metadata: the interval a periodic parameter wraps into (its bounds),
+    ``None`` for the others (and for every parameter when ``bounds`` are open, as without
+    ``use_parameter_metadata``). laddu's minimizers leave such a coordinate free and wrap it."""
+    specs = getattr(likelihood, "parameters", {})
+    return [tuple(b) if getattr(specs.get(n), "periodic", False) and None not in b else None
+            for n, b in zip(names, bounds)]
+
+
 def _fit_ganesh(likelihood: Any, x0: np.ndarray, names: list[str], bounds: list, config: Any,
                 terminators: Sequence[Any], observers: Sequence[Any], seed: int,
                 default_callbacks: bool) -> FitResult:
     """The fit by a ganesh configuration (L-BFGS-B's when ``config`` is None), through
     the ganesh engine's ``minimize``."""
     start = time.perf_counter()
+    metadata, open_bounds = _periodic_transform(_periodic(likelihood, names, bounds), bounds)
     summary = ganesh_minimize(likelihood, x0, config=config, terminators=list(terminators),
                        observers=list(observers), seed=seed, default_callbacks=default_callbacks,
-                       bounds=bounds, parameter_names=names)
+                       bounds=open_bounds, parameter_names=names, metadata=metadata)
     kind = "lbfgsb" if config is None else type(config).__name__.removesuffix("Config").lower()
     return FitResult.from_summary(summary, method=kind, bounds=bounds, parameter_names=names,
                                   wall_time=time.perf_counter() - start)
 
 
+def _periodic_transform(periodic: list | None, bounds: list) -> tuple[Any, list]:
+    """The transform wrapping the ``periodic`` parameters (None: none is) and the bounds the
+    minimizer sees: none on a periodic parameter, the others' own."""
+    if periodic is None or all(p is None for p in periodic):
+        return None, bounds
+    free = [(None, None) if p is not None else b for p, b in zip(periodic, bounds, strict=True)]
+    return PeriodicTransform(periodic), free
+
+
 def _fit_lbfgsb(objective: _Watched, names: list[str], x0: np.ndarray, bounds: list,
-                max_calls: int | None) -> FitResult:
-    """laddu's default fit: L-BFGS-B, then ``2 H^-1`` from the Hessian of exact gradients."""
-    run = lbfgsb_steps(objective, x0, bounds, max_calls)
+                max_calls: int | None, periodic: list | None = None) -> FitResult:
+    """laddu's default fit: L-BFGS-B, then ``2 H^-1`` from the Hessian of exact gradients.
+    A ``periodic`` parameter (:func:`_periodic`) is free for L-BFGS-B and wrapped into its
+    interval where the likelihood sees it, as laddu's native transform does."""
+    metadata, native = _periodic_transform(periodic, bounds)
+    run = lbfgsb_steps(objective, x0, native, max_calls, metadata=metadata)
     single = objective.calls
     hess = gradient_hessian(objective._points if hasattr(objective.likelihood, "values_and_gradients")
                             else objective.one_by_one, run.x, bounds, names)

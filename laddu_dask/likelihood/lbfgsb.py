@@ -61,7 +61,8 @@ def projected_gradient(x: np.ndarray, g: np.ndarray, bounds: Bounds) -> np.ndarr
     return x - np.clip(x - g, lo, hi)
 
 
-def lbfgsb_steps(objective: Any, x0: np.ndarray, bounds: Bounds, max_calls: int | None = None) -> LBFGSBRun:
+def lbfgsb_steps(objective: Any, x0: np.ndarray, bounds: Bounds, max_calls: int | None = None, *,
+                 metadata: Any = None) -> LBFGSBRun:
     """Minimise with ``ld.ganesh.LBFGSBConfig()`` and its default terminators (laddu's
     stopping rules), without its error estimate.
 
@@ -76,6 +77,9 @@ def lbfgsb_steps(objective: Any, x0: np.ndarray, bounds: Bounds, max_calls: int 
     max_calls : int, optional
         After a step that took the evaluations past this, stop (not converged: ``"call
         limit reached"``), as SciPy's ``maxfun`` does.
+    metadata : Transform, optional
+        The engine's parameter transform (the wrapping of periodic parameters); the point
+        returned is the likelihood's.
     """
     from laddu_dask.likelihood.ganesh.configs import LBFGSBConfig
     from laddu_dask.likelihood.ganesh.engine import minimize
@@ -92,7 +96,7 @@ def lbfgsb_steps(objective: Any, x0: np.ndarray, bounds: Bounds, max_calls: int 
         return calls[0] > max_calls
 
     summary = minimize(Counted(), x0, config=LBFGSBConfig(error_mode="skip"), bounds=bounds,
-                       terminators=[] if max_calls is None else [over_limit])
+                       terminators=[] if max_calls is None else [over_limit], metadata=metadata)
     text = summary.message.text
     text = "call limit reached" if text is None else text.removeprefix(LBFGSB_STOPPED)  # None: over_limit
     # SciPy's own "CONVERGENCE: ..." comes before any step only where the projected gradient

@@ -213,6 +213,7 @@ def minimize(
     default_callbacks: bool = True,
     bounds: Sequence[tuple[float | None, float | None]] | None = None,
     parameter_names: Sequence[str] | None = None,
+    metadata: Transform | None = None,
 ) -> MinimizationSummary:
     """Minimize ``objective`` from ``x0`` with a ``ganesh`` method.
 
@@ -238,6 +239,9 @@ def minimize(
         ``bounds`` take precedence), smooth bounds for the other methods.
     parameter_names : sequence of str, optional
         Names for the summary (a config's ``parameter_names`` take precedence).
+    metadata : Transform, optional
+        The parameters' own transform (the fit layer's: laddu's periodic wrapping), applied
+        first, before the bounds and the config's ``transform``.
 
     Returns
     -------
@@ -281,7 +285,8 @@ def minimize(
     lo, hi = _bounds(own if own is not None else bounds, n)
     user = check_transform(config.transform, n)
     native = isinstance(config, cf.LBFGSBConfig)
-    parts = [] if native or not (np.isfinite(lo) | np.isfinite(hi)).any() else [Bounds(list(zip(lo, hi)))]
+    parts = [] if metadata is None else [check_transform(metadata, n)]
+    parts += [] if native or not (np.isfinite(lo) | np.isfinite(hi)).any() else [Bounds(list(zip(lo, hi)))]
     parts += [user] if user is not None else []
     transform = None if not parts else parts[0] if len(parts) == 1 else TransformChain(parts)
     problem = Problem(objective, transform, n)

@@ -85,15 +85,24 @@ class Bounds(Transform):
     def __repr__(self) -> str:
         return f"Bounds({list(self.bounds)!r})"
 
+    # ganesh's smooth bounds (algebraic, not MINUIT's sin/sqrt): two-sided
+    # x = c + w y / sqrt(1 + y^2) (c, w the centre and half-width), one-sided
+    # x = low + sqrt(1 + y^2) + y or x = high - sqrt(1 + y^2) + y; the same internal
+    # coordinates as laddu's, so a method's path from a start is laddu's path.
     def to_internal(self, x: np.ndarray) -> np.ndarray:
         lo, hi = self._lo, self._hi
         x = np.clip(np.asarray(x, dtype=float), lo, hi)
         y = x.copy()
         both, low, high = self._both, self._low, self._high
+        centre, half = 0.5 * (lo[both] + hi[both]), 0.5 * (hi[both] - lo[both])
+        limit = 1.0 - math.sqrt(np.finfo(float).eps)
         with np.errstate(all="ignore"):
-            y[both] = np.arcsin(np.clip(2 * (x[both] - lo[both]) / (hi[both] - lo[both]) - 1, -1, 1))
-            y[low] = np.sqrt((x[low] - lo[low] + 1) ** 2 - 1)
-            y[high] = np.sqrt((hi[high] - x[high] + 1) ** 2 - 1)
+            unit = np.clip((x[both] - centre) / half, -limit, limit)
+            y[both] = unit / np.sqrt(1.0 - unit * unit)
+            d = x[low] - lo[low]
+            y[low] = (d - 1.0 / d) / 2.0
+            d = hi[high] - x[high]
+            y[high] = (1.0 / d - d) / 2.0
         return y
 
     def to_external(self, y: np.ndarray) -> np.ndarray:
@@ -101,9 +110,10 @@ class Bounds(Transform):
         y = np.asarray(y, dtype=float)
         x = y.copy()
         both, low, high = self._both, self._low, self._high
-        x[both] = lo[both] + 0.5 * (hi[both] - lo[both]) * (np.sin(y[both]) + 1)
-        x[low] = lo[low] - 1 + np.sqrt(y[low] ** 2 + 1)
-        x[high] = hi[high] + 1 - np.sqrt(y[high] ** 2 + 1)
+        root = np.sqrt(y * y + 1.0)
+        x[both] = 0.5 * (lo[both] + hi[both]) + 0.5 * (hi[both] - lo[both]) * y[both] / root[both]
+        x[low] = lo[low] + root[low] + y[low]
+        x[high] = hi[high] - root[high] + y[high]
         return np.clip(x, lo, hi)
 
     def derivative(self, y: np.ndarray) -> np.ndarray:
@@ -111,9 +121,11 @@ class Bounds(Transform):
         y = np.asarray(y, dtype=float)
         d = np.ones_like(y)
         both, low, high = self._both, self._low, self._high
-        d[both] = 0.5 * (hi[both] - lo[both]) * np.cos(y[both])
-        d[low] = y[low] / np.sqrt(y[low] ** 2 + 1)
-        d[high] = -y[high] / np.sqrt(y[high] ** 2 + 1)
+        base = y * y + 1.0
+        root = np.sqrt(base)
+        d[both] = 0.5 * (hi[both] - lo[both]) / (base[both] * root[both])
+        d[low] = 1.0 + y[low] / root[low]
+        d[high] = 1.0 - y[high] / root[high]
         return d
 
 
