@@ -386,6 +386,11 @@ def test_bad_covariances_and_estimates_are_typed_errors(pair):
         ours.fit_fractions("t", POINT, covariance=Partial())
     with pytest.raises(ParameterError, match="non-finite"):
         ours.fit_fractions("t", POINT, covariance=np.full((8, 8), np.nan))
+    # a bootstrap whose refits were all invalid: said where the ensemble is passed, not later
+    # as "this Estimate has no draws (pass an ensemble)" from interval()
+    empty = ld.Ensemble(np.empty((0, len(ours.parameter_names))), ours.parameter_names)
+    with pytest.raises(ParameterError, match=r"the ensemble has no draws \(bootstrap_fit keeps only"):
+        ours.fit_fractions("t", POINT, ensemble=empty)
     with pytest.raises(ParameterError, match="finite central value"):
         ld.Estimate(math.inf)
     with pytest.raises(ParameterError, match="unknown uncertainty source 'shape'"):

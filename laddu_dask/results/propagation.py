@@ -70,7 +70,7 @@ def ensemble_points(likelihood: Any, ensemble: Any) -> tuple[np.ndarray, int | N
     Raises
     ------
     ParameterError
-        For draws that lack a free parameter, have the wrong shape or are not finite.
+        For draws that lack a free parameter, have the wrong shape, are none or are not finite.
     """
     if ensemble is None:
         return None
@@ -85,6 +85,9 @@ def ensemble_points(likelihood: Any, ensemble: Any) -> tuple[np.ndarray, int | N
         rows = np.asarray(ensemble, dtype=np.float64)
     if rows.ndim != 2 or rows.shape[1] != len(theirs):
         raise ParameterError(f"ensemble draws must be (K, {len(theirs)}), got shape {rows.shape}")
+    if len(rows) == 0:
+        raise ParameterError("the ensemble has no draws (bootstrap_fit keeps only its valid refits: "
+                             "its .fits lists the failed ones and why)")
     missing = [n for n in names if n not in theirs]
     if missing:
         raise ParameterError(f"the ensemble lacks parameter(s) {', '.join(missing)}")
