@@ -70,7 +70,7 @@ def test_write_to_sinks_laddu_reads(tmp_path, precision):
         beam = laddu.Vec4.event("beam").e()
         assert np.array_equal(np.asarray(theirs.evaluate(beam, real=True)),
                               ds.column("beam_e").astype(cast).astype(np.float64))
-    with pytest.raises(TypeError, match="write_to needs a ParquetSink or a RootSink, got str"):
+    with pytest.raises(TypeError, match="write_to needs a ParquetSink, RootSink or FormatSink, got str"):
         ds.write_to(str(tmp_path / "x.parquet"))
     with pytest.raises(ValueError, match="precision must be one of 'f64', 'f32', got 'f16'"):
         ld.ParquetSink(tmp_path / "y.parquet", precision="f16")

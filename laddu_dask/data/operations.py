@@ -436,6 +436,7 @@ class DatasetOperations:
         >>> result.counts, result.events
         ([3], 3)
         """
+        check_execution(execution, "write_to")
         if isinstance(sink, FormatSink):
             return sink.format.write(self, sink.target, options=sink.options,  # type: ignore[attr-defined]
                                      output=sink.output if output is None else output,
