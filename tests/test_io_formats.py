@@ -518,3 +518,16 @@ def test_a_batch_job_reads_root_through_the_registry(tmp_path, capsys):
     capsys.readouterr()
     assert main([str(config)]) == 2
     assert "no format named 'nope' is registered (registered: parquet, root)" in capsys.readouterr().err
+
+
+def test_schema_equality_ignores_integer_declarations_where_laddus_compares_them():
+    """The README's difference row: laddu-dask holds a declared integer column as a float64
+    scalar, so its schemas compare four-vectors, scalars and weight only; laddu's differ."""
+    declared = {"run": "int32"}
+    ours = (ld.io.Schema(p4s=["k"], columns=declared), ld.io.Schema(p4s=["k"], scalars=["run"]),
+            ld.io.Schema(p4s=["k"], columns={"run": "int64"}))
+    theirs = (laddu.io.Schema(p4s=["k"], columns=declared), laddu.io.Schema(p4s=["k"], scalars=["run"]),
+              laddu.io.Schema(p4s=["k"], columns={"run": "int64"}))
+    assert (ours[0] == ours[1], ours[0] == ours[2], ours[0].scalars) == (True, True, ("run",))
+    assert (theirs[0] == theirs[1], theirs[0] == theirs[2], theirs[0].scalars) == (False, False, ())
+    assert ours[0].columns == theirs[0].columns == declared  # the declarations come back the same
