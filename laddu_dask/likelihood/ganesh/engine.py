@@ -78,6 +78,19 @@ class Problem:
         self.f += 1
         return float(self.objective.value(self.external(y)))
 
+    def values(self, ys: np.ndarray) -> np.ndarray:
+        """Values at many internal points (a generation), counting each in ``f``: one
+        :meth:`~laddu_dask.Likelihood.values` round when the objective has ``values``
+        (bitwise :meth:`value` at each point), else one :meth:`value` call per point."""
+        ys = np.asarray(ys, dtype=float)
+        batch = getattr(self.objective, "values", None)
+        if batch is None or not callable(batch):
+            return np.array([self.value(y) for y in ys], dtype=float).reshape(len(ys))
+        self.f += len(ys)
+        if not len(ys):
+            return np.zeros(0)
+        return np.asarray(batch(np.array([self.external(y) for y in ys])), dtype=float).reshape(len(ys))
+
     def value_and_gradient(self, y: np.ndarray) -> tuple[float, np.ndarray]:
         self.f += 1
         self.g += 1
