@@ -121,9 +121,10 @@ def annealing(problem: Any, run: Any, y0: np.ndarray, config: Any, rng: Any, bou
 
 def swarm(problem: Any, run: Any, y0: np.ndarray, config: Any, rng: Any, bounds: tuple) -> tuple:
     """Particle swarm (inertia, cognitive and social weights); one move of the whole swarm
-    per step. Synchronous moves are evaluated together (:meth:`Problem.values`: one round
-    for a ring; for the global topology two, as the particles after the swarm's best one
-    follow its new best); asynchronous ones one particle at a time."""
+    per step. Synchronous moves are evaluated together (:meth:`Problem.values`), in as few
+    rounds as the guides allow: a particle whose guide moved before it in this step follows
+    the guide's new best (for the global topology two rounds, the particles up to the
+    swarm's best one and those after it); asynchronous moves one particle at a time."""
     n = len(y0)
     count = config.particles or max(20, 10 * n)
     if config.position_bounds is not None:
@@ -145,11 +146,12 @@ def swarm(problem: Any, run: Any, y0: np.ndarray, config: Any, rng: Any, bounds:
     fs = problem.values(xs)
     best_x, best_f = xs.copy(), fs.copy()
 
-    def neighbour_best(i: int) -> np.ndarray:
+    def neighbour(i: int) -> int:
+        """The particle whose best guides particle ``i`` now."""
         if config.topology == "global":
-            return best_x[int(np.argmin(best_f))]
+            return int(np.argmin(best_f))
         idx = [(i + k) % count for k in range(-config.ring_radius, config.ring_radius + 1)]
-        return best_x[idx[int(np.argmin(best_f[idx]))]]
+        return idx[int(np.argmin(best_f[idx]))]
 
     def move(i: int, guide: np.ndarray) -> None:
         r1, r2 = rng.random(n), rng.random(n)
@@ -169,19 +171,17 @@ def swarm(problem: Any, run: Any, y0: np.ndarray, config: Any, rng: Any, bounds:
     while True:
         if config.update_method == "asynchronous":  # each particle follows the bests so far
             for i in range(count):
-                move(i, neighbour_best(i))
+                move(i, best_x[neighbour(i)])
                 evaluate(range(i, i + 1))
-        elif config.topology == "ring":  # the neighbours' bests before the move: one round
-            guides = [neighbour_best(i) for i in range(count)]
-            for i in range(count):
-                move(i, guides[i])
-            evaluate(range(count))
-        else:  # the swarm's best particle k guides all; those after k see its new best: two rounds
-            k = int(np.argmin(best_f))
-            for rows in (range(k + 1), range(k + 1, count)):
-                for i in rows:
-                    move(i, best_x[k])
-                evaluate(rows)
+        else:  # guides chosen before the move; a guide that moves earlier in it leads with its new best
+            guides = [neighbour(i) for i in range(count)]
+            first = 0
+            for i in range(count + 1):
+                if i == count or first <= guides[i] < i:  # a round: those moved since ``first``
+                    evaluate(range(first, i))
+                    first = i
+                if i < count:
+                    move(i, best_x[guides[i]])
         k = int(np.argmin(best_f))
         if run.after_step(best_x[k], best_f[k], swarm=xs):
             return best_x[k].copy(), float(best_f[k]), run.message
