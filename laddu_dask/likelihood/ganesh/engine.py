@@ -7,7 +7,8 @@ The fit layer calls::
 
 ``objective`` has ``value(x) -> float`` and ``value_and_gradient(x) -> (float, ndarray)``
 with ``x`` in parameter order (a :class:`~laddu_dask.Likelihood` has both; when it also has
-``values_and_gradients(points)``, the Hessian's displaced points go in one round).
+``values(points)``, the population methods ask each generation in one round, and with
+``values_and_gradients(points)`` the Hessian's displaced points go in one round).
 
 How a run goes: the method (see :mod:`.configs` for the library behind each) works on
 internal coordinates (:mod:`.transforms`: the config's ``transform``, and for every method
