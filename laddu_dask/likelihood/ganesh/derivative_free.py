@@ -54,7 +54,7 @@ def nelder_mead(problem: Any, run: Any, y0: np.ndarray, config: Any, rng: Any, b
         xs = np.tile(y0, (n + 1, 1))
         for i in range(n):
             xs[i + 1, i] = config.initial_zero_step if y0[i] == 0 else y0[i] * (1 + config.initial_step)
-    fs = np.array([problem.value(p) for p in xs])
+    fs = problem.values(xs)
     order = np.argsort(fs, kind="stable")
     xs, fs = xs[order], fs[order]
     spread0, volume = float(np.linalg.norm(xs[-1] - xs[0])), 1.0
@@ -84,7 +84,7 @@ def nelder_mead(problem: Any, run: Any, y0: np.ndarray, config: Any, rng: Any, b
                 label = "CONTRACT OUT" if outside else "CONTRACT IN"
             else:
                 xs[1:] = xs[0] + s * (xs[1:] - xs[0])
-                fs[1:] = [problem.value(p) for p in xs[1:]]
+                fs[1:] = problem.values(xs[1:])
                 volume *= s**n
                 label = "SHRINK"
         order = np.argsort(fs, kind="stable")
@@ -121,7 +121,10 @@ def annealing(problem: Any, run: Any, y0: np.ndarray, config: Any, rng: Any, bou
 
 def swarm(problem: Any, run: Any, y0: np.ndarray, config: Any, rng: Any, bounds: tuple) -> tuple:
     """Particle swarm (inertia, cognitive and social weights); one move of the whole swarm
-    per step."""
+    per step. Synchronous moves are evaluated together (:meth:`Problem.values`), in as few
+    rounds as the guides allow: a particle whose guide moved before it in this step follows
+    the guide's new best (for the global topology two rounds, the particles up to the
+    swarm's best one and those after it); asynchronous moves one particle at a time."""
     n = len(y0)
     count = config.particles or max(20, 10 * n)
     if config.position_bounds is not None:
@@ -140,29 +143,45 @@ def swarm(problem: Any, run: Any, y0: np.ndarray, config: Any, rng: Any, bounds:
         if config.velocity_scale is None
         else (config.velocity_scale * (2 * rng.random((count, n)) - 1))
     )
-    fs = np.array([problem.value(p) for p in xs])
+    fs = problem.values(xs)
     best_x, best_f = xs.copy(), fs.copy()
 
-    def neighbour_best(i: int) -> np.ndarray:
+    def neighbour(i: int) -> int:
+        """The particle whose best guides particle ``i`` now."""
         if config.topology == "global":
-            return best_x[int(np.argmin(best_f))]
+            return int(np.argmin(best_f))
         idx = [(i + k) % count for k in range(-config.ring_radius, config.ring_radius + 1)]
-        return best_x[idx[int(np.argmin(best_f[idx]))]]
+        return idx[int(np.argmin(best_f[idx]))]
 
-    while True:
-        guides = [neighbour_best(i) for i in range(count)]
-        for i in range(count):
-            guide = neighbour_best(i) if config.update_method == "asynchronous" else guides[i]
-            r1, r2 = rng.random(n), rng.random(n)
-            vs[i] = (
-                config.inertia * vs[i]
-                + config.cognitive * r1 * (best_x[i] - xs[i])
-                + config.social * r2 * (guide - xs[i])
-            )
-            xs[i] = xs[i] + vs[i]
-            fs[i] = problem.value(xs[i])
+    def move(i: int, guide: np.ndarray) -> None:
+        r1, r2 = rng.random(n), rng.random(n)
+        vs[i] = (
+            config.inertia * vs[i]
+            + config.cognitive * r1 * (best_x[i] - xs[i])
+            + config.social * r2 * (guide - xs[i])
+        )
+        xs[i] = xs[i] + vs[i]
+
+    def evaluate(rows: range) -> None:
+        fs[rows] = problem.values(xs[rows]) if len(rows) > 1 else [problem.value(xs[i]) for i in rows]
+        for i in rows:
             if fs[i] < best_f[i]:
                 best_x[i], best_f[i] = xs[i], fs[i]
+
+    while True:
+        if config.update_method == "asynchronous":  # each particle follows the bests so far
+            for i in range(count):
+                move(i, best_x[neighbour(i)])
+                evaluate(range(i, i + 1))
+        else:  # guides chosen before the move; a guide that moves earlier in it leads with its new best
+            guides = [neighbour(i) for i in range(count)]
+            first = 0
+            for i in range(count + 1):
+                if i == count or first <= guides[i] < i:  # a round: those moved since ``first``
+                    evaluate(range(first, i))
+                    first = i
+                if i < count:
+                    move(i, best_x[guides[i]])
         k = int(np.argmin(best_f))
         if run.after_step(best_x[k], best_f[k], swarm=xs):
             return best_x[k].copy(), float(best_f[k]), run.message
@@ -240,7 +259,7 @@ def cmaes(problem: Any, run: Any, y0: np.ndarray, config: Any, rng: Any, bounds:
     es = cma.CMAEvolutionStrategy(np.array(y0, dtype=float), config.initial_sigma, opts)
     while True:
         xs = es.ask()
-        es.tell(xs, [problem.value(p) for p in xs])
+        es.tell(xs, [float(f) for f in problem.values(np.array(xs))])
         best = es.result
         if run.after_step(
             np.array(best.xbest), float(best.fbest), sigma=float(es.sigma), cma_stop=dict(es.stop())

@@ -7,7 +7,8 @@ The fit layer calls::
 
 ``objective`` has ``value(x) -> float`` and ``value_and_gradient(x) -> (float, ndarray)``
 with ``x`` in parameter order (a :class:`~laddu_dask.Likelihood` has both; when it also has
-``values_and_gradients(points)``, the Hessian's displaced points go in one round).
+``values(points)``, the population methods ask each generation in one round, and with
+``values_and_gradients(points)`` the Hessian's displaced points go in one round).
 
 How a run goes: the method (see :mod:`.configs` for the library behind each) works on
 internal coordinates (:mod:`.transforms`: the config's ``transform``, and for every method
@@ -77,6 +78,19 @@ class Problem:
     def value(self, y: np.ndarray) -> float:
         self.f += 1
         return float(self.objective.value(self.external(y)))
+
+    def values(self, ys: np.ndarray) -> np.ndarray:
+        """Values at many internal points (a generation), counting each in ``f``: one
+        :meth:`~laddu_dask.Likelihood.values` round when the objective has ``values``
+        (bitwise :meth:`value` at each point), else one :meth:`value` call per point."""
+        ys = np.asarray(ys, dtype=float)
+        batch = getattr(self.objective, "values", None)
+        if batch is None or not callable(batch):
+            return np.array([self.value(y) for y in ys], dtype=float).reshape(len(ys))
+        self.f += len(ys)
+        if not len(ys):
+            return np.zeros(0)
+        return np.asarray(batch(np.array([self.external(y) for y in ys])), dtype=float).reshape(len(ys))
 
     def value_and_gradient(self, y: np.ndarray) -> tuple[float, np.ndarray]:
         self.f += 1
