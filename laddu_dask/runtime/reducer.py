@@ -124,6 +124,15 @@ class Params:
             self._values = tuple(self.array)
         return self._values
 
+    @classmethod
+    def trusted(cls, array: np.ndarray) -> Params:
+        """A point wrapping ``array`` (1-D, of its precision's dtype) without a copy: for
+        arrays that were checked and that nobody mutates while the point is in use."""
+        out = cls.__new__(cls)
+        out.array = array
+        out._values = None
+        return out
+
     def __reduce__(self) -> tuple:
         # the array alone travels (its values are rebuilt from it): a point is pickled on
         # every cluster evaluation, and a tuple of NumPy scalars costs several times more
