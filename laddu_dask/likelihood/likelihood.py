@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from laddu_dask.arrays import all_finite
 from laddu_dask.compile.layout import ParameterValues, resolve_parameters
 from laddu_dask.errors import ParameterError
 from laddu_dask.expr.parameter import ParameterSpec, draw_starts, merge_parameters
@@ -183,7 +184,7 @@ class Likelihood(MinuitCost):
         A mapping may leave parameters out (they take their initial values).
         """
         if (isinstance(params, np.ndarray) and params.dtype == np.float64
-                and params.shape == (len(self.parameter_names),) and np.isfinite(params).all()):
+                and params.shape == (len(self.parameter_names),) and all_finite(params)):
             return params.copy()  # a minimiser's point: nothing to look up
         defaults = {n: s.initial for n, s in self.parameters.items()}
         return np.array(

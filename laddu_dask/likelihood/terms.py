@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from laddu_dask.arrays import all_finite
 from laddu_dask.compile.compiled import CompiledModel
 from laddu_dask.compile.plan import ReductionPlan
 from laddu_dask.data.dataset import Dataset
@@ -280,7 +281,7 @@ class _Term(MinuitCost):
         if not math.isfinite(value):
             raise NonFiniteError(f"term {self.name!r}: the {self.kind} is {value!r}, beyond the "
                                  "float range")
-        if grad is not None and not np.isfinite(grad).all():
+        if grad is not None and not all_finite(grad):
             j = int(np.argmin(np.isfinite(grad)))
             raise NonFiniteError(
                 f"term {self.name!r}: the gradient of the {self.kind} is {float(grad[j])!r} in parameter "
@@ -364,7 +365,7 @@ def _nll_gradient(g_data: np.ndarray, n_w: float, g_mc: np.ndarray, s_mc: float)
     """
     with np.errstate(all="ignore"):
         grad = -2.0 * (g_data - n_w * g_mc / s_mc)
-        if np.isfinite(grad).all() or not (np.isfinite(g_data).all() and np.isfinite(g_mc).all()):
+        if all_finite(grad) or not (all_finite(g_data) and all_finite(g_mc)):
             return grad
         e = math.frexp(n_w)[1]
         return np.ldexp(-2.0 * (np.ldexp(g_data, -e) - math.ldexp(n_w, -e) * g_mc / s_mc), e)
