@@ -363,6 +363,12 @@ def _nll_gradient(g_data: np.ndarray, n_w: float, g_mc: np.ndarray, s_mc: float)
     >>> float(_nll_gradient(np.array([1e300]), 3e300, np.array([4e10]), 2e10)[0])
     1e+301
     """
+    if s_mc != 0.0:
+        # the same IEEE operations, element by element, on Python floats: no NumPy call per
+        # operation, and an overflow or a NaN is as silent as under np.errstate
+        grad = np.array([-2.0 * (d - n_w * m / s_mc) for d, m in zip(g_data.tolist(), g_mc.tolist())])
+        if all_finite(grad):
+            return grad
     with np.errstate(all="ignore"):
         grad = -2.0 * (g_data - n_w * g_mc / s_mc)
         if all_finite(grad) or not (all_finite(g_data) and all_finite(g_mc)):
