@@ -6,8 +6,9 @@ coefficients) on samples of :func:`laddu_dask.ksks.write_sample` with ``--data``
 (by default 1,000 and 10,000) and ``--mc`` accepted-MC events; for each size each side
 evaluates ``Likelihood.value(x)`` and ``Likelihood.value_and_gradient(x)`` at the displaced
 start (a float64 array, as a minimizer passes it) ``--repeats`` times after a warm-up (every
-kernel compiled), in alternating blocks so that both sides see the same machine load.
-Printed and written: the median wall time of one call of each, and ours / laddu's.
+kernel compiled), in turns of ten calls so that both sides see the same machine load.
+Printed and written: the median wall time of one call of each, ours / laddu's, and each
+side's fixed cost per call (:func:`fixed_costs`).
 ``python3 benchmarks/small_eval.py`` runs it.
 
 Examples
@@ -30,10 +31,11 @@ import numpy as np
 
 from laddu_dask.bench.results import RESULTS_DIR, command_line, provenance, write_results
 
-__all__ = ["build_parser", "main", "run"]
+__all__ = ["build_parser", "fixed_costs", "main", "run"]
 
-#: Blocks of calls each side runs in turn (the repeats are spread over them).
-BLOCKS = 10
+#: Calls of one method on one side in a row, before the next takes its turn: short runs, so
+#: that a change of the machine's load hits both libraries alike.
+RUN = 10
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,19 +50,40 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _medians(calls: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
-    """The median seconds of one call of each of ``calls``, run in turn in :data:`BLOCKS`
-    blocks of ``repeats / BLOCKS`` calls."""
+    """The median seconds of one call of each of ``calls``, each called ``repeats`` times in
+    turns of :data:`RUN` calls."""
     times: dict[str, list[float]] = {k: [] for k in calls}
-    per_block = max(1, repeats // BLOCKS)
     clock = time.perf_counter
-    for _ in range(BLOCKS):
+    for _ in range(max(1, repeats // RUN)):
         for key, call in calls.items():
             out = times[key]
-            for _ in range(per_block):
+            for _ in range(RUN):
                 t0 = clock()
                 call()
                 out.append(clock() - t0)
     return {k: statistics.median(v) for k, v in times.items()}
+
+
+def fixed_costs(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per call and side, the time at no data events: the straight line through the smallest
+    and the largest data size, at zero (the cost that does not grow with the events).
+
+    Examples
+    --------
+    >>> rows = [{"call": "value", "data": n, "laddu-dask_s": 1e-5 + 1e-8 * n, "laddu_s": 2e-8 * n}
+    ...         for n in (1000, 10_000)]
+    >>> {k: round(v, 12) for k, v in fixed_costs(rows)["value"].items()}
+    {'laddu-dask_s': 1e-05, 'laddu_s': 0.0}
+    """
+    out = {}
+    for method in dict.fromkeys(r["call"] for r in rows):
+        mine = sorted((r for r in rows if r["call"] == method), key=lambda r: r["data"])
+        lo, hi = mine[0], mine[-1]
+        if hi["data"] == lo["data"]:
+            continue
+        out[method] = {side: lo[side] - lo["data"] * (hi[side] - lo[side]) / (hi["data"] - lo["data"])
+                       for side in ("laddu-dask_s", "laddu_s")}
+    return out
 
 
 def _bound(method: Callable[[Any], Any], x: np.ndarray) -> Callable[[], Any]:
@@ -99,7 +122,7 @@ def run(data: list[int], mc: int, repeats: int, threads: int, results: str | Non
             calls = {(side, method): _bound(getattr(lik, method), x)
                      for side, lik in (("laddu-dask", ours), ("laddu", theirs))
                      for method in ("value", "value_and_gradient")}
-            _medians(calls, 10 * BLOCKS)  # warm caches and branch predictors
+            _medians(calls, 20 * RUN)  # warm caches and branch predictors
             medians = _medians(calls, repeats)
         for method in ("value", "value_and_gradient"):
             row = {"data": n_data, "mc": mc, "call": method, "laddu-dask_s": medians["laddu-dask", method],
@@ -108,7 +131,10 @@ def run(data: list[int], mc: int, repeats: int, threads: int, results: str | Non
             rows.append(row)
             print(f"{n_data:7d} {method:>20s} {1e3 * row['laddu-dask_s']:9.4f} ms "
                   f"{1e3 * row['laddu_s']:7.4f} ms {row['ratio']:6.2f}", flush=True)
-    out = {"provenance": prov, "rows": rows}
+    out = {"provenance": prov, "rows": rows, "fixed": fixed_costs(rows)}
+    for method, fixed in out["fixed"].items():
+        print(f"fixed cost of {method} (extrapolated to no data events): laddu-dask "
+              f"{1e3 * fixed['laddu-dask_s']:.4f} ms, laddu {1e3 * fixed['laddu_s']:.4f} ms")
     if results:
         write_results(results, out)
     return out
