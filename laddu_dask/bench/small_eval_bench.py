@@ -6,7 +6,7 @@ coefficients) on samples of :func:`laddu_dask.ksks.write_sample` with ``--data``
 (by default 1,000 and 10,000) and ``--mc`` accepted-MC events; for each size each side
 evaluates ``Likelihood.value(x)`` and ``Likelihood.value_and_gradient(x)`` at the displaced
 start (a float64 array, as a minimizer passes it) ``--repeats`` times after a warm-up (every
-kernel compiled), in turns of ten calls so that both sides see the same machine load.
+kernel compiled), in turns of :data:`RUN` calls so that both sides see the same machine load.
 Printed and written: the median wall time of one call of each, ours / laddu's, and each
 side's fixed cost per call (:func:`fixed_costs`).
 ``python3 benchmarks/small_eval.py`` runs it.
@@ -33,9 +33,10 @@ from laddu_dask.bench.results import RESULTS_DIR, command_line, provenance, writ
 
 __all__ = ["build_parser", "fixed_costs", "main", "run"]
 
-#: Calls of one method on one side in a row, before the next takes its turn: short runs, so
-#: that a change of the machine's load hits both libraries alike.
-RUN = 10
+#: Calls of one method on one side in a row, before the next takes its turn: as in a fit,
+#: calls back to back (laddu's thread pool stays awake; shorter turns slow it down by half),
+#: and still turns short enough that a change of the machine's load hits both libraries alike.
+RUN = 250
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=int, nargs="+", default=[1000, 10_000], help="data events (each a run)")
     ap.add_argument("--mc", type=int, default=10_000, help="accepted-MC events")
-    ap.add_argument("--repeats", type=int, default=3000, help="timed calls of each method on each side")
+    ap.add_argument("--repeats", type=int, default=5000, help="timed calls of each method on each side")
     ap.add_argument("--threads", type=int, default=2, help="laddu's Execution threads")
     ap.add_argument("--results", default=os.path.join(RESULTS_DIR, "small_eval.json"))
     return ap
@@ -122,7 +123,7 @@ def run(data: list[int], mc: int, repeats: int, threads: int, results: str | Non
             calls = {(side, method): _bound(getattr(lik, method), x)
                      for side, lik in (("laddu-dask", ours), ("laddu", theirs))
                      for method in ("value", "value_and_gradient")}
-            _medians(calls, 20 * RUN)  # warm caches and branch predictors
+            _medians(calls, RUN)  # warm caches and branch predictors
             medians = _medians(calls, repeats)
         for method in ("value", "value_and_gradient"):
             row = {"data": n_data, "mc": mc, "call": method, "laddu-dask_s": medians["laddu-dask", method],
