@@ -67,7 +67,8 @@ class Decomposition:
         the scales ``s_j``, params in model order.
     backprop : callable
         ``backprop(params, adjoints) -> gradient``, adjoints (conjugate convention) of the
-        ``P`` flattened over groups, then of the ``s``, as (re, im) pairs.
+        ``P`` flattened over groups, then of the ``s``, as (re, im) pairs (a list of
+        floats, or an array).
     scales : list of Expr or None
         The real event-independent factor ``s_j`` of each square (``None``: 1).
     """
@@ -77,7 +78,7 @@ class Decomposition:
     event_slots: list[list[int | complex]]
     event_kernels: Kernels
     coefficients: Callable[[Any], tuple[list[np.ndarray], np.ndarray]]
-    backprop: Callable[[Any, np.ndarray], np.ndarray]
+    backprop: Callable[[Any, Any], np.ndarray]
     scales: list[Expr | None] = field(default_factory=list)
 
     @property
@@ -131,12 +132,13 @@ class Decomposition:
             value += s * q
             if with_gradient:
                 g = 2.0 * s * cm  # d/dconj(P) doubled: the conjugate-convention adjoint
-                adjoints.append(g.view(np.float64))  # re, im, re, ...
+                adjoints.extend(g.view(np.float64).tolist())  # re, im, re, ...
         if not with_gradient:
             return value, None
         # then the scales' adjoints (real: d value / d s_j = q_j)
-        adjoints.append(np.array([(q, 0.0) for q in squares], dtype=np.float64).reshape(-1))
-        return value, self.backprop(params, np.concatenate(adjoints))
+        for q in squares:
+            adjoints.extend((q, 0.0))
+        return value, self.backprop(params, adjoints)
 
 
 def _classify(root: Expr) -> tuple[set[int], set[int]]:
@@ -327,9 +329,10 @@ def _coefficient_backprop(coeff_exprs: list[Expr], csplit: Split,
     n_free = len(free_names)
     identity = where == list(range(n_free))
 
-    def backprop(params: Any, adjoints: np.ndarray) -> np.ndarray:
+    def backprop(params: Any, adjoints: np.ndarray | list[float]) -> np.ndarray:
         p = np.asarray(params, dtype=np.float64)
-        adjoints = adjoints.tolist()  # the same double sums below, without NumPy scalars
+        if not isinstance(adjoints, list):
+            adjoints = adjoints.tolist()  # the same double sums below, without NumPy scalars
         totals = []
         for b in nodes:
             rows = rows_of.get(b.serial)

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from laddu_dask.arrays import all_finite
 from laddu_dask.compile.layout import ParameterValues, resolve_parameters
 from laddu_dask.errors import ParameterError
 from laddu_dask.expr.parameter import ParameterSpec, draw_starts, merge_parameters
@@ -38,7 +39,7 @@ from laddu_dask.likelihood.fingerprint import likelihood_fingerprint
 from laddu_dask.likelihood.penalties import Penalty
 from laddu_dask.likelihood.terms import NLL, ExtendedNLL
 from laddu_dask.runtime.execution import Execution
-from laddu_dask.runtime.prepared import reduce_points
+from laddu_dask.runtime.prepared import run_jobs
 
 Term = NLL | ExtendedNLL
 
@@ -129,6 +130,9 @@ class Likelihood(MinuitCost):
                 raise ParameterError(f"penalty {pen.name!r} names {', '.join(map(repr, unknown))}, which "
                                      f"is not a free parameter of the likelihood (free: "
                                      f"{', '.join(self.parameter_names)})")
+        # the lean path's index of each term: None where the term takes every parameter in order
+        self._lean_index = [None if idx.tolist() == list(range(len(self.parameter_names))) else idx
+                            for idx in self._index]
         self._penalty_index = [np.array([self.parameter_names.index(n) for n in pen.parameter_names])
                                for pen in self.penalties]
         self.n_evaluations = 0
@@ -180,7 +184,7 @@ class Likelihood(MinuitCost):
         A mapping may leave parameters out (they take their initial values).
         """
         if (isinstance(params, np.ndarray) and params.dtype == np.float64
-                and params.shape == (len(self.parameter_names),) and np.isfinite(params).all()):
+                and params.shape == (len(self.parameter_names),) and all_finite(params)):
             return params.copy()  # a minimiser's point: nothing to look up
         defaults = {n: s.initial for n, s in self.parameters.items()}
         return np.array(
@@ -191,23 +195,34 @@ class Likelihood(MinuitCost):
         return self._evaluate_points([self.resolve(params)], with_gradient)[0]
 
     def _evaluate_points(self, points: list[np.ndarray], with_gradient: bool) -> list[tuple[float, Any]]:
-        """``(value, gradient or None)`` at each resolved point, all in one round."""
+        """``(value, gradient or None)`` at each resolved point, all in one round.
+
+        The points are trusted (:meth:`resolve` checked them, into arrays of their own):
+        below here nothing re-checks or copies them."""
         # the reductions of every term at every point in one round (one call per worker on
         # a cluster; each partition read once)
-        requests = [term.requests(self.execution, [p[idx] for p in points], with_gradient)
-                    for term, idx in zip(self.terms, self._index)]
-        results = iter(reduce_points(self.execution, [r for reqs in requests for r in reqs]))
+        execution = self.execution
+        jobs: list[Any] = []
+        per_term = []
+        for term, idx in zip(self.terms, self._lean_index):
+            own = points if idx is None else [p[idx] for p in points]
+            prep, term_jobs = term.jobs(execution, own, with_gradient)
+            per_term.append((term, idx, prep, own, len(term_jobs)))
+            jobs.extend(term_jobs)
+        results = iter(run_jobs(execution, jobs))
         totals = [0.0] * len(points)
         n = len(self.parameter_names)
         grads = [np.zeros(n) if with_gradient else None for _ in points]
-        for term, idx, reqs in zip(self.terms, self._index, requests):
-            per_request = [next(results) for _ in reqs]
-            for k, p in enumerate(points):
-                value, g = term.combine(self.execution, p[idx], [r[k] for r in per_request],
-                                        with_gradient)
+        for term, idx, prep, own, n_jobs in per_term:
+            per_job = [next(results) for _ in range(n_jobs)]
+            for k, p in enumerate(own):
+                value, g = term.combine_prepared(prep, p, [r[k] for r in per_job], with_gradient)
                 totals[k] += value
                 if with_gradient:
-                    grads[k][idx] += g  # a term names each of its parameters once
+                    if idx is None:
+                        grads[k] += g
+                    else:
+                        grads[k][idx] += g  # a term names each of its parameters once
         for pen, idx in zip(self.penalties, self._penalty_index, strict=True):
             for k, p in enumerate(points):
                 value, g = pen.value_and_gradient(p[idx])

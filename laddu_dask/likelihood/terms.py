@@ -37,10 +37,12 @@ from __future__ import annotations
 
 import copy
 import math
+import weakref
 from typing import Any
 
 import numpy as np
 
+from laddu_dask.arrays import all_finite
 from laddu_dask.compile.compiled import CompiledModel
 from laddu_dask.compile.plan import ReductionPlan
 from laddu_dask.data.dataset import Dataset
@@ -53,6 +55,7 @@ from laddu_dask.runtime.normalization import NormalizationStatistics, prepare_st
 from laddu_dask.runtime.prepared import (
     PreparedDataset,
     PreparedModel,
+    ReductionJob,
     ReductionRequest,
     reduce_many,
 )
@@ -118,6 +121,8 @@ class _Term(MinuitCost):
         # by the execution's object_token: an id() would be that of a new execution once the
         # old one is collected, which would then get the old one's preparation
         self._prepared: dict[str, _Prepared] = {}
+        # the same preparation by the execution itself (a weak reference), for the lean path
+        self._last: tuple[weakref.ref, _Prepared] | None = None
         self._alone: Any = None
         self._mc_from: _Term | None = None
 
@@ -136,7 +141,7 @@ class _Term(MinuitCost):
         if twin.data.n_events == 0:
             raise DataError(f"term {self.name!r}: its data has no events ({', '.join(twin.data.sources)})")
         twin.data.schema.require(self.compiled.columns, ", ".join(twin.data.sources))
-        twin._prepared, twin._alone = {}, None
+        twin._prepared, twin._last, twin._alone = {}, None, None
         twin._mc_from = self._mc_from or self
         return twin
 
@@ -168,14 +173,19 @@ class _Term(MinuitCost):
         With ``with_gradient`` (what the first evaluation asks for), the kernel it calls
         compiles on a background thread while the datasets are prepared.
         """
+        last = self._last
+        if last is not None and last[0]() is execution:
+            return last[1]
         hit = self._prepared.get(object_token(execution))
         if hit is not None:
+            self._last = (weakref.ref(execution), hit)
             return hit
         if self._mc_from is not None:  # a twin of with_data: only its data is new
             source = self._mc_from.prepare(execution, with_gradient)
             pd = source.model.prepare_dataset(execution, self.data, name=f"{self.name}/data")
             hit = _Prepared(source.model, pd, source.mc, source.stats)
             self._prepared = {object_token(execution): hit}
+            self._last = (weakref.ref(execution), hit)
             return hit
         pm = PreparedModel.prepare(self.compiled, execution)
         if with_gradient is not None:
@@ -197,6 +207,7 @@ class _Term(MinuitCost):
             )
         prepared = _Prepared(pm, pd, pmc, stats)
         self._prepared = {object_token(execution): prepared}
+        self._last = (weakref.ref(execution), prepared)
         return prepared
 
     def requests(self, execution: Execution, params: Any, with_gradient: bool) -> list[ReductionRequest]:
@@ -204,21 +215,47 @@ class _Term(MinuitCost):
         MC's unless its sum comes from sufficient statistics); a :class:`Likelihood`
         runs those of all its terms in one round.  ``params`` is one point, or a sequence
         of points for :func:`~laddu_dask.runtime.prepared.reduce_points`."""
+        prep = self._checked(execution, with_gradient)
+        requests = [ReductionRequest(prep.model, params, prep.data, LOG, with_gradient)]
+        if prep.mc is not None:
+            requests.append(ReductionRequest(prep.model, params, prep.mc, ACCEPTED, with_gradient))
+        return requests
+
+    def _checked(self, execution: Execution, with_gradient: bool) -> _Prepared:
+        """The preparation for ``execution``, its data weights' sum checked."""
         prep = self.prepare(execution, with_gradient)
         if not math.isfinite(prep.data_weight):
             raise NonFiniteError(
                 f"term {self.name!r}: the data weights ({', '.join(self.data.sources)}) sum to "
                 f"{prep.data_weight!r}, beyond the float range"
             )
-        requests = [ReductionRequest(prep.model, params, prep.data, LOG, with_gradient)]
+        return prep
+
+    def jobs(self, execution: Execution, points: list[np.ndarray],
+             with_gradient: bool) -> tuple[_Prepared, list[ReductionJob]]:
+        """:meth:`requests` as the runtime's jobs, for points that were checked already (float64
+        arrays in this term's parameter order, as :class:`Likelihood` resolves them): the
+        likelihood's lean path, which passes the preparation on to :meth:`combine_prepared`."""
+        prep = self._checked(execution, with_gradient)
+        reducer = prep.model.reducer
+        params = prep.model.trusted_points(points)
+        jobs = [ReductionJob(reducer, prep.data, params, LOG, with_gradient)]
         if prep.mc is not None:
-            requests.append(ReductionRequest(prep.model, params, prep.mc, ACCEPTED, with_gradient))
-        return requests
+            jobs.append(ReductionJob(reducer, prep.mc, params, ACCEPTED, with_gradient))
+        return prep, jobs
+
+    def combine(self, execution: Execution, params: Any, results: list,
+                with_gradient: bool) -> tuple[float, np.ndarray | None]:
+        """Value (and gradient) from the results of :meth:`requests`."""
+        return self.combine_prepared(self.prepare(execution), params, results, with_gradient)
 
     def _sums(self, execution: Execution, params: Any, results: list, with_gradient: bool):
         """``(sum_data w ln I, its gradient, sum_accmc w I, its gradient)`` from the results
         of :meth:`requests`."""
-        prep = self.prepare(execution)
+        return self._sums_prepared(self.prepare(execution), params, results, with_gradient)
+
+    def _sums_prepared(self, prep: _Prepared, params: Any, results: list, with_gradient: bool):
+        """:meth:`_sums` with the preparation given."""
         s_data, g_data = results[0]
         if prep.stats is not None:
             s_mc, g_mc = prep.stats.value_and_gradient(params, with_gradient)
@@ -244,7 +281,7 @@ class _Term(MinuitCost):
         if not math.isfinite(value):
             raise NonFiniteError(f"term {self.name!r}: the {self.kind} is {value!r}, beyond the "
                                  "float range")
-        if grad is not None and not np.isfinite(grad).all():
+        if grad is not None and not all_finite(grad):
             j = int(np.argmin(np.isfinite(grad)))
             raise NonFiniteError(
                 f"term {self.name!r}: the gradient of the {self.kind} is {float(grad[j])!r} in parameter "
@@ -304,11 +341,11 @@ class NLL(_Term):
 
     kind = "nll"
 
-    def combine(self, execution: Execution, params: Any, results: list,
-                with_gradient: bool) -> tuple[float, np.ndarray | None]:
-        """Value (and gradient) from the results of :meth:`requests`."""
-        s_data, g_data, s_mc, g_mc = self._sums(execution, params, results, with_gradient)
-        n_w = self.prepare(execution).data_weight
+    def combine_prepared(self, prep: _Prepared, params: Any, results: list,
+                         with_gradient: bool) -> tuple[float, np.ndarray | None]:
+        """Value (and gradient) from the results of :meth:`requests` or :meth:`jobs`."""
+        s_data, g_data, s_mc, g_mc = self._sums_prepared(prep, params, results, with_gradient)
+        n_w = prep.data_weight
         value = -2.0 * (s_data - n_w * math.log(s_mc))
         if not with_gradient:
             return self._finite(value, None)
@@ -326,9 +363,15 @@ def _nll_gradient(g_data: np.ndarray, n_w: float, g_mc: np.ndarray, s_mc: float)
     >>> float(_nll_gradient(np.array([1e300]), 3e300, np.array([4e10]), 2e10)[0])
     1e+301
     """
+    if s_mc != 0.0:
+        # the same IEEE operations, element by element, on Python floats: no NumPy call per
+        # operation, and an overflow or a NaN is as silent as under np.errstate
+        grad = np.array([-2.0 * (d - n_w * m / s_mc) for d, m in zip(g_data.tolist(), g_mc.tolist())])
+        if all_finite(grad):
+            return grad
     with np.errstate(all="ignore"):
         grad = -2.0 * (g_data - n_w * g_mc / s_mc)
-        if np.isfinite(grad).all() or not (np.isfinite(g_data).all() and np.isfinite(g_mc).all()):
+        if all_finite(grad) or not (all_finite(g_data) and all_finite(g_mc)):
             return grad
         e = math.frexp(n_w)[1]
         return np.ldexp(-2.0 * (np.ldexp(g_data, -e) - math.ldexp(n_w, -e) * g_mc / s_mc), e)
@@ -354,10 +397,10 @@ class ExtendedNLL(_Term):
 
     kind = "extended_nll"
 
-    def combine(self, execution: Execution, params: Any, results: list,
-                with_gradient: bool) -> tuple[float, np.ndarray | None]:
-        """Value (and gradient) from the results of :meth:`requests`."""
-        s_data, g_data, s_mc, g_mc = self._sums(execution, params, results, with_gradient)
+    def combine_prepared(self, prep: _Prepared, params: Any, results: list,
+                         with_gradient: bool) -> tuple[float, np.ndarray | None]:
+        """Value (and gradient) from the results of :meth:`requests` or :meth:`jobs`."""
+        s_data, g_data, s_mc, g_mc = self._sums_prepared(prep, params, results, with_gradient)
         value = 2.0 * (s_mc - s_data)
         if not with_gradient:
             return self._finite(value, None)

@@ -50,7 +50,9 @@ class PointPartials(tuple):
 
     @staticmethod
     def merge(parts: list[PointPartials]) -> PointPartials:
-        """Exact merge, point by point."""
+        """Exact merge, point by point (one part is its own merge)."""
+        if len(parts) == 1:
+            return parts[0]
         return PointPartials(CertifiedPartials.merge(list(sums)) for sums in zip(*parts))
 
 

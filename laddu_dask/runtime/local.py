@@ -84,19 +84,27 @@ class PoolRunner(ThreadedRunner):
         thread when the evaluation is small, :data:`~laddu_dask.runtime.jobs.INLINE_EVENTS`,
         else the first when there are no more groups than threads), then one exact merge
         per job (its sums do not depend on the shape of the merge)."""
-        tasks = [(j, parts) for j, job in enumerate(jobs) for parts in resident_groups(job, self.num_workers)]
+        threads = self.num_workers
+        tasks = [(j, parts) for j, job in enumerate(jobs) for parts in resident_groups(job, threads)]
+        points = max((len(job.points) for job in jobs), default=1)
+        if sum(p.n for _, parts in tasks for p in parts) * points <= INLINE_EVENTS:
+            # small: every task in this thread, no closure, no pool (the same tasks and merges)
+            per_job: list[list[PointPartials]] = [[] for _ in jobs]
+            for j, parts in tasks:
+                job = jobs[j]
+                per_job[j].append(reduce_partitions(job.reducer, parts, job.points, job.plan,
+                                                    job.with_gradient, job.exact))
+            return [PointPartials.merge(parts) if parts else job.empty() for job, parts in zip(jobs, per_job)]
 
         def reduce(j: int, parts: list) -> PointPartials:
             job = jobs[j]
             return reduce_partitions(job.reducer, parts, job.points, job.plan, job.with_gradient,
                                      job.exact)
 
-        points = max((len(job.points) for job in jobs), default=1)
-        small = sum(p.n for _, parts in tasks for p in parts) * points <= INLINE_EVENTS
-        here = tasks if small else tasks[:1] if len(tasks) <= self.num_workers else []
+        here = tasks[:1] if len(tasks) <= threads else []
         futures = [self.pool.submit(reduce, j, parts) for j, parts in tasks[len(here):]]
         done = [reduce(j, parts) for j, parts in here] + [f.result() for f in futures]
-        per_job: list[list[PointPartials]] = [[] for _ in jobs]
+        per_job = [[] for _ in jobs]
         for (j, _), result in zip(tasks, done):
             per_job[j].append(result)
         return [PointPartials.merge(parts) if parts else job.empty() for job, parts in zip(jobs, per_job)]

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from laddu_dask.arrays import all_finite
 from laddu_dask.compile.normalization import Decomposition
 from laddu_dask.data.dataset import Dataset
 from laddu_dask.errors import NonFiniteError
@@ -75,7 +76,7 @@ class NormalizationStatistics:
                 f"the accepted-MC sum of w I from sufficient statistics is {value!r}: it overflows "
                 "the float range"
             )
-        if grad is not None and not np.isfinite(grad).all():
+        if grad is not None and not all_finite(grad):
             raise NonFiniteError(
                 "the gradient of the accepted-MC sum of w I from sufficient statistics is not "
                 f"finite ({grad.tolist()})"

@@ -150,6 +150,13 @@ def reduce_points(execution: Execution, requests: list[ReductionRequest]
     jobs = [ReductionJob(req.model.reducer, req.prepared,
                          tuple(req.model._params(point) for point in req.params), req.plan,
                          req.with_gradient) for req in requests]
+    return run_jobs(execution, jobs)
+
+
+def run_jobs(execution: Execution, jobs: list[ReductionJob]) -> list[list[tuple[float, Any]]]:
+    """:func:`reduce_points` for jobs already built from checked points (the likelihood's
+    lean path: its points were checked once, at the public boundary,
+    :meth:`PreparedModel.trusted_points`)."""
     merged = execution.runner.run(jobs) if any(job.points for job in jobs) else [()] * len(jobs)
     _count_traversals(jobs)
     out: list[list[Any]] = [[None] * len(job.points) for job in jobs]
@@ -219,6 +226,14 @@ class PreparedModel:
     def parameter_names(self) -> list[str]:
         """The free parameters, in parameter-vector order."""
         return self.compiled.parameter_names
+
+    def trusted_points(self, points: list[np.ndarray]) -> tuple[Params, ...]:
+        """The kernels' points from float64 arrays in this model's parameter order that were
+        checked already (finite, of the right length) and that nothing mutates afterwards:
+        wrapped without a copy in f64, converted in f32."""
+        if self.precision != "f64":
+            return tuple(self._params(point) for point in points)
+        return tuple(Params.trusted(point) for point in points)
 
     def _params(self, params: ParameterValues) -> Params:
         if isinstance(params, Params):
