@@ -3,7 +3,7 @@
 ``python3 -m laddu_dask.bench.readme`` prints the section (Markdown) from
 ``benchmarks/results/bench_ksks.json``, ``overhead.json``, ``streaming.json``,
 ``cluster.json``, ``first_eval.json``, ``models.json``, ``binned.json``, ``generation.json``,
-``closure.json``, ``projection.json`` and ``ganesh_methods.json``; ``--write`` puts it in
+``closure.json``, ``projection.json``, ``ganesh_methods.json`` and ``small_eval.json``; ``--write`` puts it in
 ``README.md`` in place of the current one.  The renderers live in
 :mod:`~laddu_dask.bench.readme_laddu` (against laddu and TensorWaves),
 :mod:`~laddu_dask.bench.readme_runtime` (analysis, overhead, streaming, cluster) and the
@@ -32,6 +32,7 @@ from laddu_dask.bench.readme_format import ratio, run_line, seconds, wrap
 from laddu_dask.bench.readme_laddu import first_eval_lines, ksks_lines, models_lines
 from laddu_dask.bench.readme_runtime import binned_lines, cluster_lines, overhead_lines, streaming_lines
 from laddu_dask.bench.results import RESULTS_DIR, ROOT, read_results
+from laddu_dask.bench.small_eval_bench import readme_lines as _small_eval
 
 __all__ = ["FILES", "HEADING", "README", "main", "ratio", "render", "run_line", "seconds", "section"]
 
@@ -39,13 +40,13 @@ README = os.path.join(ROOT, "README.md")
 HEADING = "## Benchmarks"
 FILES = ("bench_ksks.json", "overhead.json", "streaming.json", "cluster.json", "first_eval.json",
          "models.json", "binned.json", "generation.json", "closure.json", "projection.json",
-         "ganesh_methods.json")
+         "ganesh_methods.json", "small_eval.json")
 
 
 def render(folder: str = RESULTS_DIR) -> str:
     """The Benchmarks section (heading included) from the results files in ``folder``."""
-    ksks, overhead, streaming, cluster, first, models, binned, generation, closure, projection, ganesh = (
-        read_results(name, folder) for name in FILES)
+    (ksks, overhead, streaming, cluster, first, models, binned, generation, closure, projection, ganesh,
+     small) = (read_results(name, folder) for name in FILES)
     lines = [
         HEADING, "",
         "<!-- Rendered by `python3 -m laddu_dask.bench.readme --write` from benchmarks/results/*.json; "
@@ -57,7 +58,7 @@ def render(folder: str = RESULTS_DIR) -> str:
         "on its load; compare the ratios. To measure again, run the command given with each table, "
         "then `python3 -m laddu_dask.bench.readme --write`.", "",
         *ksks_lines(ksks), *first_eval_lines(first), *models_lines(models), *_ganesh(ganesh),
-        *binned_lines(binned),
+        *_small_eval(small), *binned_lines(binned),
         *overhead_lines(overhead), *streaming_lines(streaming), *cluster_lines(cluster),
         *_generation(generation), *_closure(closure), *_projection(projection),
         "`benchmarks/gpu_check.py` is the one-shot check for a GPU machine (see GPUs above).",

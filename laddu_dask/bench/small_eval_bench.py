@@ -31,7 +31,7 @@ import numpy as np
 
 from laddu_dask.bench.results import RESULTS_DIR, command_line, provenance, write_results
 
-__all__ = ["build_parser", "fixed_costs", "main", "run"]
+__all__ = ["build_parser", "fixed_costs", "main", "readme_lines", "run"]
 
 #: Calls of one method on one side in a row, before the next takes its turn: as in a fit,
 #: calls back to back (laddu's thread pool stays awake; shorter turns slow it down by half),
@@ -85,6 +85,35 @@ def fixed_costs(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
         out[method] = {side: lo[side] - lo["data"] * (hi[side] - lo[side]) / (hi["data"] - lo["data"])
                        for side in ("laddu-dask_s", "laddu_s")}
     return out
+
+
+def readme_lines(r: dict[str, Any]) -> list[str]:
+    """The README's lines for a ``small_eval.json`` result."""
+    from laddu_dask.bench.readme_format import ratio, run_line
+
+    def seconds(t: float) -> str:  # microseconds: these calls take tens of them
+        return f"{t * 1e6:.1f} us"
+
+    prov = r["provenance"]
+    p = prov["parameters"]
+    out = ["### Small likelihoods: the cost of one evaluation", "",
+           "The fixed cost of one call decides fits of a few thousand events (a bin of a mass-independent "
+           "analysis, a bootstrap replica): both libraries evaluate the KsKs likelihood (line shapes fixed, "
+           f"six free coefficients; {p['mc']:,} accepted-MC events) at one point, `value(x)` and "
+           f"`value_and_gradient(x)`, median of {p['repeats']:,} calls a side in turns of {RUN}, in one "
+           f"process; laddu `Execution(\"jit\", threads={p['threads']})`, "
+           "laddu-dask's default `Execution()`. "
+           + run_line(prov, ("laddu", "laddu-dask", "numpy", "numba", "dask")), "",
+           "| data events | call | laddu-dask | laddu | ratio |", "|---|---|---|---|---|"]
+    for row in r["rows"]:
+        out.append(f"| {row['data']:,} | `{row['call']}` | {seconds(row['laddu-dask_s'])} "
+                   f"| {seconds(row['laddu_s'])} | {ratio(row['ratio'])} |")
+    fixed = r.get("fixed") or {}
+    if fixed:
+        out += ["", "The cost that does not grow with the events (the line through both sizes, at zero "
+                "events): " + "; ".join(f"`{call}` laddu-dask {seconds(c['laddu-dask_s'])}, laddu "
+                                        f"{seconds(c['laddu_s'])}" for call, c in fixed.items()) + "."]
+    return [*out, ""]
 
 
 def _bound(method: Callable[[Any], Any], x: np.ndarray) -> Callable[[], Any]:
