@@ -370,7 +370,7 @@ def test_progress_says_when_a_fit_stopped(terminal, monkeypatch, capsys):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(fit_module, "_run_migrad", boom)
-    monkeypatch.setattr(fit_module, "lbfgsb_steps", boom)
+    monkeypatch.setattr(fit_module, "lbfgsb_run", boom)
     for method in ("migrad", None):
         with pytest.raises(KeyboardInterrupt):
             lik.fit(progress=True, method=method)

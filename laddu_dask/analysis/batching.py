@@ -1,5 +1,8 @@
 """Many fits of one likelihood in lockstep: their evaluations merged into rounds.
 
+laddu's default fit (L-BFGS-B, ``method=None``) runs as steps without threads
+(:mod:`laddu_dask.analysis.lockstep`); the other methods (MIGRAD, ganesh configurations,
+terminators and observers) as below.
 :func:`fit_batched` runs each fit in a thread of its own.  When a fit asks for an
 evaluation it waits; when every fit still running has asked, the last to ask evaluates all
 their points in one :meth:`~laddu_dask.Likelihood.values_and_gradients` call (and one
@@ -33,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from laddu_dask.analysis.ensembles import failed_fit
+from laddu_dask.analysis.lockstep import LOCKSTEP_OPTIONS, fit_lockstep
 from laddu_dask.likelihood.fit import FitResult, fit
 
 __all__ = ["fit_batched"]
@@ -173,6 +177,9 @@ def fit_batched(likelihood: Any, starts: Sequence[Sequence[float]], *, method: s
     (:func:`~laddu_dask.analysis.ensembles.failed_fit`); any other exception is raised once
     every fit has ended.  ``note(i, result)`` hears of each fit as it ends.
     """
+    if method in (None, "lbfgsb") and set(options) <= LOCKSTEP_OPTIONS:  # as steps, no threads
+        with _one_blas_thread:
+            return fit_lockstep(likelihood, starts, failures=failures, note=note, **options)
     rounds = _Rounds(likelihood, len(starts))
     out: list[Any] = [None] * len(starts)
 

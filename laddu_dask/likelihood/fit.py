@@ -45,15 +45,16 @@ from laddu_dask.likelihood.fit_messages import (
 from laddu_dask.likelihood.fit_result import FitResult, correlation_of
 from laddu_dask.likelihood.ganesh.engine import minimize as ganesh_minimize
 from laddu_dask.likelihood.ganesh.transforms import PeriodicTransform
-from laddu_dask.likelihood.hessian import gradient_hessian
-from laddu_dask.likelihood.lbfgsb import covariance_from_hessian, lbfgsb_steps, projected_gradient
+from laddu_dask.likelihood.hessian import hessian_steps
+from laddu_dask.likelihood.lbfgsb import covariance_from_hessian, lbfgsb_run, projected_gradient
 from laddu_dask.likelihood.likelihood import require_free
 from laddu_dask.likelihood.progress import ProgressLine
+from laddu_dask.likelihood.steps import Steps, drive, observe
 from laddu_dask.options import FitMethod, HessianSource
 from laddu_dask.validate import integer, number
 from laddu_dask.views import format_bounds
 
-__all__ = ["METHODS", "FitResult", "check_fit_options", "fit"]
+__all__ = ["METHODS", "FitResult", "check_fit_options", "default_fit_steps", "fit"]
 
 METHODS = FitMethod.values()
 
@@ -250,15 +251,7 @@ def fit(
     strategy, tolerance, max_calls = checked["strategy"], checked["tolerance"], checked["max_calls"]
     if not hasattr(likelihood, "values_and_gradients"):
         hessian = "minuit"
-    require_free(likelihood)
-    names = list(likelihood.parameter_names)
-    x0 = likelihood.resolve({} if initial is None else initial)
-    bounds = likelihood.bounds()
-    for name, v, (lo, hi) in zip(names, x0, bounds):
-        if use_parameter_metadata and ((lo is not None and v < lo) or (hi is not None and v > hi)):
-            raise ParameterError(
-                f"start value {v} of {name!r} lies outside its bounds {format_bounds(lo, hi)}")
-    used_bounds = bounds if use_parameter_metadata else [(None, None)] * len(names)
+    names, x0, bounds, used_bounds = _start(likelihood, initial, use_parameter_metadata)
     if ganesh:
         return _fit_ganesh(likelihood, x0, names, used_bounds, config, terminators, observers, seed,
                            default_callbacks)
@@ -317,20 +310,90 @@ def _periodic_transform(periodic: list | None, bounds: list) -> tuple[Any, list]
     return PeriodicTransform(periodic), free
 
 
+def default_fit_steps(likelihood: Any, initial: ParameterValues = None, *, max_calls: int | None = None,
+                      use_parameter_metadata: bool = True) -> Steps:
+    """``fit(likelihood, initial=initial, max_calls=max_calls)`` (laddu's default fit) as steps
+    (:mod:`laddu_dask.likelihood.steps`): the same checks, path and :class:`FitResult`, with
+    every evaluation yielded, so that many fits can share their rounds
+    (:mod:`laddu_dask.analysis.lockstep`).  A bad start raises at the first ``next``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import laddu_dask as ld
+    >>> x = ld.scalar("x")
+    >>> model = ld.Model(ld.parameter("a", initial=1.0, bounds=(0.0, 5.0)) * x * x + 1.0)
+    >>> data = ld.Dataset.from_arrays(scalars={"x": np.random.default_rng(2).uniform(0, 1, 300)})
+    >>> mc = ld.Dataset.from_arrays(scalars={"x": np.linspace(0.0, 1.0, 2000)})
+    >>> lik = ld.Likelihood([ld.NLL(model, data=data, accepted_mc=mc)])
+    >>> drive(default_fit_steps(lik), lik.values_and_gradients).fval == lik.fit().fval
+    True
+    """
+    start = time.perf_counter()
+    max_calls = check_fit_options({"max_calls": max_calls})["max_calls"]
+    names, x0, bounds, used_bounds = _start(likelihood, initial, use_parameter_metadata)
+    result = yield from lbfgsb_fit_steps(names, x0, used_bounds, max_calls,
+                                         _periodic(likelihood, names, used_bounds))
+    result.wall_time = time.perf_counter() - start
+    result.bounds = dict(zip(names, bounds))
+    return result
+
+
+def _start(likelihood: Any, initial: ParameterValues, use_parameter_metadata: bool) -> tuple:
+    """A fit's parameter names, start, the likelihood's bounds and the bounds the minimiser
+    sees (open without ``use_parameter_metadata``); a start outside its bounds is refused."""
+    require_free(likelihood)
+    names = list(likelihood.parameter_names)
+    x0 = likelihood.resolve({} if initial is None else initial)
+    bounds = likelihood.bounds()
+    for name, v, (lo, hi) in zip(names, x0, bounds):
+        if use_parameter_metadata and ((lo is not None and v < lo) or (hi is not None and v > hi)):
+            raise ParameterError(
+                f"start value {v} of {name!r} lies outside its bounds {format_bounds(lo, hi)}")
+    return names, x0, bounds, bounds if use_parameter_metadata else [(None, None)] * len(names)
+
+
 def _fit_lbfgsb(objective: _Watched, names: list[str], x0: np.ndarray, bounds: list,
                 max_calls: int | None, periodic: list | None = None) -> FitResult:
-    """laddu's default fit: L-BFGS-B, then ``2 H^-1`` from the Hessian of exact gradients.
+    """laddu's default fit (:func:`lbfgsb_fit_steps`), evaluated by ``objective``."""
+    batch = hasattr(objective.likelihood, "values_and_gradients")
+
+    def evaluate(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if len(points) > 1:  # a Hessian's round (each point counts as a call, not a gradient)
+            return objective._points(points) if batch else objective.one_by_one(points)
+        value, grad = objective._compute(points[0], True)
+        return np.array([value]), np.asarray(grad, dtype=np.float64)[None, :]
+
+    return drive(lbfgsb_fit_steps(names, x0, bounds, max_calls, periodic), evaluate)
+
+
+def lbfgsb_fit_steps(names: list[str], x0: np.ndarray, bounds: list, max_calls: int | None,
+                     periodic: list | None = None) -> Steps:
+    """laddu's default fit as steps (:mod:`laddu_dask.likelihood.steps`): L-BFGS-B (one
+    point a round), then ``2 H^-1`` from the Hessian of exact gradients (its points in one
+    round), then the gradient at the minimum when L-BFGS-B did not end on it; returns the
+    :class:`FitResult` (without ``wall_time`` and ``bounds``, which the caller sets).
+
     A ``periodic`` parameter (:func:`_periodic`) is free for L-BFGS-B and wrapped into its
     interval where the likelihood sees it, as laddu's native transform does."""
     metadata, native = _periodic_transform(periodic, bounds)
-    run = lbfgsb_steps(objective, x0, native, max_calls, metadata=metadata)
-    single = objective.calls
-    hess = gradient_hessian(objective._points if hasattr(objective.likelihood, "values_and_gradients")
-                            else objective.one_by_one, run.x, bounds, names)
+    last: list[Any] = [None, None]  # the last point L-BFGS-B evaluated, and its gradient
+
+    def seen(points: np.ndarray, values: np.ndarray, grads: np.ndarray) -> None:
+        last[:] = [points[0], grads[0]]
+
+    run = yield from observe(lbfgsb_run(x0, native, max_calls, metadata=metadata), seen)
+    rounds: list[int] = []
+    hess = yield from hessian_steps(run.x, bounds, names, counted=rounds)
     cov, positive = covariance_from_hessian(hess)
     if not positive:  # no covariance and no errors where the Hessian is not positive-definite (laddu's)
         cov = None
-    _, grad = objective._both(run.x)
+    again = last[0] is None or not np.array_equal(last[0], run.x)
+    if again:
+        _, grads = yield run.x[None, :]
+        grad = np.asarray(grads[0], dtype=np.float64)
+    else:
+        grad = last[1]
     errors = np.full(len(names), math.nan) if cov is None else np.sqrt(np.diag(cov))
     problems = ([] if run.converged else [f"{run.text} (L-BFGS-B)"]) + \
         ([] if positive else ["Hessian not positive-definite"])
@@ -339,11 +402,11 @@ def _fit_lbfgsb(objective: _Watched, names: list[str], x0: np.ndarray, bounds: l
     message = (f"valid minimum; L-BFGS-B: {run.text}; EDM {edm:.3g}" if not problems
                else "invalid minimum: " + "; ".join(problems))
     return FitResult(
-        values=run.x, errors=errors, fval=run.fx, valid=not problems, n_calls=objective.calls,
-        method="lbfgsb", covariance=cov, parameter_names=names, message=message, edm=edm,
-        correlation=correlation_of(cov), converged=run.converged,
+        values=run.x, errors=errors, fval=run.fx, valid=not problems,
+        n_calls=run.calls + sum(rounds) + again, method="lbfgsb", covariance=cov, parameter_names=names,
+        message=message, edm=edm, correlation=correlation_of(cov), converged=run.converged,
         terminal_message=f"{'Success' if run.converged else 'Message'}: {run.text}",
-        diagnostics={"function_evaluations": single, "gradient_evaluations": objective.gradients,
+        diagnostics={"function_evaluations": run.calls, "gradient_evaluations": run.calls + again,
                      "hessian_evaluations": 1},
     )
 

@@ -33,8 +33,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from laddu_dask.errors import NonFiniteError
+from laddu_dask.likelihood.steps import Steps, drive
 
-__all__ = ["RELATIVE_STEP", "gradient_hessian"]
+__all__ = ["RELATIVE_STEP", "gradient_hessian", "hessian_steps"]
 
 #: A step's size relative to ``max(|x_i|, 1)``.
 RELATIVE_STEP = 1e-4
@@ -60,8 +61,7 @@ def _sides(x: np.ndarray, bounds: Bounds, h: np.ndarray) -> tuple[np.ndarray, np
     return h, side
 
 
-def _round(evaluate: PointsEvaluator, x: np.ndarray, bounds: Bounds,
-           h: np.ndarray) -> tuple[np.ndarray, int]:
+def _round(x: np.ndarray, bounds: Bounds, h: np.ndarray) -> Steps:
     """One round: the displaced points' gradients, then each row's difference of second
     order (central, or one-sided ``(-3 g(x) + 4 g(x + h) - g(x + 2 h)) / 2 h``)."""
     h, side = _sides(x, bounds, h)
@@ -72,7 +72,7 @@ def _round(evaluate: PointsEvaluator, x: np.ndarray, bounds: Bounds,
     one_sided = bool(side.any())
     if one_sided:
         points.append(x.copy())
-    _, grads = evaluate(np.array(points))
+    _, grads = yield np.array(points)
     grads = np.asarray(grads, dtype=np.float64)
     rows = np.empty((n, n))
     with np.errstate(all="ignore"):  # a non-finite row is reported by the caller
@@ -113,9 +113,16 @@ def gradient_hessian(evaluate: PointsEvaluator, x: np.ndarray, bounds: Bounds,
     NonFiniteError
         When a second derivative is not finite (naming the parameters).
     """
+    return drive(hessian_steps(x, bounds, names, counted), evaluate)
+
+
+def hessian_steps(x: np.ndarray, bounds: Bounds, names: Sequence[str] | None = None,
+                  counted: list[int] | None = None) -> Steps:
+    """:func:`gradient_hessian` as steps (:mod:`laddu_dask.likelihood.steps`): its one or
+    two rounds of points are yielded, so the Hessians of many fits share their rounds."""
     x = np.asarray(x, dtype=np.float64)
     h = RELATIVE_STEP * np.maximum(np.abs(x), 1.0)
-    hessian, points = _round(evaluate, x, bounds, h)
+    hessian, points = yield from _round(x, bounds, h)
     if counted is not None:
         counted.append(points)
     diagonal = np.diag(hessian)
@@ -123,7 +130,7 @@ def gradient_hessian(evaluate: PointsEvaluator, x: np.ndarray, bounds: Bounds,
         error = np.where(diagonal > 0, np.sqrt(2.0 / np.where(diagonal > 0, diagonal, 1.0)), np.inf)
     if (h > MAX_ERROR_FRACTION * error).any():
         h = np.minimum(h, ERROR_STEP * error)
-        hessian, points = _round(evaluate, x, bounds, h)
+        hessian, points = yield from _round(x, bounds, h)
         if counted is not None:
             counted.append(points)
     if not np.isfinite(hessian).all():

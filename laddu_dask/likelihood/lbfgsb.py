@@ -31,19 +31,23 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["LBFGSBRun", "covariance_from_hessian", "lbfgsb_steps", "projected_gradient"]
+from laddu_dask.likelihood.steps import Steps, drive, pointwise
+
+__all__ = ["LBFGSBRun", "covariance_from_hessian", "lbfgsb_run", "lbfgsb_steps", "projected_gradient"]
 
 Bounds = Sequence[tuple[float | None, float | None]]
 
 
 @dataclass
 class LBFGSBRun:
-    """Where L-BFGS-B stopped: the point, ``-2 ln L`` there, whether it converged and why."""
+    """Where L-BFGS-B stopped: the point, ``-2 ln L`` there, whether it converged and why,
+    and how many evaluations it made."""
 
     x: np.ndarray
     fx: float
     converged: bool
     text: str
+    calls: int = 0
 
 
 def projected_gradient(x: np.ndarray, g: np.ndarray, bounds: Bounds) -> np.ndarray:
@@ -81,28 +85,24 @@ def lbfgsb_steps(objective: Any, x0: np.ndarray, bounds: Bounds, max_calls: int 
         The engine's parameter transform (the wrapping of periodic parameters); the point
         returned is the likelihood's.
     """
-    from laddu_dask.likelihood.ganesh.configs import LBFGSBConfig
-    from laddu_dask.likelihood.ganesh.engine import minimize
+    return drive(lbfgsb_run(x0, bounds, max_calls, metadata=metadata),
+                 pointwise(objective.value_and_gradient))
+
+
+def lbfgsb_run(x0: np.ndarray, bounds: Bounds, max_calls: int | None = None, *,
+               metadata: Any = None) -> Steps:
+    """:func:`lbfgsb_steps` as steps (:mod:`laddu_dask.likelihood.steps`)."""
+    from laddu_dask.likelihood.ganesh.engine import lbfgsb_minimize_steps
     from laddu_dask.likelihood.ganesh.gradient_methods import LBFGSB_STOPPED
 
-    calls = [0]
-
-    class Counted:
-        def value_and_gradient(self, x: np.ndarray) -> tuple[float, np.ndarray]:
-            calls[0] += 1
-            return objective.value_and_gradient(x)
-
-    def over_limit(step: int, snapshot: Any) -> bool:
-        return calls[0] > max_calls
-
-    summary = minimize(Counted(), x0, config=LBFGSBConfig(error_mode="skip"), bounds=bounds,
-                       terminators=[] if max_calls is None else [over_limit], metadata=metadata)
-    text = summary.message.text
-    text = "call limit reached" if text is None else text.removeprefix(LBFGSB_STOPPED)  # None: over_limit
+    x, fx, message, counts = yield from lbfgsb_minimize_steps(x0, max_calls=max_calls, bounds=bounds,
+                                                         metadata=metadata)
+    text = message.text
+    text = "call limit reached" if text is None else text.removeprefix(LBFGSB_STOPPED)  # None: the limit
     # SciPy's own "CONVERGENCE: ..." comes before any step only where the projected gradient
     # at the start is exactly 0 (after a step the terminators answer first): the start is a minimum
-    converged = summary.message.success or text.startswith("CONVERGENCE")
-    return LBFGSBRun(np.asarray(summary.x, dtype=np.float64), float(summary.fx), converged, text)
+    converged = message.success or text.startswith("CONVERGENCE")
+    return LBFGSBRun(np.asarray(x, dtype=np.float64), float(fx), converged, text, counts.f)
 
 
 def covariance_from_hessian(hessian: np.ndarray) -> tuple[np.ndarray, bool]:

@@ -52,8 +52,9 @@ from laddu_dask.likelihood.ganesh.summaries import MinimizationSummary
 from laddu_dask.likelihood.ganesh.terminators import Terminator, default_terminators
 from laddu_dask.likelihood.ganesh.transforms import Bounds, Transform, TransformChain, check_transform
 from laddu_dask.likelihood.hessian import gradient_hessian
+from laddu_dask.likelihood.steps import Steps
 
-__all__ = ["Problem", "Run", "minimize"]
+__all__ = ["Problem", "Run", "lbfgsb_minimize_steps", "minimize"]
 
 #: Methods whose summary carries the inverse-Hessian covariance.
 WITH_COVARIANCE = ("LBFGSBConfig", "ConjugateGradientConfig", "TrustRegionConfig")
@@ -93,11 +94,19 @@ class Problem:
         return np.asarray(batch(np.array([self.external(y) for y in ys])), dtype=float).reshape(len(ys))
 
     def value_and_gradient(self, y: np.ndarray) -> tuple[float, np.ndarray]:
+        return self.answer(y, *self.objective.value_and_gradient(self.ask(y)))
+
+    def ask(self, y: np.ndarray) -> np.ndarray:
+        """The external point of a value and gradient at internal ``y`` (counted in ``f`` and
+        ``g``): :meth:`value_and_gradient` in two halves, for a method written as steps."""
         self.f += 1
         self.g += 1
-        v, g = self.objective.value_and_gradient(self.external(y))
-        g = np.asarray(g, dtype=float)
-        return float(v), g if self.transform is None else g * self.transform.derivative(
+        return self.external(y)
+
+    def answer(self, y: np.ndarray, value: float, gradient: Any) -> tuple[float, np.ndarray]:
+        """The value and internal gradient at ``y`` from the objective's at its external point."""
+        g = np.asarray(gradient, dtype=float)
+        return float(value), g if self.transform is None else g * self.transform.derivative(
             np.asarray(y, dtype=float)
         )
 
@@ -216,6 +225,45 @@ def _bounds(bounds: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
+def _start(objective: Any, x0: np.ndarray, config: Any, terminators: Sequence[Any],
+           observers: Sequence[Any], default_callbacks: bool, bounds: Any,
+           metadata: Transform | None) -> tuple[Problem, Run, np.ndarray, np.ndarray, np.ndarray]:
+    """A run's problem (its transforms), bookkeeping, internal start and bounds."""
+    n = len(x0)
+    method = type(config).__name__
+    defaults, obs, terms = _callbacks(method, terminators, observers, default_callbacks)
+    own = getattr(config, "bounds", None)
+    lo, hi = _bounds(own if own is not None else bounds, n)
+    user = check_transform(config.transform, n)
+    native = isinstance(config, cf.LBFGSBConfig)
+    parts = [] if metadata is None else [check_transform(metadata, n)]
+    parts += [] if native or not (np.isfinite(lo) | np.isfinite(hi)).any() else [Bounds(list(zip(lo, hi)))]
+    parts += [user] if user is not None else []
+    transform = None if not parts else parts[0] if len(parts) == 1 else TransformChain(parts)
+    problem = Problem(objective, transform, n)
+    run = Run(problem, defaults, obs, terms)
+    return problem, run, problem.internal(np.clip(x0, lo, hi)), lo, hi
+
+
+def lbfgsb_minimize_steps(x0: np.ndarray, *, max_calls: int | None = None,
+                          bounds: Sequence[tuple[float | None, float | None]] | None = None,
+                          metadata: Transform | None = None) -> Steps:
+    """:func:`minimize` with ``LBFGSBConfig(error_mode="skip")`` and its default terminators,
+    as steps (:mod:`laddu_dask.likelihood.steps`): each point is yielded for evaluation
+    instead of evaluated, so many runs can share their evaluation rounds, each bitwise the
+    run :func:`minimize` makes.  After a step that took the evaluations past ``max_calls``
+    the run stops (a terminator that answers without a message).  Returns ``(x, fx,
+    message, counts)``."""
+    from laddu_dask.likelihood.ganesh.gradient_methods import lbfgsb_iterations
+
+    config = cf.LBFGSBConfig(error_mode="skip")
+    x0 = np.asarray(x0, dtype=float).ravel()
+    limit: list[Any] = [] if max_calls is None else [lambda step, snapshot: problem.f > max_calls]
+    problem, run, y0, lo, hi = _start(None, x0, config, limit, (), True, bounds, metadata)
+    y, fx, message = yield from lbfgsb_iterations(problem, run, y0, config, (lo, hi))
+    return problem.external(y), float(fx), message, problem.counts()
+
+
 def minimize(
     objective: Any,
     x0: Sequence[float] | np.ndarray,
@@ -294,19 +342,8 @@ def minimize(
     if not n or not np.isfinite(x0).all():
         raise GaneshConfigError(f"x0 must be non-empty and finite, got {x0.tolist()}")
     method = type(config).__name__
-    defaults, obs, terms = _callbacks(method, terminators, observers, default_callbacks)
-    own = getattr(config, "bounds", None)
-    lo, hi = _bounds(own if own is not None else bounds, n)
-    user = check_transform(config.transform, n)
-    native = isinstance(config, cf.LBFGSBConfig)
-    parts = [] if metadata is None else [check_transform(metadata, n)]
-    parts += [] if native or not (np.isfinite(lo) | np.isfinite(hi)).any() else [Bounds(list(zip(lo, hi)))]
-    parts += [user] if user is not None else []
-    transform = None if not parts else parts[0] if len(parts) == 1 else TransformChain(parts)
-    problem = Problem(objective, transform, n)
-    run = Run(problem, defaults, obs, terms)
-    x_start = np.clip(x0, lo, hi)
-    y0 = problem.internal(x_start)
+    problem, run, y0, lo, hi = _start(objective, x0, config, terminators, observers, default_callbacks,
+                                      bounds, metadata)
     rng = np.random.default_rng(seed)
     y, fx, message = methods[type(config)](problem, run, y0, config, rng, (lo, hi))
     x = problem.external(y)
