@@ -108,8 +108,10 @@ def test_binned_fits_are_the_fits_of_each_bin_and_an_empty_bin_is_reported(sampl
     data, mc = samples
     model = _waves(ld)
     bins = ld.Bin([1.0, 1.5, 2.0, 2.5])  # the last bin has no events
+    # MIGRAD: on this toy laddu's L-BFGS-B (the default) runs two restarts of bin 1 into the
+    # box's corners (bounded waves: no valid minimum), MIGRAD finds the one inside
     fits = ld.fit_bins(model, data=_dataset(data), accepted_mc=_dataset(mc), by=ld.scalar("m"), bins=bins,
-                       restarts=2, seed=5)
+                       restarts=2, seed=5, method="migrad")
     assert [(f.index, f.low, f.high) for f in fits] == [(0, 1.0, 1.5), (1, 1.5, 2.0), (2, 2.0, 2.5)]
     for f, bin_seed in zip(fits[:2], replica_seeds(5, 3)[:2], strict=True):
         keep = (data["m"] >= f.low) & (data["m"] < f.high if f.index < 2 else data["m"] <= f.high)

@@ -93,7 +93,7 @@ def test_fit_keywords_refuse_nan_and_out_of_range(keyword, value, message):
         ld.fit_restarts(lik, restarts=2, method="migrad", **{keyword: value})
     with pytest.raises(ParameterError, match=message):
         ld.fit_bins(model, data=data, accepted_mc=mc, by=ld.scalar("x"), bins=[0.0, 0.5, 1.0],
-                    **{keyword: value})
+                    method="migrad", **{keyword: value})
 
 
 # -- waits on a stalled worker, and a lost scheduler ----------------------------------------

@@ -79,7 +79,7 @@ def test_fit_restarts_with_a_seed_starts_where_it_did():
 def test_fit_bins_with_a_seed_starts_each_bin_where_it_did():
     model, data, mc = _classes()
     fits = ld.fit_bins(model, data=data, accepted_mc=mc, by=ld.scalar("m"), bins=ld.Bin([1.0, 1.5, 2.0]),
-                       restarts=2, seed=5, tolerance=1e-6)
+                       restarts=2, seed=5, method="migrad", tolerance=1e-6)
     assert [f.ensemble.starts.tolist() for f in fits] == BIN_STARTS_5
     # each bin holds three A and three B events: a = 1 in both (closed form)
     assert [f.best.named_parameters["a"] for f in fits] == pytest.approx([1.0, 1.0], rel=1e-4)

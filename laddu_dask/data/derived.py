@@ -46,6 +46,7 @@ from laddu_dask.data.batch import EventBatch
 from laddu_dask.data.checks import check_dtype, split_rows
 from laddu_dask.data.partition import Partition
 from laddu_dask.data.schema import Schema
+from laddu_dask.data.shared_loads import parent_batch
 from laddu_dask.errors import DataError, ModelError
 from laddu_dask.expr.predicate import Predicate
 
@@ -199,13 +200,17 @@ class DerivedPartition(Partition):
 
     def load(self, columns: Sequence[str] | None = None, dtype: Any = np.float64) -> EventBatch:
         wanted, need = self._columns(columns)
-        return self.derive(self.parent.load(need, np.float64), wanted, check_dtype(dtype))
+        return self.derive(parent_batch(self.parent, need), wanted, check_dtype(dtype))
 
     def graph_task(self, key: Any, columns: list[str], dtype: np.dtype) -> Task:
         """A task on the parent partition's task: in a graph of a Dask-backed or persisted
         parent, it runs where the parent's block is (on a cluster, on its worker)."""
         wanted, need = self._columns(columns)
-        parent = self.parent.graph_task((f"{key[0]}-parent", *key[1:]), need, np.dtype(np.float64))
+        parent_key = (f"{key[0]}-parent", *key[1:])
+        if type(self.parent).graph_task is Partition.graph_task:  # a partition that loads itself
+            parent = Task(parent_key, parent_batch, self.parent, need)  # shared by the selections
+        else:
+            parent = self.parent.graph_task(parent_key, need, np.dtype(np.float64))
         return Task(key, self.derive, parent, wanted, dtype)
 
     def derive(self, batch: EventBatch, wanted: list[str], dt: np.dtype) -> EventBatch:

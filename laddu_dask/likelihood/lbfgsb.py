@@ -93,7 +93,7 @@ def lbfgsb_run(x0: np.ndarray, bounds: Bounds, max_calls: int | None = None, *,
                metadata: Any = None) -> Steps:
     """:func:`lbfgsb_steps` as steps (:mod:`laddu_dask.likelihood.steps`)."""
     from laddu_dask.likelihood.ganesh.engine import lbfgsb_minimize_steps
-    from laddu_dask.likelihood.ganesh.gradient_methods import LBFGSB_STOPPED
+    from laddu_dask.likelihood.ganesh.lbfgsb_core import LBFGSB_STOPPED
 
     x, fx, message, counts = yield from lbfgsb_minimize_steps(x0, max_calls=max_calls, bounds=bounds,
                                                          metadata=metadata)

@@ -254,7 +254,7 @@ def lbfgsb_minimize_steps(x0: np.ndarray, *, max_calls: int | None = None,
     run :func:`minimize` makes.  After a step that took the evaluations past ``max_calls``
     the run stops (a terminator that answers without a message).  Returns ``(x, fx,
     message, counts)``."""
-    from laddu_dask.likelihood.ganesh.gradient_methods import lbfgsb_iterations
+    from laddu_dask.likelihood.ganesh.lbfgsb_core import lbfgsb_iterations
 
     config = cf.LBFGSBConfig(error_mode="skip")
     x0 = np.asarray(x0, dtype=float).ravel()
