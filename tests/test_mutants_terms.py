@@ -191,13 +191,13 @@ def test_the_nll_gradient_of_non_finite_sums_stays_non_finite():
 def test_verify_catches_a_skewed_gradient_much_smaller_than_one(monkeypatch):
     """Accepted-MC weights of 1e-6: the gradient is ~1e-6; skewed by 1e-5 relative it is off by
     ~1e-11, far beyond the check's 1e-8 relative, but below 1e-8 absolute."""
-    original = NormalizationStatistics.value_and_gradient
+    original = NormalizationStatistics.values_and_gradients
 
-    def skewed(self, params, with_gradient):
-        value, grad = original(self, params, with_gradient)
-        return value, (None if grad is None else grad * (1.0 + 1e-5))
+    def skewed(self, points, with_gradient):
+        values, grads = original(self, points, with_gradient)
+        return values, (None if grads is None else grads * (1.0 + 1e-5))
 
-    monkeypatch.setattr(NormalizationStatistics, "value_and_gradient", skewed)
+    monkeypatch.setattr(NormalizationStatistics, "values_and_gradients", skewed)
     c = ld.parameter("c", initial=1.0)
     model = ld.Model((c * X).norm_sqr())  # a sum of squares: "verify" has statistics to check
     mc = _ds([0.5, 1.0, 2.0], weights=[1e-6, 1e-6, 1e-6])
@@ -212,15 +212,15 @@ def test_verify_catches_a_skewed_gradient_much_smaller_than_one(monkeypatch):
 def _skew_statistics(monkeypatch, value_by=1.0, gradient_shift=None):
     """Make the sufficient statistics' value ``value_by`` times too large, and add
     ``gradient_shift(grad)`` to their gradient."""
-    original = NormalizationStatistics.value_and_gradient
+    original = NormalizationStatistics.values_and_gradients
 
-    def skewed(self, params, with_gradient):
-        value, grad = original(self, params, with_gradient)
-        if grad is not None and gradient_shift is not None:
-            grad = grad + gradient_shift(grad)
-        return value * value_by, grad
+    def skewed(self, points, with_gradient):
+        values, grads = original(self, points, with_gradient)
+        if grads is not None and gradient_shift is not None:
+            grads = np.array([g + gradient_shift(g) for g in grads])
+        return values * value_by, grads
 
-    monkeypatch.setattr(NormalizationStatistics, "value_and_gradient", skewed)
+    monkeypatch.setattr(NormalizationStatistics, "values_and_gradients", skewed)
 
 
 def test_verify_catches_a_skewed_value_much_smaller_than_one(monkeypatch):

@@ -291,13 +291,13 @@ def test_verify_detects_corrupt_statistics(monkeypatch, kind, with_gradient):
 
 def test_verify_detects_a_corrupt_gradient(monkeypatch):
     """Statistics whose value is right but whose gradient is not."""
-    original = NormalizationStatistics.value_and_gradient
+    original = NormalizationStatistics.values_and_gradients  # the one place both paths go through
 
-    def skewed(self, params, with_gradient):
-        value, grad = original(self, params, with_gradient)
-        return value, (None if grad is None else grad * (1.0 + 1e-5))
+    def skewed(self, points, with_gradient):
+        values, grads = original(self, points, with_gradient)
+        return values, (None if grads is None else grads * (1.0 + 1e-5))
 
-    monkeypatch.setattr(NormalizationStatistics, "value_and_gradient", skewed)
+    monkeypatch.setattr(NormalizationStatistics, "values_and_gradients", skewed)
     data, mc = _toy(60, 5, 64, "positive"), _toy(90, 6, 40, "positive")
     lik = Likelihood([_term(NLL, INCOHERENT, data, mc, name="grad")],
                      execution=Execution(normalization="verify"))
@@ -396,3 +396,26 @@ def test_infinite_accepted_mc_intensity_names_the_event_in_every_normalization(t
                      execution=Execution(normalization=normalization))
     with pytest.raises(NonFiniteError, match=rf"non-finite .* at event 41 \({path} \[rows 32:64\]\)"):
         lik.value_and_gradient([0.7, -0.3, 1.1, 0.45])
+
+
+@pytest.mark.parametrize("name", list(FOUND))
+def test_statistics_at_many_points_are_each_point_alone_and_the_event_loop(name):
+    """The statistics of a round's K points at once (the lockstep's path): each point bitwise
+    its own evaluation, whatever the other points, and the event loop's sum to rounding."""
+    model = Model(FOUND[name][0])
+    data = Dataset.from_arrays(scalars=TOY_COLUMNS, weights=np.abs(TOY_WEIGHTS) + 0.1, chunk_size=64)
+    mc = Dataset.from_arrays(scalars=TOY_COLUMNS, weights=TOY_WEIGHTS, chunk_size=100)
+    lik = Likelihood([_term(NLL, model, data, mc)])
+    n = len(lik.parameter_names)
+    points = np.random.default_rng(3).uniform(-1.5, 1.5, (7, n))
+    stats = lik.terms[0].prepare(lik.execution).stats
+    values, grads = stats.values_and_gradients(points, True)
+    alone = [stats.value_and_gradient(p, True) for p in points]
+    assert values.tolist() == [v for v, _ in alone]
+    assert grads.tolist() == [g.tolist() for _, g in alone]
+    reversed_values, _ = stats.values_and_gradients(points[::-1].copy(), True)
+    assert reversed_values.tolist() == values.tolist()[::-1]
+    # the event loop: sum_accmc w I at each point, summed exactly event by event
+    for p, v in zip(points, values):
+        intensities = model.evaluate(mc, parameters=dict(zip(lik.parameter_names, p)))
+        assert v == pytest.approx(math.fsum(np.real(intensities) * TOY_WEIGHTS), rel=1e-11)

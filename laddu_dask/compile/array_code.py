@@ -168,17 +168,20 @@ def generate(split: Split) -> Kernels:
     return Kernels(ns["event_kernel"], ns["value_kernel"], ns["vjp_kernel"], source)
 
 
-def backprop_function(split: Split, boundary: Sequence[Expr]) -> tuple[Callable, str]:
+def backprop_function(split: Split, boundary: Sequence[Expr], batched: bool = False) -> tuple[Callable, str]:
     """``backprop(p, totals) -> gradient`` over the parameter-only nodes, and its source.
 
     ``totals`` holds the summed adjoints of the boundary nodes (a complex node's real and
     imaginary parts in two rows, :func:`~laddu_dask.compile.graph.boundary_rows`); ``p``
-    the free parameters as float64.
+    the free parameters as float64.  ``batched``: ``p`` is ``(n_free, K)`` and ``totals``
+    ``(rows, K)``, K points at once, and the gradient ``(n_free, K)``; each column is the
+    same elementwise arithmetic whatever K is.
     """
     pr = ArrayPrinter(split.nodes, "np")
     free_pos = {n.serial: j for j, n in enumerate(split.free)}
     lines = ["def backprop(p, totals):"]
-    lines += [f"    {pr.name(n)} = np.float64(p[{free_pos[n.serial]}])" for n in split.free]
+    lines += [f"    {pr.name(n)} = p[{free_pos[n.serial]}]" if batched else
+              f"    {pr.name(n)} = np.float64(p[{free_pos[n.serial]}])" for n in split.free]
     lines += pr.forward(split.param_nodes)
     adjoint: dict[int, str] = {}
     row = 0
@@ -186,22 +189,30 @@ def backprop_function(split: Split, boundary: Sequence[Expr]) -> tuple[Callable,
         target = pr.adjoint_name(b)
         adjoint[b.serial] = target
         if b.kind == COMPLEX:
-            lines.append(f"    {target} = complex(totals[{row}], totals[{row + 1}])")
+            pair = f"totals[{row}], totals[{row + 1}]"
+            lines.append(f"    {target} = _complex({pair})" if batched else f"    {target} = complex({pair})")
             row += 2
         else:
             lines.append(f"    {target} = totals[{row}]")
             row += 1
     pdep = {n.serial for n in split.param_nodes + split.free}
     lines += pr.sweep(split.param_nodes, adjoint, lambda n: n.serial in pdep)
-    grads = [f"float(({adjoint[n.serial]}).real)" if n.serial in adjoint else "0.0" for n in split.free]
-    lines.append("    return np.array([" + ", ".join(grads) + "], dtype=np.float64)")
+    if batched:
+        grads = [f"np.real({adjoint[n.serial]})" if n.serial in adjoint else "0.0" for n in split.free]
+        lines.append("    return np.array(np.broadcast_arrays(" + ", ".join(grads) +
+                     ", p[0]), dtype=np.float64)[:-1]")
+    else:
+        grads = [f"float(({adjoint[n.serial]}).real)" if n.serial in adjoint else "0.0" for n in split.free]
+        lines.append("    return np.array([" + ", ".join(grads) + "], dtype=np.float64)")
     source = "\n".join(lines) + "\n"
     return run(source, pr.consts, "<laddu_dask backprop>")["backprop"], source
 
 
-def parameter_function(exprs: Sequence[Expr], free_names: Sequence[str]) -> Callable[[Any], list]:
+def parameter_function(exprs: Sequence[Expr], free_names: Sequence[str],
+                       batched: bool = False) -> Callable[[Any], list]:
     """``f(p) -> [value of each expression]`` for parameter-only expressions, ``p`` float64
-    values of ``free_names``."""
+    values of ``free_names`` (``batched``: rows of K values each, and each value is K
+    values, or one when it does not depend on the parameters)."""
     order: list[Expr] = []
     seen: set[int] = set()
     for e in exprs:
@@ -214,7 +225,8 @@ def parameter_function(exprs: Sequence[Expr], free_names: Sequence[str]) -> Call
     lines = ["def parameters(p):"]
     for n in order:
         if n.op == "param":
-            lines.append(f"    {pr.name(n)} = np.float64(p[{free.index(n.attr.name)}])")
+            lines.append(f"    {pr.name(n)} = p[{free.index(n.attr.name)}]" if batched else
+                         f"    {pr.name(n)} = np.float64(p[{free.index(n.attr.name)}])")
         elif n.op not in ("const", "column"):
             lines.append(pr.assign(n))
     lines.append("    return [" + ", ".join(pr.name(e) for e in exprs) + "]")

@@ -120,25 +120,50 @@ class Decomposition:
 
     def value_and_gradient(self, params: Any, matrices: list[np.ndarray],
                            with_gradient: bool) -> tuple[float, np.ndarray | None]:
-        """``sum_j s_j P_j^T M_j conj(P_j)`` and its gradient with respect to the parameters."""
+        """``sum_j s_j P_j^T M_j conj(P_j)`` and its gradient with respect to the parameters
+        (:meth:`values_and_gradients` at one point)."""
+        values, grads = self.values_and_gradients(np.asarray(params, dtype=np.float64)[None, :], matrices,
+                                                  with_gradient)
+        return float(values[0]), None if grads is None else grads[0]
+
+    def values_and_gradients(self, points: np.ndarray, matrices: list[np.ndarray],
+                             with_gradient: bool) -> tuple[np.ndarray, np.ndarray | None]:
+        """:meth:`value_and_gradient` at the ``(K, n)`` points at once: ``(K,)`` values and
+        ``(K, n)`` gradients.  Every point's numbers are the same elementwise arithmetic, in
+        the same order, whatever K is (no matrix product), so a point's result does not
+        depend on the points evaluated with it."""
+        params = np.ascontiguousarray(np.asarray(points, dtype=np.float64).T)  # (n, K)
+        k = params.shape[1]
         coeffs, scales = self.coefficients(params)
-        value = 0.0
-        adjoints = []
+        value: Any = 0.0
+        adjoints: list[Any] = []
         squares = []
-        for c, m, s in zip(coeffs, matrices, scales.tolist()):
-            cm = c @ m  # = M^T P
-            q = float((cm @ c.conj()).real)
+        for c, m, s in zip(coeffs, matrices, scales):
+            size = len(c)
+            # cm_l = sum_k c_k M_kl (= M^T P), then q = sum_l cm_l conj(c_l), in index order
+            cm = [_ordered_sum([c[i] * m[i, l] for i in range(size)]) for l in range(size)]
+            q = np.real(_ordered_sum([cm[l] * np.conj(c[l]) for l in range(size)]))
             squares.append(q)
-            value += s * q
+            value = value + s * q
             if with_gradient:
-                g = 2.0 * s * cm  # d/dconj(P) doubled: the conjugate-convention adjoint
-                adjoints.extend(g.view(np.float64).tolist())  # re, im, re, ...
+                for l in range(size):
+                    g = 2.0 * s * cm[l]  # d/dconj(P) doubled: the conjugate-convention adjoint
+                    adjoints.extend((np.real(g), np.imag(g)))
+        values = np.broadcast_to(np.asarray(value, dtype=np.float64), (k,)).copy()
         if not with_gradient:
-            return value, None
+            return values, None
         # then the scales' adjoints (real: d value / d s_j = q_j)
         for q in squares:
             adjoints.extend((q, 0.0))
-        return value, self.backprop(params, adjoints)
+        return values, np.ascontiguousarray(self.backprop(params, adjoints).T)
+
+
+def _ordered_sum(terms: list[Any]) -> Any:
+    """``terms[0] + terms[1] + ...``, left to right."""
+    total = terms[0]
+    for t in terms[1:]:
+        total = total + t
+    return total
 
 
 def _classify(root: Expr) -> tuple[set[int], set[int]]:
@@ -301,12 +326,14 @@ def _coefficient_function(coeff_exprs: list[Expr], groups: list[list[_Pair]],
                           free_names: list[str]
                           ) -> Callable[[Any], tuple[list[np.ndarray], np.ndarray]]:
     """Printed NumPy code evaluating every coefficient ``P_jk`` (then every scale ``s_j``)
-    from the parameters."""
-    raw = parameter_function(coeff_exprs, free_names)
+    from the parameters: ``(n, K)`` rows of K points give ``(K,)`` values each."""
+    raw = parameter_function(coeff_exprs, free_names, batched=True)
     sizes = [len(g) for g in groups]
 
     def coefficients(params: Any) -> tuple[list[np.ndarray], np.ndarray]:
-        flat = np.array(raw(np.asarray(params, dtype=np.float64)), dtype=np.complex128)
+        p = np.asarray(params, dtype=np.float64)
+        shape = p.shape[1:]
+        flat = np.array([np.broadcast_to(v, shape) for v in raw(p)], dtype=np.complex128)
         out, pos = [], 0
         for size in sizes:
             out.append(flat[pos:pos + size])
@@ -317,7 +344,9 @@ def _coefficient_function(coeff_exprs: list[Expr], groups: list[list[_Pair]],
 
 
 def _coefficient_backprop(coeff_exprs: list[Expr], csplit: Split,
-                          free_names: list[str]) -> Callable[[Any, np.ndarray], np.ndarray]:
+                          free_names: list[str]) -> Callable[[Any, list], np.ndarray]:
+    """The gradient ``(n_free, K)`` from the coefficients' adjoints (each a ``(K,)`` row or
+    a number), ``params`` ``(n_free, K)``."""
     names = [n.attr.name for n in csplit.free]
     where = [free_names.index(n) for n in names]
     nodes = boundary(csplit)
@@ -325,28 +354,26 @@ def _coefficient_backprop(coeff_exprs: list[Expr], csplit: Split,
     rows_of: dict[int, list[int]] = {}
     for k, p in enumerate(coeff_exprs):
         rows_of.setdefault(p.to_complex().serial, []).append(2 * k)
-    inner, _ = backprop_function(csplit, nodes)
+    inner, _ = backprop_function(csplit, nodes, batched=True)
     n_free = len(free_names)
     identity = where == list(range(n_free))
 
-    def backprop(params: Any, adjoints: np.ndarray | list[float]) -> np.ndarray:
+    def backprop(params: Any, adjoints: list) -> np.ndarray:
         p = np.asarray(params, dtype=np.float64)
-        if not isinstance(adjoints, list):
-            adjoints = adjoints.tolist()  # the same double sums below, without NumPy scalars
         totals = []
         for b in nodes:
             rows = rows_of.get(b.serial)
             if rows is None:
                 raise RuntimeError("internal: a coefficient boundary node has no adjoint row")
-            re = sum(adjoints[r] for r in rows)
-            im = sum(adjoints[r + 1] for r in rows)
+            re = _ordered_sum([0.0] + [adjoints[r] for r in rows])
+            im = _ordered_sum([0.0] + [adjoints[r + 1] for r in rows])
             totals.extend([re, im] if b.kind == "complex" else [re])
+        totals = np.array(np.broadcast_arrays(*totals, p[0]), dtype=np.float64)[:-1]
         if identity:  # the coefficients depend on every free parameter, in order
-            return inner(p, np.array(totals))
-        g_local = inner(p[where], np.array(totals))
-        out = np.zeros(n_free)
+            return inner(p, totals)
+        g_local = inner(p[where], totals)
+        out = np.zeros((n_free, p.shape[1]))
         out[where] = g_local
         return out
 
     return backprop
-

@@ -215,8 +215,7 @@ class Likelihood(MinuitCost):
         grads = [np.zeros(n) if with_gradient else None for _ in points]
         for term, idx, prep, own, n_jobs in per_term:
             per_job = [next(results) for _ in range(n_jobs)]
-            for k, p in enumerate(own):
-                value, g = term.combine_prepared(prep, p, [r[k] for r in per_job], with_gradient)
+            for k, (value, g) in enumerate(term.combine_points(prep, own, per_job, with_gradient)):
                 totals[k] += value
                 if with_gradient:
                     if idx is None:

@@ -254,11 +254,25 @@ class _Term(MinuitCost):
         of :meth:`requests`."""
         return self._sums_prepared(self.prepare(execution), params, results, with_gradient)
 
-    def _sums_prepared(self, prep: _Prepared, params: Any, results: list, with_gradient: bool):
-        """:meth:`_sums` with the preparation given."""
+    def combine_points(self, prep: _Prepared, points: list[np.ndarray], per_job: list[list],
+                       with_gradient: bool) -> list[tuple[float, np.ndarray | None]]:
+        """:meth:`combine_prepared` at every point of a round (``per_job[j][k]``: job ``j``'s
+        result at point ``k``), the normalization from sufficient statistics for all of them
+        at once."""
+        normalization: list[Any] = [None] * len(points)
+        if prep.stats is not None and points:
+            values, grads = prep.stats.values_and_gradients(np.array(points), with_gradient)
+            normalization = [(v, None if grads is None else grads[k]) for k, v in enumerate(values.tolist())]
+        return [self.combine_prepared(prep, p, [r[k] for r in per_job], with_gradient, normalization[k])
+                for k, p in enumerate(points)]
+
+    def _sums_prepared(self, prep: _Prepared, params: Any, results: list, with_gradient: bool,
+                       normalization: Any = None):
+        """:meth:`_sums` with the preparation given (and the normalization, when computed)."""
         s_data, g_data = results[0]
         if prep.stats is not None:
-            s_mc, g_mc = prep.stats.value_and_gradient(params, with_gradient)
+            s_mc, g_mc = (prep.stats.value_and_gradient(params, with_gradient) if normalization is None
+                          else normalization)
             if prep.mc is not None:
                 self._verify(results[1], (s_mc, g_mc))
         else:
@@ -342,9 +356,9 @@ class NLL(_Term):
     kind = "nll"
 
     def combine_prepared(self, prep: _Prepared, params: Any, results: list,
-                         with_gradient: bool) -> tuple[float, np.ndarray | None]:
+                         with_gradient: bool, normalization: Any = None) -> tuple[float, np.ndarray | None]:
         """Value (and gradient) from the results of :meth:`requests` or :meth:`jobs`."""
-        s_data, g_data, s_mc, g_mc = self._sums_prepared(prep, params, results, with_gradient)
+        s_data, g_data, s_mc, g_mc = self._sums_prepared(prep, params, results, with_gradient, normalization)
         n_w = prep.data_weight
         value = -2.0 * (s_data - n_w * math.log(s_mc))
         if not with_gradient:
@@ -398,9 +412,9 @@ class ExtendedNLL(_Term):
     kind = "extended_nll"
 
     def combine_prepared(self, prep: _Prepared, params: Any, results: list,
-                         with_gradient: bool) -> tuple[float, np.ndarray | None]:
+                         with_gradient: bool, normalization: Any = None) -> tuple[float, np.ndarray | None]:
         """Value (and gradient) from the results of :meth:`requests` or :meth:`jobs`."""
-        s_data, g_data, s_mc, g_mc = self._sums_prepared(prep, params, results, with_gradient)
+        s_data, g_data, s_mc, g_mc = self._sums_prepared(prep, params, results, with_gradient, normalization)
         value = 2.0 * (s_mc - s_data)
         if not with_gradient:
             return self._finite(value, None)

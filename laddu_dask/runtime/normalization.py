@@ -69,19 +69,26 @@ class NormalizationStatistics:
         NonFiniteError
             The sum or a gradient component overflows the float range.
         """
+        point = np.asarray(params, dtype=np.float64)[None, :]
+        values, grads = self.values_and_gradients(point, with_gradient)
+        return float(values[0]), None if grads is None else grads[0]
+
+    def values_and_gradients(self, points: np.ndarray, with_gradient: bool) -> tuple[np.ndarray, Any]:
+        """:meth:`value_and_gradient` at ``(K, n)`` points at once (each bitwise the same)."""
         with np.errstate(all="ignore"):
-            value, grad = self.decomposition.value_and_gradient(params, self.matrices, with_gradient)
-        if not math.isfinite(value):
-            raise NonFiniteError(
-                f"the accepted-MC sum of w I from sufficient statistics is {value!r}: it overflows "
-                "the float range"
-            )
-        if grad is not None and not all_finite(grad):
-            raise NonFiniteError(
-                "the gradient of the accepted-MC sum of w I from sufficient statistics is not "
-                f"finite ({grad.tolist()})"
-            )
-        return value, grad
+            values, grads = self.decomposition.values_and_gradients(points, self.matrices, with_gradient)
+        for k, value in enumerate(values.tolist()):
+            if not math.isfinite(value):
+                raise NonFiniteError(
+                    f"the accepted-MC sum of w I from sufficient statistics is {value!r}: it overflows "
+                    "the float range"
+                )
+            if grads is not None and not all_finite(grads[k]):
+                raise NonFiniteError(
+                    "the gradient of the accepted-MC sum of w I from sufficient statistics is not "
+                    f"finite ({grads[k].tolist()})"
+                )
+        return values, grads
 
 
 def _partition_terms(decomposition: Decomposition, dataset: Dataset, index: int) -> ExactPartials:
