@@ -321,9 +321,10 @@ def bootstrap(ours: Any, theirs: Any, replicas: int, seed: int) -> dict[str, Any
 
 
 def run(n_data: int = 100_000, n_mc: int = 1_000_000, n_bins: int = 30, restarts: int = 20,
-        driver_restarts: int | None = None, bootstrap_replicas: int = 20, repeats: int = 15, seed: int = 12,
+        driver_restarts: int | None = None, bootstrap_replicas: int = 50, repeats: int = 15, seed: int = 12,
         cluster: bool = True, outdir: str | None = None, results: str | None = None, quiet: bool = False,
-        command: str | None = None) -> dict[str, Any]:
+        command: str | None = None, small: tuple[int, int] | None = (12, 8),
+        fixed_repeats: int = 1000) -> dict[str, Any]:
     """Run the benchmark (see the module) and return (with ``results``, write) its figures."""
     import laddu
 
@@ -333,7 +334,8 @@ def run(n_data: int = 100_000, n_mc: int = 1_000_000, n_bins: int = 30, restarts
     driver_restarts = restarts if driver_restarts is None else driver_restarts
     parameters = {"data": n_data, "mc": n_mc, "bins": n_bins, "restarts": restarts,
                   "driver_restarts": driver_restarts, "bootstrap_replicas": bootstrap_replicas,
-                  "repeats": repeats, "seed": seed, "cluster": cluster}
+                  "repeats": repeats, "seed": seed, "cluster": cluster, "small": small,
+                  "fixed_repeats": fixed_repeats}
     out: dict[str, Any] = {"provenance": provenance(command or command_line(), parameters, ("laddu",))}
     paths = make_sample(outdir or os.path.join(ROOT, "bench-data"), n_data, n_mc)
     threads = os.cpu_count() or 2
@@ -348,6 +350,15 @@ def run(n_data: int = 100_000, n_mc: int = 1_000_000, n_bins: int = 30, restarts
     ours, local_fits = ours_own(paths, bin_edges, restarts, seed)
     out["own"] = {"laddu-dask": ours, "laddu": theirs,
                   "best_per_bin": best_difference(ours["best_fval"], theirs["best_fval"])}
+    if small:  # the smaller analysis, on the same files
+        b_small, r_small = small
+        say(f"  laddu-dask {ours['wall_s']:.1f} s; {b_small} bins x {r_small} restarts ...")
+        small_edges = edges(b_small)
+        theirs_small = laddu_own(paths, small_edges, r_small, seed, execution)
+        ours_small, _ = ours_own(paths, small_edges, r_small, seed)
+        best = best_difference(ours_small["best_fval"], theirs_small["best_fval"])
+        out["own_small"] = {"bins": b_small, "restarts": r_small, "laddu-dask": ours_small,
+                            "laddu": theirs_small, "best_per_bin": best}
     say(f"  laddu-dask {ours['wall_s']:.1f} s; the same driver ({driver_restarts} restarts) ...")
     out["same_driver"] = same_driver(paths, bin_edges, driver_restarts, seed, execution, repeats)
     say("  bootstrap ...")
@@ -355,6 +366,11 @@ def run(n_data: int = 100_000, n_mc: int = 1_000_000, n_bins: int = 30, restarts
     laddu_liks, _, _ = laddu_bins(paths, bin_edges[mid:mid + 2], execution)
     out["bootstrap"] = dict(bootstrap(local_fits[mid].likelihood, laddu_liks[0], bootstrap_replicas, seed),
                             bin=mid)
+    if fixed_repeats:
+        say("  the fixed cost of one small evaluation ...")
+        from laddu_dask.bench.small_eval_bench import run as small_eval
+
+        out["fixed_cost"] = small_eval([1000, 10_000], 10_000, fixed_repeats, threads, None)["fixed"]
     if cluster:
         say("  on a LocalCluster ...")
         out["cluster"] = on_cluster(paths, bin_edges, restarts, seed, local_fits, bootstrap_replicas, seed)
@@ -371,6 +387,9 @@ def ratios(out: dict[str, Any]) -> dict[str, float]:
     own, sd = out["own"], out.get("same_driver", {})
     if own["best_per_bin"]["same_minima"]:
         r["own_procedure"] = own["laddu-dask"]["wall_s"] / own["laddu"]["wall_s"]
+    small = out.get("own_small")
+    if small and small["best_per_bin"]["same_minima"]:
+        r["own_procedure_small"] = small["laddu-dask"]["wall_s"] / small["laddu"]["wall_s"]
     if "best_per_bin" in sd and "not_comparable" not in sd:
         r["same_driver"] = sd["laddu-dask"]["wall_s"] / sd["laddu"]["wall_s"]
         r["same_driver_evaluations"] = sd["laddu-dask"]["evaluations_s"] / sd["laddu"]["evaluations_s"]
@@ -388,6 +407,26 @@ def ratios(out: dict[str, Any]) -> dict[str, float]:
     return r
 
 
+def evaluations_per_fit(out: dict[str, Any]) -> dict[str, tuple[float, float | None]]:
+    """Likelihood evaluations per fit of each method to the same minima, ``(laddu-dask,
+    laddu)``: the own procedures' L-BFGS-B with its Hessian (laddu-dask: values and
+    gradients, the Hessian's points included; laddu: ganesh's value, gradient and Hessian
+    counts, a Hessian as ``2 n`` gradients) and the same driver's MIGRAD + HESSE."""
+    own, sd = out["own"], out.get("same_driver", {})
+    ours, theirs = own["laddu-dask"], own["laddu"]
+    e = theirs["evaluations"]
+    n = 6  # the angular model's free parameters
+    per: dict[str, tuple[float, float | None]] = {
+        "L-BFGS-B + Hessian (own procedures)": (ours["evaluations"] / max(ours["fits"], 1),
+                                                (e["f"] + e["g"] + 2 * n * e["h"]) / max(theirs["fits"], 1))}
+    if "laddu-dask" in sd:
+        def calls(side: dict[str, Any]) -> float:
+            return (side["value_calls"] + side["value_and_gradient_calls"]) / max(side["fits"], 1)
+
+        per["MIGRAD + HESSE (same driver)"] = (calls(sd["laddu-dask"]), calls(sd["laddu"]))
+    return per
+
+
 def _report(out: dict[str, Any], say: Any) -> None:
     from laddu_dask.bench.ksks_bench import table_row
 
@@ -395,6 +434,10 @@ def _report(out: dict[str, Any], say: Any) -> None:
     say(f"{'':40s} {'laddu-dask':>11s} {'laddu':>11s} {'ratio':>7s}")
     say(table_row("own procedures, end to end", own["laddu-dask"]["wall_s"], own["laddu"]["wall_s"],
                   1.0, "s"))
+    if "own_small" in out:
+        sm = out["own_small"]
+        say(table_row(f"own procedures, {sm['bins']} x {sm['restarts']}", sm["laddu-dask"]["wall_s"],
+                      sm["laddu"]["wall_s"], 1.0, "s"))
     say(table_row("same driver, fits", sd["laddu-dask"]["wall_s"], sd["laddu"]["wall_s"], 1.0, "s"))
     say(table_row("value (middle bin)", sd["laddu-dask"]["middle_bin_value_s"],
                   sd["laddu"]["middle_bin_value_s"]))
@@ -410,6 +453,11 @@ def _report(out: dict[str, Any], say: Any) -> None:
         c = out["cluster"]
         say(f"cluster: {c['wall_s']:.1f} s ({c['task_stream'].get('tasks', 0)} fit tasks), bootstrap "
             f"{c['bootstrap']['replicas_per_s']:.2f} replicas/s")
+    for method, (per_ours, per_theirs) in evaluations_per_fit(out).items():
+        say(f"evaluations per fit, {method}: laddu-dask {per_ours:.1f}, laddu {per_theirs:.1f}")
+    for method, fixed in out.get("fixed_cost", {}).items():
+        say(f"fixed cost of one {method}: laddu-dask {1e6 * fixed['laddu-dask_s']:.1f} us, "
+            f"laddu {1e6 * fixed['laddu_s']:.1f} us")
     say(f"ratios: {out['ratios']}")
 
 
@@ -430,13 +478,18 @@ def add_arguments(ap: argparse.ArgumentParser, prefix: str = "") -> None:
     ap.add_argument(f"--{prefix}restarts", type=int, default=20, help="fits per bin (default 20)")
     ap.add_argument(f"--{prefix}driver-restarts", type=int, default=None,
                     help="fits per bin of the same-driver comparison (default: --restarts)")
-    ap.add_argument(f"--{prefix}bootstrap", type=int, default=20, help="bootstrap replicas (default 20)")
+    ap.add_argument(f"--{prefix}bootstrap", type=int, default=50, help="bootstrap replicas (default 50)")
+    ap.add_argument(f"--{prefix}small", default="12x8",
+                    help="the smaller analysis, BINSxRESTARTS ('none': skip; default 12x8)")
+    ap.add_argument(f"--{prefix}fixed-repeats", type=int, default=1000,
+                    help="calls per median of the fixed-cost measurement (0: skip)")
     ap.add_argument(f"--{prefix}no-cluster", action="store_true", help="skip the LocalCluster run")
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``benchmarks/bench_binned.py``."""
     a = build_parser().parse_args(argv)
+    small = None if a.small == "none" else tuple(int(v) for v in a.small.lower().split("x"))
     run(a.data, a.mc, a.bins, a.restarts, a.driver_restarts, a.bootstrap, cluster=not a.no_cluster,
-        outdir=a.outdir, results=a.results)
+        outdir=a.outdir, results=a.results, small=small, fixed_repeats=a.fixed_repeats)
     return 0

@@ -51,6 +51,7 @@ def binned_lines(r: dict[str, Any]) -> list[str]:
            f"| {p['bins']} bins x {p['restarts']} restarts | laddu-dask | laddu | ratio |",
            "|---|---|---|---|",
            row("each library's own procedure, end to end", o["wall_s"], t["wall_s"], same),
+           *_small_row(r.get("own_small"), row),
            row(f"the same MIGRAD + HESSE driver, {so['fits']} fits from the same starts", so["wall_s"],
                st["wall_s"], sd_same),
            table_row(f"`value`, bin {mid['index']} ({mid['low']:g}-{mid['high']:g} GeV)",
@@ -67,9 +68,9 @@ def binned_lines(r: dict[str, Any]) -> list[str]:
     out += ["",
             f"Own procedures: laddu's tutorial procedure (`read_parquet`, `bin_by` of data and accepted MC, "
             f"one `NLL` per bin, `fit_restarts({p['restarts']}, seed=)`: {LADDU_FIT}) against "
-            f"`ld.fit_bins(..., restarts={p['restarts']})` (MIGRAD, then HESSE on the Hessian from exact "
-            "gradients, one round of 12 points a fit; starts from `sample_parameters`), from "
-            "reading the files to the last fit. Each bin's best -2 ln L "
+            f"`ld.fit_bins(..., restarts={p['restarts']})` (its default: laddu's L-BFGS-B and stopping "
+            "rules, each bin's restarts in lockstep, then the Hessian from exact gradients; starts from "
+            "`sample_parameters`), from reading the files to the last fit. Each bin's best -2 ln L "
             f"differs by at most {bp['max_fval_difference']:.1e} between the libraries over "
             f"{bp['bins_compared']} bins"
             + (f" (a ratio is given within {bp['fval_tolerance']:g})." if same else
@@ -99,12 +100,12 @@ def binned_lines(r: dict[str, Any]) -> list[str]:
             f"{seconds(st['evaluations_s'])} ({seconds(st['evaluations_s'] / calls(st))}) |",
             "| same driver: the rest of the fits (iminuit, the driver) | "
             f"{seconds(so['minimizer_and_driver_s'])} | {seconds(st['minimizer_and_driver_s'])} |",
-            f"| own procedure: evaluations | {o['evaluations']:,} (MIGRAD + HESSE) | "
+            f"| own procedure: evaluations | {o['evaluations']:,} (L-BFGS-B, Hessians' points included) | "
             f"{t['evaluations']['f']:,} values, {t['evaluations']['g']:,} gradients, "
             f"{t['evaluations']['h']:,} Hessians (L-BFGS-B) |",
             f"| own procedure: laddu reading and binning, building the likelihoods | | "
             f"{seconds(t['read_and_bin_s'])}, {seconds(t['build_s'])} |",
-            ""]
+            *_per_fit_rows(r), ""]
     if c:
         ts = c["task_stream"]
         bins = r["sample"]["bins"]
@@ -123,6 +124,27 @@ def binned_lines(r: dict[str, Any]) -> list[str]:
                 f"{c['bootstrap']['replicas_per_s']:.2f} replicas per second, against "
                 f"{boot['laddu-dask']['replicas_per_s']:.2f} locally and "
                 f"{boot['laddu']['replicas_per_s']:.2f} for laddu.", ""]
+    return out
+
+
+def _small_row(small: dict[str, Any] | None, row: Any) -> list[str]:
+    """The smaller analysis's row of the binned table (none when it was not run)."""
+    if not small:
+        return []
+    label = f"each library's own procedure, {small['bins']} bins x {small['restarts']} restarts"
+    ours, theirs = small["laddu-dask"]["wall_s"], small["laddu"]["wall_s"]
+    return [row(label, ours, theirs, small["best_per_bin"]["same_minima"])]
+
+
+def _per_fit_rows(r: dict[str, Any]) -> list[str]:
+    """Evaluations per fit of each method, and the fixed cost of one small evaluation."""
+    from laddu_dask.bench.binned_bench import evaluations_per_fit
+
+    out = [f"| evaluations per fit, {method} | {ours:.1f} | {theirs:.1f} |"
+           for method, (ours, theirs) in evaluations_per_fit(r).items()]
+    for method, fixed in r.get("fixed_cost", {}).items():
+        out.append(f"| fixed cost of one `{method}` (1,000 and 10,000 KsKs events, extrapolated to none) | "
+                   f"{seconds(fixed['laddu-dask_s'])} | {seconds(fixed['laddu_s'])} |")
     return out
 
 
