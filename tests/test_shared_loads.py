@@ -79,3 +79,19 @@ def test_fit_bins_reads_the_sources_once(sample, monkeypatch):
     model_loads = [k for k in loads if "x" in k[1]]
     assert len(model_loads) == len(set(model_loads)) == 6
     assert all(f.best is not None and f.best.method == "lbfgsb" for f in fits)
+
+
+def test_the_compared_expression_is_evaluated_once_per_partition_for_all_bins(sample, monkeypatch):
+    import laddu_dask.compile.selection as selection
+
+    data, mc = sample
+    calls = []
+    real = selection.expression_values
+    monkeypatch.setattr(selection, "expression_values", lambda *a, **k: calls.append(1) or real(*a, **k))
+    built = binned_likelihoods(_model(), data=data, accepted_mc=mc, by=ld.scalar("m"),
+                               bins=ld.Bin([0.0, 1.0, 2.0, 3.0]))
+    calls.clear()
+    with shared_parent_loads(10**8):
+        for _, lik in built:
+            lik.value(np.array([0.4]))
+    assert len(calls) == 6  # 3 data and 3 MC partitions, not 3 bins x 6

@@ -92,7 +92,9 @@ class Decomposition:
         return self.event_split.columns
 
     def matrix_terms(self, columns: dict, weights: Any) -> Any:
-        """Per-event terms of every ``M_j`` entry as real rows ``(2 sum_j K_j^2, n)``."""
+        """Per-event terms of every ``M_j`` as real rows ``(sum_j K_j^2, n)``: each ``M_j`` is
+        Hermitian, so only its upper triangle is summed, a diagonal entry ``w |E_k|^2`` as one
+        real row and an entry above it, ``w E_k conj(E_l)``, as two (real, imaginary)."""
         xp = array_module(weights)
         with np.errstate(all="ignore"):
             cache = self.event_kernels.event_kernel(columns, xp)
@@ -103,19 +105,27 @@ class Decomposition:
             e = [cache[s] if isinstance(s, int) else broadcast(s, n, xp) for s in slots]
             for k in range(len(e)):
                 wek = weights * e[k]
-                for l in range(len(e)):
+                rows.append(xp.real(wek * xp.conj(e[k])))
+                for l in range(k + 1, len(e)):
                     prod = wek * xp.conj(e[l])
                     rows.append(xp.real(prod))
                     rows.append(xp.imag(prod))
         return xp.stack(rows)
 
     def matrices(self, totals: np.ndarray) -> list[np.ndarray]:
-        """Unflatten summed :meth:`matrix_terms` rows into the ``M_j``."""
+        """The Hermitian ``M_j`` from summed :meth:`matrix_terms` rows (the lower triangle the
+        conjugate of the upper one)."""
         out, pos = [], 0
         for size in self.sizes:
-            flat = totals[pos:pos + 2 * size * size]
-            pos += 2 * size * size
-            out.append((flat[0::2] + 1j * flat[1::2]).reshape(size, size))
+            m = np.zeros((size, size), dtype=np.complex128)
+            for k in range(size):
+                m[k, k] = totals[pos]
+                pos += 1
+                for l in range(k + 1, size):
+                    m[k, l] = complex(totals[pos], totals[pos + 1])
+                    m[l, k] = complex(totals[pos], -totals[pos + 1])
+                    pos += 2
+            out.append(m)
         return out
 
     def value_and_gradient(self, params: Any, matrices: list[np.ndarray],

@@ -31,7 +31,8 @@ from laddu_dask.expr.predicate import Predicate, evaluate_predicate
 
 
 def predicate_mask(predicate: Predicate, events: Any,
-                   parameters: Mapping[str, float] | None = None, precision: str = "f64") -> Any:
+                   parameters: Mapping[str, float] | None = None, precision: str = "f64",
+                   memo: dict[int, Any] | None = None) -> Any:
     """The per-event boolean mask of ``predicate`` on a batch of events.
 
     Parameters
@@ -45,6 +46,9 @@ def predicate_mask(predicate: Predicate, events: Any,
         Values of the free parameters the compared expressions use, by name.
     precision : {"f64", "f32"}, default "f64"
         The precision the expressions are evaluated in.
+    memo : dict, optional
+        Values of the compared expressions on these events, kept between calls (the bins of
+        one ``bin_by`` compare one expression on one batch); without parameters only.
 
     Returns
     -------
@@ -72,7 +76,7 @@ def predicate_mask(predicate: Predicate, events: Any,
                          f"do not have (they have {', '.join(sorted(columns)) or 'none'})")
     n = len(next(iter(columns.values()))) if columns else 0
     xp = array_module(*columns.values())
-    values: dict[int, Any] = {}
+    values: dict[int, Any] = memo if memo is not None and not parameters else {}
 
     def value(expr: Expr) -> Any:
         hit = values.get(expr.serial)

@@ -46,7 +46,7 @@ from laddu_dask.data.batch import EventBatch
 from laddu_dask.data.checks import check_dtype, split_rows
 from laddu_dask.data.partition import Partition
 from laddu_dask.data.schema import Schema
-from laddu_dask.data.shared_loads import parent_batch
+from laddu_dask.data.shared_loads import expression_memo, parent_batch
 from laddu_dask.errors import DataError, ModelError
 from laddu_dask.expr.predicate import Predicate
 
@@ -161,7 +161,7 @@ class RowRule:
         """The boolean mask of kept rows of ``n`` parent rows starting at index ``offset``
         (None: all); ``batch`` holds the columns the rule reads."""
         if self.kind == "select":
-            mask = predicate_mask(self.predicate, batch)
+            mask = predicate_mask(self.predicate, batch, memo=expression_memo(batch))
             return np.asarray(mask)
         if self.kind == "subsample":
             return event_uniforms(self.seed, "subsample", offset, n) < self.fraction

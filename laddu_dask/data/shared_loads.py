@@ -5,8 +5,10 @@ loads every parent partition and keeps its own rows, so preparing 30 bins reads 
 files 30 times.  Inside :func:`shared_parent_loads` (a binned analysis holds it while it
 prepares its bins) the first load of a parent partition's columns is kept and every other
 selection of that partition reuses it, up to a byte limit (past it, loads are not kept and
-read as before).  Only the reading is shared: each selection still keeps its own rows of
-the same float64 batch, so every prepared number is bitwise what it is without.
+read as before), with the values of the expression the selections compare (the bins'
+mass, say), evaluated once per partition.  Only reading and evaluating are shared: each
+selection still keeps its own rows of the same float64 batch, so every prepared number is
+bitwise what it is without.
 
 Examples
 --------
@@ -32,7 +34,7 @@ import numpy as np
 
 from laddu_dask.data.batch import EventBatch
 
-__all__ = ["SharedLoads", "parent_batch", "shared_parent_loads"]
+__all__ = ["SharedLoads", "expression_memo", "parent_batch", "shared_parent_loads"]
 
 
 class SharedLoads:
@@ -52,6 +54,7 @@ class SharedLoads:
         self.users = 0
         self.limit = 0
         self.kept: dict[tuple[int, tuple[str, ...]], tuple[Any, EventBatch]] = {}
+        self.memos: dict[int, dict[int, Any]] = {}  # by kept batch: its expressions' values
         self.nbytes = 0
 
     @property
@@ -72,11 +75,22 @@ class SharedLoads:
         with self.lock:
             if self.users and key not in self.kept and self.nbytes + size <= self.limit:
                 self.kept[key] = (parent, batch)  # the parent too: its id stays its own
+                self.memos[id(batch)] = {}
                 self.nbytes += size
         return batch
 
+    def memo(self, batch: EventBatch) -> dict[int, Any] | None:
+        """The expression values kept with ``batch`` (None when it is not a kept batch): a
+        selection's compared expression is evaluated once per partition for all the bins."""
+        return self.memos.get(id(batch)) if self.users else None
+
 
 _SHARED = SharedLoads()
+
+
+def expression_memo(batch: EventBatch) -> dict[int, Any] | None:
+    """The values of expressions on ``batch`` kept with it (see :meth:`SharedLoads.memo`)."""
+    return _SHARED.memo(batch)
 
 
 def parent_batch(parent: Any, columns: Sequence[str]) -> EventBatch:
@@ -99,5 +113,6 @@ def shared_parent_loads(limit_bytes: int) -> Iterator[SharedLoads]:
             _SHARED.users -= 1
             if not _SHARED.users:
                 _SHARED.kept.clear()
+                _SHARED.memos.clear()
                 _SHARED.nbytes = 0
                 _SHARED.limit = 0

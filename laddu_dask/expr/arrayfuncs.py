@@ -31,6 +31,12 @@ def make_complex(re: Any, im: Any) -> Any:
     """Build ``re + i im`` exactly (no arithmetic on the parts, so infinities survive)."""
     if type(re) in _DOUBLE_SCALARS and type(im) in _DOUBLE_SCALARS:  # parameter code: no arrays
         return np.complex128(complex(re, im))
+    if (type(re) is np.ndarray and type(im) is np.ndarray and re.dtype == np.float64
+            and im.dtype == np.float64 and re.shape == im.shape):  # a round's points: the common case
+        out = np.empty(re.shape, dtype=np.complex128)
+        out.real = re
+        out.imag = im
+        return out
     xp = array_module(re, im)
     shape = np.broadcast_shapes(np.shape(re), np.shape(im))
     dtypes = [x.dtype for x in (re, im) if hasattr(x, "dtype")]
