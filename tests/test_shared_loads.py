@@ -87,11 +87,12 @@ def test_the_compared_expression_is_evaluated_once_per_partition_for_all_bins(sa
     data, mc = sample
     calls = []
     real = selection.expression_values
-    monkeypatch.setattr(selection, "expression_values", lambda *a, **k: calls.append(1) or real(*a, **k))
+    monkeypatch.setattr(selection, "expression_values",
+                        lambda expr, *a, **k: calls.append(repr(expr)) or real(expr, *a, **k))
     built = binned_likelihoods(_model(), data=data, accepted_mc=mc, by=ld.scalar("m"),
                                bins=ld.Bin([0.0, 1.0, 2.0, 3.0]))
     calls.clear()
     with shared_parent_loads(10**8):
         for _, lik in built:
             lik.value(np.array([0.4]))
-    assert len(calls) == 6  # 3 data and 3 MC partitions, not 3 bins x 6
+    assert calls.count("Expr(column 'm')") == 6  # 3 data and 3 MC partitions, not 3 bins x 6
