@@ -106,7 +106,7 @@ def _compilations_end_with_their_test():
     kernel evaluates) finish before the next test starts, so that no test shares the cores
     with another's compilation (the cluster tests' timing depends on them)."""
     yield
-    from laddu_dask.runtime.reducer import wait_compilations
+    from laddu_dask.runtime.compilations import wait_compilations
 
     assert wait_compilations(600.0), "a kernel compilation ran for more than 10 minutes"
 

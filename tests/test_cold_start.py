@@ -26,7 +26,7 @@ import pytest
 import laddu_dask as ld
 from laddu_dask.compile import fused, kernel_cache
 from laddu_dask.compile.compiled import CompiledModel
-from laddu_dask.runtime.reducer import numba_available
+from laddu_dask.runtime.compilations import numba_available
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 needs_numba = pytest.mark.skipif(not numba_available(), reason="the fused kernels need Numba")

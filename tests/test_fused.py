@@ -28,9 +28,10 @@ from laddu_dask.compile.plan import ReductionPlan
 from laddu_dask.data.batch import EventBatch
 from laddu_dask.data.dataset import Dataset
 from laddu_dask.errors import NonFiniteError, NonPositiveIntensityError
+from laddu_dask.runtime.compilations import numba_available
 from laddu_dask.runtime.execution import Execution
 from laddu_dask.runtime.prepared import PreparedModel, ReductionEvaluation, prepare_batch
-from laddu_dask.runtime.reducer import Params, PartitionReducer, numba_available
+from laddu_dask.runtime.reducer import Params, PartitionReducer
 
 pytestmark = pytest.mark.skipif(not numba_available(), reason="the fused kernels need Numba")
 

@@ -19,9 +19,9 @@ import laddu_dask as ld
 from laddu_dask.compile import fused, kernel_cache
 from laddu_dask.compile.compiled import CompiledModel
 from laddu_dask.errors import KernelCacheError
+from laddu_dask.runtime.compilations import numba_available
 from laddu_dask.runtime.execution import Execution
 from laddu_dask.runtime.prepared import PreparedModel
-from laddu_dask.runtime.reducer import numba_available
 
 pytestmark = pytest.mark.skipif(not numba_available(), reason="the fused kernels need Numba")
 

@@ -19,8 +19,8 @@ from laddu_dask.data.dataset import Dataset
 from laddu_dask.data.parquet import read_parquet
 from laddu_dask.errors import NonFiniteError, NonPositiveIntensityError
 from laddu_dask.likelihood import NLL, ExtendedNLL, Likelihood
+from laddu_dask.runtime.compilations import numba_available
 from laddu_dask.runtime.execution import Execution
-from laddu_dask.runtime.reducer import numba_available
 
 KERNELS = ["fused", "numpy"] if numba_available() else ["numpy"]
 A = ld.parameter("a", initial=1.0)

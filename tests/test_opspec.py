@@ -29,9 +29,9 @@ from laddu_dask.compile.cuda import combine_sources, compile_with_nvcc, generate
 from laddu_dask.errors import ModelError
 from laddu_dask.expr import apply, register_operation, unregister_operation
 from laddu_dask.expr.ops import COMPLEX, OPS, REAL, call, conj
+from laddu_dask.runtime.compilations import numba_available
 from laddu_dask.runtime.execution import Execution
 from laddu_dask.runtime.prepared import PreparedModel
-from laddu_dask.runtime.reducer import numba_available
 
 NVCC = shutil.which("nvcc")
 GXX = shutil.which("g++")

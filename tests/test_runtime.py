@@ -23,10 +23,10 @@ from laddu_dask.data.dataset import Dataset
 from laddu_dask.data.parquet import read_parquet
 from laddu_dask.errors import BudgetError, NonPositiveIntensityError, ParameterError
 from laddu_dask.expr import parameter, scalar
+from laddu_dask.runtime.compilations import numba_available
 from laddu_dask.runtime.execution import Execution
 from laddu_dask.runtime.memory import MemoryPlan
 from laddu_dask.runtime.prepared import PreparedModel, ReductionEvaluation
-from laddu_dask.runtime.reducer import numba_available
 
 REAL = ReductionPlan.weighted_real()
 POSITIVE = ReductionPlan.weighted_positive_real()
@@ -522,9 +522,9 @@ def test_execution_takes_laddus_signature():
 RUNTIME = Path(__file__).resolve().parents[1] / "laddu_dask" / "runtime"
 
 #: The runtime's modules, lowest first: each may import only those before it.
-LAYERS = ("accumulate", "finite", "grouped", "memory", "reduction", "direct_calls", "cuda_backend",
-          "reducer", "preparation", "jobs", "wire", "placement", "dashboard", "worker", "threaded", "local",
-          "cluster", "execution", "capabilities",
+LAYERS = ("compilations", "accumulate", "finite", "grouped", "memory", "reduction", "direct_calls",
+          "cuda_backend", "reducer", "preparation", "jobs", "wire", "placement", "dashboard", "worker",
+          "threaded", "local", "cluster", "execution", "capabilities",
           "normalization", "prepared", "__init__")
 
 #: Packages above the runtime, which it never imports (DESIGN.md: likelihood sits above it).

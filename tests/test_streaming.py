@@ -31,11 +31,11 @@ from laddu_dask.compile.plan import ReductionPlan
 from laddu_dask.data.parquet import DECODE_BYTES_PER_ROW, ParquetPartition, read_parquet
 from laddu_dask.expr import parameter, scalar
 from laddu_dask.expr.node import complex_
+from laddu_dask.runtime.compilations import numba_available
 from laddu_dask.runtime.execution import Execution
 from laddu_dask.runtime.jobs import stream_partitions
 from laddu_dask.runtime.memory import MemoryPlan
 from laddu_dask.runtime.prepared import PreparedModel
-from laddu_dask.runtime.reducer import numba_available
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBE = ROOT / "tests" / "scripts" / "stream_probe.py"

@@ -30,7 +30,7 @@ from laddu_dask.compile.fused import fused_kernels, prelude
 from laddu_dask.compile.tier0 import Tier0Printer, tier0_kernel
 from laddu_dask.errors import NonPositiveIntensityError
 from laddu_dask.expr.ops import _BUILTIN, COMPLEX, REAL, SPEC
-from laddu_dask.runtime.reducer import numba_available
+from laddu_dask.runtime.compilations import numba_available
 
 pytestmark = [pytest.mark.skipif(not numba_available(), reason="the reference is Numba"),
               pytest.mark.usefixtures("tier0")]

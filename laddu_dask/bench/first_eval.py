@@ -150,7 +150,7 @@ def _measure(library: str, data: str, mc: str, model: str, point: list[float]) -
     first = time.perf_counter() - t1
     tier0 = None
     if library == "laddu-dask":  # untimed: the kernels compiled meanwhile reach the disk cache
-        from laddu_dask.runtime.reducer import wait_compilations
+        from laddu_dask.runtime.compilations import wait_compilations
 
         tier0 = not wait_compilations(0.0)  # still compiling: the tier-0 kernel evaluated
         wait_compilations(900.0)

@@ -129,7 +129,7 @@ def run(data: list[int], mc: int, repeats: int, threads: int, results: str | Non
     import laddu_dask as ld
     from laddu_dask import ksks
     from laddu_dask.bench.laddu_ksks import laddu_ksks_nll
-    from laddu_dask.runtime.reducer import wait_compilations
+    from laddu_dask.runtime.compilations import wait_compilations
 
     prov = provenance(command_line(), {"data": data, "mc": mc, "repeats": repeats, "threads": threads},
                       ("laddu",))

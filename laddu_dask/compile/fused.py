@@ -96,7 +96,9 @@ class FusedKernels:
     values : callable
         ``values(cache_0, ..., cache_m, params, out)``: the model value per event.
     backprop : callable
-        ``backprop(params, boundary_totals) -> gradient`` (NumPy, once per evaluation).
+        ``backprop(params, boundary_totals) -> gradient`` (NumPy, once per evaluation
+        round): ``params`` ``(n, K)`` and ``boundary_totals`` ``(rows, K)``, K points at once,
+        the gradients ``(n, K)``; each column is the same arithmetic whatever K is.
     boundary_size : int
         Rows of boundary adjoint sums (a complex boundary node takes two).
     source : str
@@ -365,7 +367,7 @@ def fused_kernels(split: Split, precision: str = "f64") -> FusedKernels:
     """Generate, compile (or load from the disk cache) the fused kernels of ``split``."""
     source, _, boundary = generate_fused_source(split, precision)
     mod = load_module(source)
-    backprop, bp_source = backprop_function(split, boundary)
+    backprop, bp_source = backprop_function(split, boundary, batched=True)
     size = sum(2 if b.kind == COMPLEX else 1 for b in boundary)
     return FusedKernels(mod.value_sum, mod.gradient_sum, mod.value_terms, mod.gradient_terms,
                         mod.values, backprop, size, source + "\n\n" + bp_source,

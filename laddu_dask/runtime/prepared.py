@@ -163,11 +163,13 @@ def run_jobs(execution: Execution, jobs: list[ReductionJob]) -> list[list[tuple[
     redo: list[tuple[int, list[int]]] = []
     for j, (job, sums) in enumerate(zip(jobs, merged)):
         uncertified = []
-        for k, (params, m) in enumerate(zip(job.points, sums)):
-            try:
-                out[j][k] = job.reducer.finish(m, params, job.with_gradient, job.prepared.label)
-            except Uncertified:
+        finished = job.reducer.finish_points(list(sums), list(job.points), job.with_gradient,
+                                             job.prepared.label) if job.points else []
+        for k, result in enumerate(finished):
+            if isinstance(result, Uncertified):
                 uncertified.append(k)
+            else:
+                out[j][k] = result
         if uncertified:
             redo.append((j, uncertified))
     if redo:

@@ -33,7 +33,6 @@ from __future__ import annotations
 import math
 import threading
 import time
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -48,40 +47,11 @@ from laddu_dask.compile.plan import TRANSFORM_CODES, ReductionPlan, rejected_val
 from laddu_dask.errors import NonFiniteError
 from laddu_dask.expr.arrayfuncs import array_module
 from laddu_dask.options import Kernel
-from laddu_dask.runtime.accumulate import CertifiedPartials, ExactPartials
+from laddu_dask.runtime.accumulate import CertifiedPartials, ExactPartials, Uncertified
+from laddu_dask.runtime.compilations import _COMPILING, numba_available
 from laddu_dask.runtime.finite import finite_terms
 
 KERNELS = Kernel.values()
-
-
-def numba_available() -> bool:
-    """Whether Numba can be imported."""
-    try:
-        import numba  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-_COMPILING: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
-
-
-def wait_compilations(timeout: float | None = None) -> bool:
-    """Wait for every background compilation of fused kernels in this process (``timeout``
-    seconds at most for each); ``True`` when none is left running.
-
-    A process that exits stops a child compilation still running, so a script that wants
-    the kernels in the disk cache for the next process (a benchmark, a warm-up job) calls
-    this before it exits.
-
-    Examples
-    --------
-    >>> wait_compilations(600.0)  # returns once nothing compiles
-    True
-    """
-    for thread in list(_COMPILING):
-        thread.join(timeout)
-    return not any(t.is_alive() for t in list(_COMPILING))
 
 
 class PreparedPartition:
@@ -451,7 +421,8 @@ class PartitionReducer:
     # -- aggregate -------------------------------------------------------------------------
     def finish(self, merged: CertifiedPartials, params: Params, with_gradient: bool,
                label: str = "the events") -> tuple[float, np.ndarray | None]:
-        """Value (and gradient) from the merged partial sums (raises :class:`Uncertified`).
+        """Value (and gradient) from the merged partial sums (raises :class:`Uncertified`):
+        :meth:`finish_points` at one point.
 
         Raises
         ------
@@ -459,33 +430,60 @@ class PartitionReducer:
             The sum (of finite terms) or a gradient component overflows the float range;
             ``label`` names the dataset in the message.
         """
-        totals = merged.certified_floats()
-        value = float(totals[0])
-        if not math.isfinite(value):
-            raise NonFiniteError(
-                f"the sum of the per-event terms over {label} is {value!r}: it overflows the "
-                "float range"
-            )
-        if not with_gradient:
-            return value, None
-        kernels = self.fused if self.fused is not None else self.cuda
-        if kernels is not None:
-            p64 = params.array if params.array.dtype == np.float64 else params.array.astype(np.float64)
+        out = self.finish_points([merged], [params], with_gradient, label)[0]
+        if isinstance(out, Uncertified):
+            raise out
+        return out
+
+    def finish_points(self, merged: list[CertifiedPartials], points: list[Params], with_gradient: bool,
+                      label: str = "the events") -> list[Any]:
+        """:meth:`finish` at every point of a round: ``(value, gradient)`` per point, or the
+        :class:`Uncertified` of a point whose fast sums could not be certified (to redo
+        exactly); the fused kernels' backprop runs once for all the points."""
+        out: list[Any] = []
+        done: list[int] = []
+        totals: list[np.ndarray] = []
+        for k, m in enumerate(merged):
+            try:
+                t = m.certified_floats()
+            except Uncertified as exc:
+                out.append(exc)
+                continue
+            value = float(t[0])
+            if not math.isfinite(value):
+                raise NonFiniteError(
+                    f"the sum of the per-event terms over {label} is {value!r}: it overflows the "
+                    "float range"
+                )
+            out.append((value, None))
+            done.append(k)
+            totals.append(t)
+        if not with_gradient or not done:
+            return out
+        if self.fused is not None:
+            p64 = np.array([points[k].array for k in done], dtype=np.float64).T
             with np.errstate(all="ignore"):
-                grad = np.asarray(kernels.backprop(p64, totals[1:]), dtype=np.float64)
+                grads = np.asarray(self.fused.backprop(p64, np.array([t[1:] for t in totals]).T),
+                                   dtype=np.float64).T
+        elif self.cuda is not None:
+            with np.errstate(all="ignore"):
+                grads = [np.asarray(self.cuda.backprop(points[k].array.astype(np.float64), t[1:]),
+                                    dtype=np.float64) for k, t in zip(done, totals, strict=True)]
         else:
-            grad = np.array(totals[1:], dtype=np.float64)
-        if not all_finite(grad):
-            j = int(np.argmin(np.isfinite(grad)))
-            raise NonFiniteError(
-                f"the gradient of the sum over {label} is {grad[j]!r} in parameter "
-                f"{self.compiled.parameter_names[j]!r}: either the model's derivative is not finite "
-                "at this point (a square root, power or log at zero, a pole), or an intermediate "
-                "overflows the float range (the likelihood's gradient may itself be finite: an "
-                "NLL's gradient does not change when the accepted MC's weights are all scaled down "
-                "by one factor)"
-            )
-        return value, grad
+            grads = [np.array(t[1:], dtype=np.float64) for t in totals]
+        for k, grad in zip(done, grads, strict=True):
+            if not all_finite(grad):
+                j = int(np.argmin(np.isfinite(grad)))
+                raise NonFiniteError(
+                    f"the gradient of the sum over {label} is {grad[j]!r} in parameter "
+                    f"{self.compiled.parameter_names[j]!r}: either the model's derivative is not finite "
+                    "at this point (a square root, power or log at zero, a pole), or an intermediate "
+                    "overflows the float range (the likelihood's gradient may itself be finite: an "
+                    "NLL's gradient does not change when the accepted MC's weights are all scaled down "
+                    "by one factor)"
+                )
+            out[k] = (out[k][0], np.ascontiguousarray(grad))
+        return out
 
 
 def _rebuild(expr: Any, precision: str, kernel: str, device: str = "cpu",

@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 import laddu_dask as ld
-from laddu_dask.runtime.reducer import wait_compilations
+from laddu_dask.runtime.compilations import wait_compilations
 
 
 def status(key):
