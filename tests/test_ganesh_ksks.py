@@ -114,7 +114,7 @@ def test_conjugate_gradient_leaves_a_steep_start_for_the_minimum(sample):
     _, ours, start = likelihoods(sample, fixed=False)
     cg = ours.fit(start, config=ld.ganesh.ConjugateGradientConfig()).raw_ganesh_summary
     assert np.abs(cg.x - np.asarray(best.x)).max() <= 1e-5
-    assert cg.fx == pytest.approx(best.fx, rel=1e-12)
+    assert cg.fx == pytest.approx(best.fx, abs=1e-7)  # within the stopping tolerance in -2 ln L
     assert cg.evals.g < 400
 
 

@@ -69,13 +69,26 @@ def _run(objective, name):
     return summary, seen
 
 
+#: Methods whose arithmetic goes through LAPACK (CMA-ES's eigendecomposition of its
+#: covariance): their last bits follow the CPU's BLAS kernels (AVX2 or AVX-512), so the
+#: golden run holds to 1e-12 there, and the two objectives are compared bit for bit.
+LAPACK = {"CMA-ES"}
+
+
 @pytest.mark.parametrize("objective", [Rounds, OnePoint])
 @pytest.mark.parametrize("name", list(GOLDEN))
 def test_same_points_as_one_at_a_time(name, objective):
     _, steps, x, fx, f = GOLDEN[name]
     summary, seen = _run(objective(), name)
-    assert [float(v).hex() for v in summary.x] == list(x)
-    assert float(summary.fx).hex() == fx
+    if name in LAPACK:
+        assert summary.x == pytest.approx([float.fromhex(v) for v in x], rel=1e-12, abs=1e-12)
+        assert summary.fx == pytest.approx(float.fromhex(fx), rel=1e-12)
+        other, _ = _run(OnePoint() if objective is Rounds else Rounds(), name)
+        assert [float(v).hex() for v in summary.x] == [float(v).hex() for v in other.x]
+        assert float(summary.fx).hex() == float(other.fx).hex()
+    else:
+        assert [float(v).hex() for v in summary.x] == list(x)
+        assert float(summary.fx).hex() == fx
     assert (summary.evals.f, summary.evals.g, summary.evals.h) == (f, 0, 0)
     if steps is not None:
         assert seen == list(range(steps))  # every step observed once

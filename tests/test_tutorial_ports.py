@@ -189,8 +189,12 @@ def test_fitting_methods_port_agrees_with_laddu(method):
     value, gradient = same_point(ours["likelihood"], theirs["likelihood"], start)
     assert value < 1e-12 and gradient < 1e-12, (value, gradient)
     got, same_method = ours["fits"][method], theirs["fits"][method]
-    if method != "trust_region":  # laddu's own flag varies from run to run there (its sums
-        # are not reproducible: 17 or 18 evaluations, "converged" or "maximum steps")
+    # trust region: laddu's own flag varies from run to run (its sums are not reproducible:
+    # 17 or 18 evaluations, "converged" or "maximum steps"); CMA-ES: each library draws its
+    # own random stream, and whether ours meets its stop rule within the tutorial's 300 steps
+    # follows the last bits of LAPACK's eigendecompositions, which differ between CPUs (AVX2
+    # or AVX-512 kernels): its point is compared below either way
+    if method not in ("trust_region", "cmaes"):
         assert got.converged == same_method.converged  # conjugate gradient: neither says so here
     minimum = theirs["fits"]["default"]  # laddu's minimum, with its standard errors
     if method == "nelder_mead":
