@@ -175,3 +175,28 @@ def test_observe_passes_on_errors_thrown_in():
     log = []
     assert drive(observe(asks(), lambda *a: log.append(a)), fails) == "heard no"
     assert log == []
+
+
+def test_bootstrap_replicas_fit_in_shared_rounds_bitwise_as_each_alone(monkeypatch):
+    lik = _lik(n_data=300, seed=9)
+    central = lik.fit()
+    counter = {"rounds": 0}
+    import laddu_dask.analysis.lockstep as lockstep
+
+    real = lockstep.evaluate_together
+
+    def counting(pairs, with_gradient):
+        counter["rounds"] += 1
+        return real(pairs, with_gradient)
+
+    monkeypatch.setattr(lockstep, "evaluate_together", counting)
+    ensemble = lik.bootstrap_fit(5, central.values, seed=11)
+    fits = list(ensemble.fits)
+    # every replica alone: the same data weights (the same seeds), fitted by itself
+    seeds = ld.analysis.replica_seeds(11, 5)
+    alone = [ld.Likelihood([t.with_data(t.data.bootstrap(seed=s)) for t in lik.terms],
+                           execution=lik.execution).fit(initial=central.values) for s in seeds]
+    assert all(_same(a, b) for a, b in zip(fits, alone, strict=True))
+    assert len({a.fval for a in alone}) == 5  # five different replicas, not one five times
+    # the rounds were shared: far fewer calls than the replicas' evaluations
+    assert 0 < counter["rounds"] < sum(a.n_calls for a in alone) / 3

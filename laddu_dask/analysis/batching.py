@@ -168,6 +168,22 @@ class _View:
         return self._rounds.evaluate_points(self._fit, resolved, True)
 
 
+def lockstep_applies(method: str | None, options: dict[str, Any]) -> bool:
+    """Whether fits of ``method`` with ``options`` run as steps in shared rounds
+    (:func:`~laddu_dask.analysis.lockstep.fit_lockstep`): laddu's default L-BFGS-B with
+    none of the options only a threaded fit takes."""
+    return method in (None, "lbfgsb") and set(options) <= LOCKSTEP_OPTIONS
+
+
+def fit_together(likelihoods: Sequence[Any], starts: Sequence[Sequence[float]], *,
+                 failures: tuple[type[BaseException], ...] = (), note: Any = None,
+                 **options: Any) -> list[FitResult]:
+    """Fit ``likelihoods[i]`` from ``starts[i]``, all in shared rounds (bootstrap replicas of one
+    dataset: one likelihood each, on one execution); for :func:`lockstep_applies` options."""
+    with _one_blas_thread:
+        return fit_lockstep(list(likelihoods), starts, failures=failures, note=note, **options)
+
+
 def fit_batched(likelihood: Any, starts: Sequence[Sequence[float]], *, method: str | None,
                 failures: tuple[type[BaseException], ...] = (), note: Any = None,
                 **options: Any) -> list[FitResult]:
@@ -177,7 +193,7 @@ def fit_batched(likelihood: Any, starts: Sequence[Sequence[float]], *, method: s
     (:func:`~laddu_dask.analysis.ensembles.failed_fit`); any other exception is raised once
     every fit has ended.  ``note(i, result)`` hears of each fit as it ends.
     """
-    if method in (None, "lbfgsb") and set(options) <= LOCKSTEP_OPTIONS:  # as steps, no threads
+    if lockstep_applies(method, options):  # as steps, no threads
         with _one_blas_thread:
             return fit_lockstep(likelihood, starts, failures=failures, note=note, **options)
     rounds = _Rounds(likelihood, len(starts))

@@ -34,6 +34,7 @@ import numpy as np
 
 from laddu_dask.analysis.ensembles import failed_fit
 from laddu_dask.likelihood.fit import FitResult, default_fit_steps
+from laddu_dask.likelihood.likelihood import evaluate_together
 
 __all__ = ["LOCKSTEP_OPTIONS", "fit_lockstep"]
 
@@ -50,8 +51,10 @@ def fit_lockstep(likelihood: Any, starts: Sequence[Any], *, max_calls: int | Non
 
     Parameters
     ----------
-    likelihood : Likelihood
-        With ``values_and_gradients(points)``.
+    likelihood : Likelihood or sequence of Likelihood
+        With ``values_and_gradients(points)``; or one likelihood per start (bootstrap
+        replicas of one dataset), whose rounds run together where they share an execution
+        (:func:`~laddu_dask.likelihood.likelihood.evaluate_together`).
     starts : sequence of sequence of float
         One start per fit, in parameter order.
     max_calls, use_parameter_metadata
@@ -64,10 +67,15 @@ def fit_lockstep(likelihood: Any, starts: Sequence[Any], *, max_calls: int | Non
     note : callable, optional
         ``note(i, result)`` as fit ``i`` ends.
     """
-    names = list(likelihood.parameter_names)
+    likelihoods = (list(likelihood) if isinstance(likelihood, Sequence)
+                   else [likelihood] * len(starts))
+    if len(likelihoods) != len(starts):
+        raise ValueError(f"fit_lockstep: {len(likelihoods)} likelihoods for {len(starts)} starts; "
+                         "give one likelihood, or one per start")
+    names = list(likelihoods[0].parameter_names) if likelihoods else []
     out: list[Any] = [None] * len(starts)
-    fits = [default_fit_steps(likelihood, s, max_calls=max_calls,
-                              use_parameter_metadata=use_parameter_metadata) for s in starts]
+    fits = [default_fit_steps(lik, s, max_calls=max_calls, use_parameter_metadata=use_parameter_metadata)
+            for lik, s in zip(likelihoods, starts, strict=True)]
     pending: dict[int, np.ndarray] = {}
 
     def advance(i: int, move: Callable[[], np.ndarray]) -> None:
@@ -86,7 +94,7 @@ def fit_lockstep(likelihood: Any, starts: Sequence[Any], *, max_calls: int | Non
             advance(i, steps.__next__)
         while pending:
             asked, pending = pending, {}
-            for i, reply in _round(likelihood, asked):
+            for i, reply in _round(likelihoods, asked):
                 steps = fits[i]
                 if isinstance(reply, Exception):
                     advance(i, lambda s=steps, e=reply: s.throw(e))
@@ -98,21 +106,33 @@ def fit_lockstep(likelihood: Any, starts: Sequence[Any], *, max_calls: int | Non
     return out
 
 
-def _round(likelihood: Any, asked: dict[int, np.ndarray]) -> list[tuple[int, Any]]:
-    """Every fit's points evaluated in one call; when that fails, each fit's points alone, so
+def _round(likelihoods: list[Any], asked: dict[int, np.ndarray]) -> list[tuple[int, Any]]:
+    """Every fit's points evaluated in one round; when that fails, each fit's points alone, so
     that only the fits whose own points fail hear of it."""
     ids = list(asked)
-    sizes = [len(asked[i]) for i in ids]
     try:
-        values, grads = likelihood.values_and_gradients(np.concatenate([asked[i] for i in ids]))
+        replies = _together(likelihoods, asked, ids)
     except Exception:  # noqa: BLE001 - one bad point: each fit's points alone, as it would see them
-        replies: list[tuple[int, Any]] = []
+        replies = []
         for i in ids:
             try:
-                replies.append((i, likelihood.values_and_gradients(asked[i])))
+                replies.append((i, likelihoods[i].values_and_gradients(asked[i])))
             except Exception as exc:  # noqa: BLE001 - that fit hears of it
                 replies.append((i, exc))
-        return replies
-    ends = np.cumsum(sizes)
-    return [(i, (values[end - size:end], grads[end - size:end])) for i, end, size in zip(ids, ends, sizes)]
+    return replies
 
+
+def _together(likelihoods: list[Any], asked: dict[int, np.ndarray], ids: list[int]) -> list[tuple[int, Any]]:
+    """The points of ``ids`` in one call: the fits of one likelihood as one block of its
+    points, those of several likelihoods through ``evaluate_together``."""
+    first = likelihoods[ids[0]]
+    if all(likelihoods[i] is first for i in ids):
+        sizes = [len(asked[i]) for i in ids]
+        values, grads = first.values_and_gradients(np.concatenate([asked[i] for i in ids]))
+        ends = np.cumsum(sizes)
+        return [(i, (values[end - size:end], grads[end - size:end]))
+                for i, end, size in zip(ids, ends, sizes)]
+    out = evaluate_together([(likelihoods[i], likelihoods[i]._resolve_points(asked[i])) for i in ids],
+                            True)
+    return [(i, (np.array([v for v, _ in rows]), np.array([g for _, g in rows]).reshape(len(rows), -1)))
+            for i, rows in zip(ids, out, strict=True)]

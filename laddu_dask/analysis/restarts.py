@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from laddu_dask.analysis.batching import fit_batched
+from laddu_dask.analysis.batching import fit_batched, fit_together, lockstep_applies
 from laddu_dask.analysis.ensembles import FitEnsemble, failed_fit
 from laddu_dask.analysis.tasks import fit_as_tasks, runs_as_tasks
 from laddu_dask.errors import (
@@ -108,6 +108,14 @@ def fit_each(likelihoods: list[Any], starts: list[Any], *, method: str | None, l
         x0s = [start_vector(likelihoods[0], s) for s in starts]
         results = fit_batched(likelihoods[0], x0s, method=method, failures=FIT_FAILURES,
                               note=Progress(progress, label, len(x0s)), **options)
+        return FitEnsemble(results, parameter_names=names, starts=x0s, label=label, message=message)
+    shared = all(lik.execution is likelihoods[0].execution for lik in likelihoods)
+    if batch and len(likelihoods) > 1 and shared and lockstep_applies(method, options) \
+            and not any(runs_as_tasks(lik) for lik in likelihoods):
+        # bootstrap replicas: one likelihood each, on one execution, fitted in shared rounds
+        x0s = [start_vector(lik, s) for lik, s in zip(likelihoods, starts, strict=True)]
+        results = fit_together(likelihoods, x0s, failures=FIT_FAILURES,
+                               note=Progress(progress, label, len(x0s)), **options)
         return FitEnsemble(results, parameter_names=names, starts=x0s, label=label, message=message)
     if all(runs_as_tasks(lik) for lik in likelihoods):
         x0s = [start_vector(lik, s) for lik, s in zip(likelihoods, starts, strict=True)]

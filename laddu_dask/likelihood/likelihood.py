@@ -199,8 +199,10 @@ class Likelihood(MinuitCost):
 
         The points are trusted (:meth:`resolve` checked them, into arrays of their own):
         below here nothing re-checks or copies them."""
-        # the reductions of every term at every point in one round (one call per worker on
-        # a cluster; each partition read once)
+        return evaluate_together([(self, points)], with_gradient)[0]
+
+    def _point_jobs(self, points: list[np.ndarray], with_gradient: bool) -> tuple[list[Any], list[Any]]:
+        """The runtime's jobs of every term at ``points`` and what :meth:`_finish_points` needs."""
         execution = self.execution
         jobs: list[Any] = []
         per_term = []
@@ -209,7 +211,11 @@ class Likelihood(MinuitCost):
             prep, term_jobs = term.jobs(execution, own, with_gradient)
             per_term.append((term, idx, prep, own, len(term_jobs)))
             jobs.extend(term_jobs)
-        results = iter(run_jobs(execution, jobs))
+        return per_term, jobs
+
+    def _finish_points(self, points: list[np.ndarray], per_term: list[Any], results: Any,
+                       with_gradient: bool) -> list[tuple[float, Any]]:
+        """The likelihood at ``points`` from the results of :meth:`_point_jobs` (an iterator)."""
         totals = [0.0] * len(points)
         n = len(self.parameter_names)
         grads = [np.zeros(n) if with_gradient else None for _ in points]
@@ -446,3 +452,42 @@ def nothing_free_message(fixed: dict[str, float]) -> str:
     held = ", ".join(f"{n} = {v!r}" for n, v in fixed.items())
     return (f"nothing to fit: every parameter is fixed ({held}); free one with "
             "model.with_parameters({name: ld.ParameterUpdate(fixed=None)})")
+
+
+def evaluate_together(pairs: Sequence[tuple[Likelihood, list[np.ndarray]]],
+                      with_gradient: bool) -> list[list[tuple[float, Any]]]:
+    """``(value, gradient or None)`` of each likelihood at its resolved points, the reductions
+    of all those on one execution in one round (one pass of the thread pool, one call per
+    worker on a cluster): the bootstrap replicas of one dataset, which share its accepted
+    MC, fitted in lockstep.  Each result is bitwise that of the likelihood's own
+    :meth:`Likelihood.values_and_gradients` (exact sums per job).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import laddu_dask as ld
+    >>> x = ld.scalar("x")
+    >>> model = ld.Model(ld.parameter("a", initial=1.0) * x * x + 1.0)
+    >>> mc = ld.Dataset.from_arrays(scalars={"x": np.linspace(0, 1, 101)})
+    >>> liks = [ld.Likelihood([ld.NLL(model, data=ld.Dataset.from_arrays(scalars={"x": d}),
+    ...                               accepted_mc=mc)]) for d in (np.array([0.5, 0.9]), np.array([0.1]))]
+    >>> out = evaluate_together([(liks[0], [np.array([2.0])]), (liks[1], [np.array([3.0])])], True)
+    >>> out[1][0][0] == liks[1].value([3.0])
+    True
+    """
+    by_execution: dict[int, list[int]] = {}
+    for i, (lik, _) in enumerate(pairs):
+        by_execution.setdefault(id(lik.execution), []).append(i)
+    out: list[Any] = [None] * len(pairs)
+    for group in by_execution.values():
+        staged, jobs = [], []
+        for i in group:
+            lik, points = pairs[i]
+            per_term, own_jobs = lik._point_jobs(points, with_gradient)
+            staged.append((i, per_term))
+            jobs.extend(own_jobs)
+        results = iter(run_jobs(pairs[group[0]][0].execution, jobs))
+        for i, per_term in staged:
+            lik, points = pairs[i]
+            out[i] = lik._finish_points(points, per_term, results, with_gradient)
+    return out
