@@ -217,7 +217,8 @@ def test_progress_of_many_fits(samples, capsys):
     heard = []
     replicas = lik.bootstrap_fit(2, fits.best.values, seed=1,
                                  progress=lambda i, n, r: heard.append((i, n, r.valid)))
-    assert heard == [(0, 2, replicas.fits[0].valid), (1, 2, replicas.fits[1].valid)]
+    # every replica heard of once, by its index, as it ends (in lockstep, in any order)
+    assert sorted(heard) == [(0, 2, replicas.fits[0].valid), (1, 2, replicas.fits[1].valid)]
 
 
 def test_a_restart_that_fails_in_a_merged_round_fails_alone():

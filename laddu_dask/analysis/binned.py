@@ -36,6 +36,7 @@ from laddu_dask.analysis.restarts import (
     replica_seeds,
     restart_starts,
     same_start_warning,
+    shared_load_limit,
     start_note,
     start_vector,
 )
@@ -46,7 +47,6 @@ from laddu_dask.expr.node import Expr
 from laddu_dask.likelihood.fit import check_fit_options
 from laddu_dask.likelihood.likelihood import Likelihood
 from laddu_dask.likelihood.terms import NLL, ExtendedNLL
-from laddu_dask.runtime.execution import Execution
 
 __all__ = ["BinFit", "binned_likelihoods", "fit_bins"]
 
@@ -124,7 +124,7 @@ def fit_bins(model: Any, *, data: Any, accepted_mc: Any, by: Expr, bins: Bin | S
     same = [note for note, repeated in notes.values() if repeated]
     if same:  # once for every bin: they share the model's parameters
         same_start_warning(f"fit_bins: in every bin, {same[0]}")
-    with shared_parent_loads(_shared_limit(execution)):  # each source partition read once for all bins
+    with shared_parent_loads(shared_load_limit(execution)):  # each source partition read once for all bins
         fitted = _fit_every_bin(good, starts, notes, method, progress, options)
     out = []
     for i, (b, lik) in enumerate(built):
@@ -139,13 +139,6 @@ def fit_bins(model: Any, *, data: Any, accepted_mc: Any, by: Expr, bins: Bin | S
         ensemble.label = label
         out.append(BinFit(b.index, b.low, b.high, lik, ensemble))
     return out
-
-
-def _shared_limit(execution: Any) -> int:
-    """How many bytes of source partitions a binned analysis keeps while preparing its bins:
-    a quarter of the host budget (1 GiB when it is unlimited)."""
-    budget = (execution if execution is not None else Execution()).host_budget_bytes()
-    return budget // 4 if budget else 1 << 30
 
 
 def _fit_every_bin(good: list, starts: dict, notes: dict, method: Any, progress: Any,

@@ -46,6 +46,7 @@ import numpy as np
 from laddu_dask.analysis.batching import fit_batched, fit_together, lockstep_applies
 from laddu_dask.analysis.ensembles import FitEnsemble, failed_fit
 from laddu_dask.analysis.tasks import fit_as_tasks, runs_as_tasks
+from laddu_dask.data.shared_loads import shared_parent_loads
 from laddu_dask.errors import (
     DataError,
     NonFiniteError,
@@ -58,6 +59,7 @@ from laddu_dask.likelihood.ensemble import Ensemble
 from laddu_dask.likelihood.fit import ProgressLine, check_fit_options
 from laddu_dask.likelihood.fit import fit as likelihood_fit  # its default method is bootstrap_fit's
 from laddu_dask.likelihood.likelihood import Likelihood, require_free
+from laddu_dask.runtime.execution import Execution
 
 __all__ = ["FIT_FAILURES", "Progress", "bootstrap_fit", "fit_each", "fit_restarts", "replica_seeds",
            "restart_starts", "same_start_warning", "start_note", "start_vector"]
@@ -242,6 +244,15 @@ def same_start_warning(note: str) -> None:
     warnings.warn(note, RestartWarning, stacklevel=level)
 
 
+def shared_load_limit(execution: Any) -> int:
+    """How many bytes of source partitions many fits of selections of one dataset (the bins
+    of a binned analysis, bootstrap replicas) keep while preparing them
+    (:func:`~laddu_dask.data.shared_loads.shared_parent_loads`): a quarter of the host
+    budget (1 GiB when it is unlimited)."""
+    budget = (execution if execution is not None else Execution()).host_budget_bytes()
+    return budget // 4 if budget else 1 << 30
+
+
 def replica_seeds(seed: int, n: int) -> list[int]:
     """The dataset seeds of ``n`` bootstrap replicas (from ``numpy.random.default_rng(seed)``)."""
     return [int(s) for s in np.random.default_rng(seed).integers(0, 2**63, size=n)]
@@ -301,8 +312,9 @@ def bootstrap_fit(likelihood: Likelihood, samples: int, initial: Any = None, *, 
                 for s in replica_seeds(seed, int(samples))]
     if method is None:
         method = inspect.signature(likelihood_fit).parameters["method"].default
-    fits = fit_each(replicas, [initial] * int(samples), method=method, label="bootstrap", progress=progress,
-                    **laddu, **options)
+    with shared_parent_loads(shared_load_limit(likelihood.execution)):  # the data read once for all
+        fits = fit_each(replicas, [initial] * int(samples), method=method, label="bootstrap",
+                        progress=progress, **laddu, **options)
     ensemble = Ensemble(fits.draws, fits.parameter_names, fits=fits)
     ensemble.bootstrap_seed = int(seed)
     return ensemble
