@@ -184,6 +184,9 @@ def test_on_a_cluster_the_fits_run_as_tasks_and_equal_the_local_ones(samples):
 
     local_bins = binned()
     local_restarts = _likelihood(samples).fit_restarts(3, seed=8)
+    one_by_one = _likelihood(samples).fit_restarts(3, seed=8, batch=False)
+    central = local_restarts.best.values
+    local_boot = _likelihood(samples).bootstrap_fit(5, central, seed=4).fits
     for client in local_cluster():
         assert isinstance(client, distributed.Client)
         ex = ld.Execution(client=client)
@@ -192,6 +195,7 @@ def test_on_a_cluster_the_fits_run_as_tasks_and_equal_the_local_ones(samples):
         remote_restarts = lik.fit_restarts(3, seed=8)
         with dask.config.set({"laddu-dask.analysis.task-bytes": 0}):  # too big for a task: lockstep
             spanning = lik.fit_restarts(3, seed=8)
+        remote_boot = lik.bootstrap_fit(5, central, seed=4).fits  # one task per worker thread
         ran = client.run_on_scheduler(lambda dask_scheduler: [
             (str(t[0]), t[2]) for t in dask_scheduler.transition_log
             if str(t[0]).startswith("laddu-dask-fit")])
@@ -202,8 +206,15 @@ def test_on_a_cluster_the_fits_run_as_tasks_and_equal_the_local_ones(samples):
     assert [r.fval for r in spanning] == [r.fval for r in local_restarts]
     assert [r.values.tolist() for r in spanning] == [r.values.tolist() for r in local_restarts]
     assert [r.values.tolist() for r in remote_restarts] == [r.values.tolist() for r in local_restarts]
+    # lockstep, one by one, local and cluster: the same minima, bit for bit
+    assert [r.values.tolist() for r in one_by_one] == [r.values.tolist() for r in local_restarts]
+    assert [r.fval for r in one_by_one] == [r.fval for r in local_restarts]
+    assert [r.fval for r in remote_boot] == [r.fval for r in local_boot]
+    assert [r.values.tolist() for r in remote_boot] == [r.values.tolist() for r in local_boot]
+    assert len({r.fval for r in local_boot}) == 5  # five different replicas
     finished = {k for k, state in ran if state == "memory"}
-    assert len(finished) == 2 + 1, finished  # one task per likelihood: the 2 bins and the 3 restarts
+    # one task per likelihood: the 2 bins and the 3 restarts; the 5 replicas in one per worker
+    assert len(finished) == 2 + 1 + 2, finished
 
 
 def test_progress_of_many_fits(samples, capsys):

@@ -17,7 +17,8 @@ Examples
 from laddu_dask.analysis.binned import BinFit, binned_likelihoods, fit_bins
 from laddu_dask.analysis.ensembles import FitEnsemble, failed_fit
 from laddu_dask.analysis.mcmc import sample, walker_positions
-from laddu_dask.analysis.restarts import bootstrap_fit, fit_restarts, replica_seeds
+from laddu_dask.analysis.replicas import replica_seeds
+from laddu_dask.analysis.restarts import bootstrap_fit, fit_restarts
 from laddu_dask.likelihood.ganesh.mcmc_summary import MCMCSummary
 from laddu_dask.likelihood.likelihood import register_method
 

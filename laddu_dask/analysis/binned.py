@@ -29,14 +29,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from laddu_dask.analysis.ensembles import FitEnsemble, failed_fit
+from laddu_dask.analysis.replicas import replica_seeds, shared_load_limit
 from laddu_dask.analysis.restarts import (
     FIT_FAILURES,
     Progress,
     fit_each,
-    replica_seeds,
     restart_starts,
     same_start_warning,
-    shared_load_limit,
     start_note,
     start_vector,
 )

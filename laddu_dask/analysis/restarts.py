@@ -45,7 +45,8 @@ import numpy as np
 
 from laddu_dask.analysis.batching import fit_batched, fit_together, lockstep_applies
 from laddu_dask.analysis.ensembles import FitEnsemble, failed_fit
-from laddu_dask.analysis.tasks import fit_as_tasks, runs_as_tasks
+from laddu_dask.analysis.replicas import replica_likelihoods, replica_seeds, shared_load_limit
+from laddu_dask.analysis.tasks import fit_as_tasks, fit_replicas_as_tasks, runs_as_tasks
 from laddu_dask.data.shared_loads import shared_parent_loads
 from laddu_dask.errors import (
     DataError,
@@ -59,9 +60,8 @@ from laddu_dask.likelihood.ensemble import Ensemble
 from laddu_dask.likelihood.fit import ProgressLine, check_fit_options
 from laddu_dask.likelihood.fit import fit as likelihood_fit  # its default method is bootstrap_fit's
 from laddu_dask.likelihood.likelihood import Likelihood, require_free
-from laddu_dask.runtime.execution import Execution
 
-__all__ = ["FIT_FAILURES", "Progress", "bootstrap_fit", "fit_each", "fit_restarts", "replica_seeds",
+__all__ = ["FIT_FAILURES", "Progress", "bootstrap_fit", "fit_each", "fit_restarts",
            "restart_starts", "same_start_warning", "start_note", "start_vector"]
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # laddu_dask/
@@ -244,20 +244,6 @@ def same_start_warning(note: str) -> None:
     warnings.warn(note, RestartWarning, stacklevel=level)
 
 
-def shared_load_limit(execution: Any) -> int:
-    """How many bytes of source partitions many fits of selections of one dataset (the bins
-    of a binned analysis, bootstrap replicas) keep while preparing them
-    (:func:`~laddu_dask.data.shared_loads.shared_parent_loads`): a quarter of the host
-    budget (1 GiB when it is unlimited)."""
-    budget = (execution if execution is not None else Execution()).host_budget_bytes()
-    return budget // 4 if budget else 1 << 30
-
-
-def replica_seeds(seed: int, n: int) -> list[int]:
-    """The dataset seeds of ``n`` bootstrap replicas (from ``numpy.random.default_rng(seed)``)."""
-    return [int(s) for s in np.random.default_rng(seed).integers(0, 2**63, size=n)]
-
-
 def bootstrap_fit(likelihood: Likelihood, samples: int, initial: Any = None, *, config: Any = None,
                   seed: int = 0, terminators: Sequence[Any] = (), observers: Sequence[Any] = (),
                   default_callbacks: bool = True, use_parameter_metadata: bool = True,
@@ -306,15 +292,21 @@ def bootstrap_fit(likelihood: Likelihood, samples: int, initial: Any = None, *, 
     unset = {"config": None, "terminators": (), "observers": (), "default_callbacks": True,
              "use_parameter_metadata": True}
     laddu = {k: v for k, v in given.items() if not _unset(v, unset[k])}
-    replicas = [Likelihood([*(t.with_data(t.data.bootstrap(seed=s)) for t in likelihood.terms),
-                            *likelihood.penalties],
-                           execution=likelihood.execution)
-                for s in replica_seeds(seed, int(samples))]
+    seeds = replica_seeds(seed, int(samples))
     if method is None:
         method = inspect.signature(likelihood_fit).parameters["method"].default
-    with shared_parent_loads(shared_load_limit(likelihood.execution)):  # the data read once for all
-        fits = fit_each(replicas, [initial] * int(samples), method=method, label="bootstrap",
-                        progress=progress, **laddu, **options)
+    if runs_as_tasks(likelihood) and lockstep_applies(method, {**laddu, **options}):
+        # on a cluster: the replicas in one task per worker thread, each in lockstep there
+        x0 = start_vector(likelihood, initial)
+        results = fit_replicas_as_tasks(likelihood, seeds, x0, label="bootstrap", failures=FIT_FAILURES,
+                                        note=Progress(progress, "bootstrap", len(seeds)),
+                                        **check_fit_options({**laddu, **options}, method))
+        fits = FitEnsemble(results, parameter_names=likelihood.parameter_names, starts=[x0] * len(seeds),
+                           label="bootstrap")
+    else:
+        with shared_parent_loads(shared_load_limit(likelihood.execution)):  # the data read once for all
+            fits = fit_each(replica_likelihoods(likelihood, seeds), [initial] * len(seeds), method=method,
+                            label="bootstrap", progress=progress, **laddu, **options)
     ensemble = Ensemble(fits.draws, fits.parameter_names, fits=fits)
     ensemble.bootstrap_seed = int(seed)
     return ensemble

@@ -32,15 +32,17 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from laddu_dask import config
-from laddu_dask.analysis.batching import fit_batched
+from laddu_dask.analysis.batching import fit_batched, fit_together
 from laddu_dask.analysis.ensembles import failed_fit
-from laddu_dask.cluster_waits import gather
+from laddu_dask.analysis.replicas import replica_likelihoods, shared_load_limit
+from laddu_dask.cluster_waits import gather, wait_for_workers
+from laddu_dask.data.shared_loads import shared_parent_loads
 from laddu_dask.likelihood.fit import FitResult
 from laddu_dask.likelihood.likelihood import Likelihood
 from laddu_dask.likelihood.terms import NLL, ExtendedNLL
 from laddu_dask.runtime.execution import Execution
 
-__all__ = ["FitRecipe", "fit_as_local_tasks", "fit_as_tasks", "runs_as_tasks"]
+__all__ = ["FitRecipe", "fit_as_local_tasks", "fit_as_tasks", "fit_replicas_as_tasks", "runs_as_tasks"]
 
 _KINDS = {"NLL": NLL, "ExtendedNLL": ExtendedNLL}
 
@@ -153,7 +155,14 @@ def fit_as_tasks(likelihoods: Sequence[Likelihood], starts: Sequence[Sequence[fl
         futures.append(client.submit(_fits_on_worker, recipe, [list(starts[i]) for i in members], method,
                                      dict(options), failures, pure=False,
                                      key=f"laddu-dask-fit-{label.replace(' ', '-')}-{n}-{batch}"))
-    results: list[FitResult | None] = [None] * len(likelihoods)
+    return _gathered(client, futures, groups, len(likelihoods), label, note)
+
+
+def _gathered(client: Any, futures: list, groups: list[list[int]], n_fits: int, label: str,
+              note: Callable | None) -> list[FitResult]:
+    """The fits of the tasks ``futures`` (task ``n`` fits ``groups[n]``), in order, each
+    noted as its task ends; every wait bounded by ``laddu-dask.cluster.fit-timeout``."""
+    results: list[FitResult | None] = [None] * n_fits
 
     def arrived(n: int, fitted: list[FitResult]) -> None:
         for i, result in zip(groups[n], fitted, strict=True):
@@ -162,5 +171,35 @@ def fit_as_tasks(likelihoods: Sequence[Likelihood], starts: Sequence[Sequence[fl
                 note(i, result)
 
     gather(client, futures, f"the fits ({label}), each within laddu-dask.cluster.fit-timeout",
-           timeout="fit-timeout", times=len(likelihoods), on_result=arrived)
+           timeout="fit-timeout", times=n_fits, on_result=arrived)
     return results  # type: ignore[return-value]
+
+
+def _replicas_on_worker(recipe: FitRecipe, seeds: list[int], start: list[float], options: dict,
+                        failures: tuple[type[BaseException], ...]) -> list[FitResult]:
+    """The bootstrap replicas of ``seeds``, built on this worker from the likelihood's recipe
+    (its accepted MC prepared once, its data read once) and fitted in lockstep."""
+    source = recipe.likelihood()
+    with shared_parent_loads(shared_load_limit(source.execution)):
+        results = fit_together(replica_likelihoods(source, seeds), [start] * len(seeds), failures=failures,
+                               **options)
+    return [replace(r, minuit=None) for r in results]
+
+
+def fit_replicas_as_tasks(likelihood: Likelihood, seeds: Sequence[int], start: Sequence[float], *,
+                          label: str, failures: tuple[type[BaseException], ...],
+                          note: Callable | None = None, **options: Any) -> list[FitResult]:
+    """The bootstrap replicas of ``likelihood`` (one per seed, see
+    :func:`~laddu_dask.analysis.replicas.replica_likelihoods`), each fitted from ``start``
+    by laddu's default fit, as one task per worker thread of its cluster: each task builds
+    the likelihood once and fits its share of the replicas in lockstep.  Results in seed
+    order, bitwise those of the same fits locally."""
+    client = likelihood.execution.client
+    threads = sum(wait_for_workers(client, f"the fits ({label})").values()) or 1
+    chunks = [list(range(len(seeds)))[k::threads] for k in range(min(threads, len(seeds)))]
+    recipe, batch = FitRecipe.of(likelihood), uuid.uuid4().hex
+    futures = [client.submit(_replicas_on_worker, recipe, [int(seeds[i]) for i in chunk], list(start),
+                             dict(options), failures, pure=False,
+                             key=f"laddu-dask-fit-{label.replace(' ', '-')}-{n}-{batch}")
+               for n, chunk in enumerate(chunks)]
+    return _gathered(client, futures, chunks, len(seeds), label, note)
