@@ -232,6 +232,28 @@ def test_progress_of_many_fits(samples, capsys):
     assert sorted(heard) == [(0, 2, replicas.fits[0].valid), (1, 2, replicas.fits[1].valid)]
 
 
+def test_one_progress_display_for_a_whole_binned_analysis(samples, capsys):
+    """fit_bins(progress=True): one display, ending with every bin's best -2 ln L; a callable
+    hears of every fit of the analysis once, by its place in it."""
+    data, mc = samples
+    kwargs = dict(data=_dataset(data), accepted_mc=_dataset(mc), by=ld.scalar("m"),
+                  bins=ld.Bin([1.0, 1.5, 2.0]), restarts=3, seed=5)
+    fits = ld.fit_bins(_waves(ld), progress=True, **kwargs)
+    out = capsys.readouterr().out.replace("\r", "\n")
+    final = out[out.rindex("fit_bins: 2 of 2 bins done"):].strip().splitlines()
+    valid = sum(len(f.ensemble.valid) for f in fits)
+    assert valid > 0
+    assert final[0] == f"fit_bins: 2 of 2 bins done, 6 of 6 fits ({valid} valid)"
+    def best(f):
+        return "no valid fit" if f.best is None else f"best -2 ln L = {f.best.fval:.10g}"
+
+    assert final[1:] == [f"bin {f.index} [{f.low:g}, {f.high:g}]: 3 of 3 fits, {best(f)}" for f in fits]
+    heard = []
+    again = ld.fit_bins(_waves(ld), progress=lambda i, n, r: heard.append((i, n, r.fval)), **kwargs)
+    want = [(3 * b + j, 6, r.fval) for b, f in enumerate(again) for j, r in enumerate(f.ensemble)]
+    assert sorted(heard) == want
+
+
 def test_a_restart_that_fails_in_a_merged_round_fails_alone():
     """Restarts in lockstep: a start where the intensity is negative fails that fit only (its
     round is evaluated point by point), exactly as when the fits run one after another."""

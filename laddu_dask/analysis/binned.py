@@ -29,10 +29,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from laddu_dask.analysis.ensembles import FitEnsemble, failed_fit
+from laddu_dask.analysis.progress import BinsProgress
 from laddu_dask.analysis.replicas import replica_seeds, shared_load_limit
 from laddu_dask.analysis.restarts import (
     FIT_FAILURES,
-    Progress,
     fit_each,
     restart_starts,
     same_start_warning,
@@ -98,7 +98,11 @@ def fit_bins(model: Any, *, data: Any, accepted_mc: Any, by: Expr, bins: Bin | S
     laddu's L-BFGS-B, runs each bin's restarts in lockstep
     (:mod:`~laddu_dask.analysis.lockstep`) and reached every bin's best minimum of the KsKs
     benchmark (30 bins x 20 restarts) with a third of MIGRAD's evaluations (40,687 against
-    129,576) in half its time; ``method="migrad"`` runs MIGRAD + HESSE.
+    129,576) in half its time; ``method="migrad"`` runs MIGRAD + HESSE.  ``progress``:
+    ``True`` keeps one display of the whole analysis up to date (bins done, fits done and
+    valid, each finished bin's best -2 ln L; a terminal line, a notebook display, whole lines
+    in a file), a callable gets ``(index, n, result)`` per fit of the analysis
+    (:class:`~laddu_dask.analysis.progress.BinsProgress`).
 
     Returns
     -------
@@ -123,11 +127,12 @@ def fit_bins(model: Any, *, data: Any, accepted_mc: Any, by: Expr, bins: Bin | S
     same = [note for note, repeated in notes.values() if repeated]
     if same:  # once for every bin: they share the model's parameters
         same_start_warning(f"fit_bins: in every bin, {same[0]}")
+    shown = BinsProgress(progress, {i: (_label(built[i][0]), len(starts[i])) for i, _ in good})
     with shared_parent_loads(shared_load_limit(execution)):  # each source partition read once for all bins
-        fitted = _fit_every_bin(good, starts, notes, method, progress, options)
+        fitted = _fit_every_bin(good, starts, notes, method, shown, options)
     out = []
     for i, (b, lik) in enumerate(built):
-        label = f"bin {b.index} [{b.low:g}, {b.high:g}]"
+        label = _label(b)
         if isinstance(lik, Exception):
             names = list(model.parameter_names) if hasattr(model, "parameter_names") else []
             ensemble = FitEnsemble([failed_fit(names, [float("nan")] * len(names), method, lik)],
@@ -140,7 +145,11 @@ def fit_bins(model: Any, *, data: Any, accepted_mc: Any, by: Expr, bins: Bin | S
     return out
 
 
-def _fit_every_bin(good: list, starts: dict, notes: dict, method: Any, progress: Any,
+def _label(b: Any) -> str:
+    return f"bin {b.index} [{b.low:g}, {b.high:g}]"
+
+
+def _fit_every_bin(good: list, starts: dict, notes: dict, method: Any, shown: BinsProgress,
                    options: dict[str, Any]) -> dict[int, FitEnsemble]:
     """Every good bin's restarts: as tasks on a cluster, else bin by bin in lockstep."""
     fitted: dict[int, FitEnsemble] = {}
@@ -148,12 +157,13 @@ def _fit_every_bin(good: list, starts: dict, notes: dict, method: Any, progress:
         flat = [(i, lik, s) for i, lik in good for s in starts[i]]
         results = iter(fit_as_tasks([lik for _, lik, _ in flat], [s for _, _, s in flat], method=method,
                                     label="bins", failures=FIT_FAILURES,
-                                    note=Progress(progress, "bins", len(flat)), **options))
+                                    note=lambda k, r: shown(flat[k][0], k - shown.first[flat[k][0]], r),
+                                    **options))
         for i, lik in good:
             fitted[i] = FitEnsemble([next(results) for _ in starts[i]], parameter_names=lik.parameter_names,
                                     starts=starts[i], message=notes[i][0])
     for i, lik in good:
         if i not in fitted:
             fitted[i] = fit_each([lik] * len(starts[i]), starts[i], method=method, label="restarts",
-                                 progress=progress, message=notes[i][0], **options)
+                                 progress=shown.note(i), message=notes[i][0], **options)
     return fitted

@@ -45,6 +45,7 @@ import numpy as np
 
 from laddu_dask.analysis.batching import fit_batched, fit_together, lockstep_applies
 from laddu_dask.analysis.ensembles import FitEnsemble, failed_fit
+from laddu_dask.analysis.progress import Progress
 from laddu_dask.analysis.replicas import replica_likelihoods, replica_seeds, shared_load_limit
 from laddu_dask.analysis.tasks import fit_as_tasks, fit_replicas_as_tasks, runs_as_tasks
 from laddu_dask.data.shared_loads import shared_parent_loads
@@ -57,11 +58,11 @@ from laddu_dask.errors import (
     RestartWarning,
 )
 from laddu_dask.likelihood.ensemble import Ensemble
-from laddu_dask.likelihood.fit import ProgressLine, check_fit_options
+from laddu_dask.likelihood.fit import check_fit_options
 from laddu_dask.likelihood.fit import fit as likelihood_fit  # its default method is bootstrap_fit's
 from laddu_dask.likelihood.likelihood import Likelihood, require_free
 
-__all__ = ["FIT_FAILURES", "Progress", "bootstrap_fit", "fit_each", "fit_restarts",
+__all__ = ["FIT_FAILURES", "bootstrap_fit", "fit_each", "fit_restarts",
            "restart_starts", "same_start_warning", "start_note", "start_vector"]
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # laddu_dask/
@@ -69,29 +70,6 @@ _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep 
 #: The errors that end one fit of many, recorded in its result (the others go on).
 FIT_FAILURES = (NonFiniteError, NonPositiveIntensityError, NormalizationError, ParameterError, DataError,
                 FloatingPointError)
-
-
-class Progress:
-    """What ``progress`` asks for while many fits run: ``True`` keeps one line (a terminal)
-    or display (a notebook) up to date with the fits done, the valid ones and the best
-    -2 ln L; a callable gets ``(index, n, result)`` for every fit that ends."""
-
-    def __init__(self, progress: bool | Callable, label: str, n: int) -> None:
-        self.progress, self.label, self.n = progress, label, n
-        self.line = ProgressLine() if progress is True else None
-        self.done: list[Any] = []
-
-    def __call__(self, i: int, result: Any) -> None:
-        self.done.append(result)
-        if self.line is not None:
-            self.line.show(self._text(), final=len(self.done) == self.n)
-        elif callable(self.progress):
-            self.progress(i, self.n, result)
-
-    def _text(self) -> str:
-        valid = [r.fval for r in self.done if r.valid]
-        best = f", best -2 ln L = {min(valid):.10g}" if valid else ""
-        return f"{self.label}: {len(self.done)} of {self.n} fits done, {len(valid)} valid{best}"
 
 
 def fit_each(likelihoods: list[Any], starts: list[Any], *, method: str | None, label: str,

@@ -52,7 +52,8 @@ from typing import Any
 import numpy as np
 
 from laddu_dask.analysis.ensembles import FitEnsemble, failed_fit
-from laddu_dask.analysis.restarts import FIT_FAILURES, Progress, fit_each
+from laddu_dask.analysis.progress import Progress
+from laddu_dask.analysis.restarts import FIT_FAILURES, fit_each
 from laddu_dask.analysis.tasks import fit_as_local_tasks
 from laddu_dask.compile.layout import resolve_parameters
 from laddu_dask.data.dataset import Dataset
