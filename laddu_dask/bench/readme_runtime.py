@@ -120,7 +120,9 @@ def binned_lines(r: dict[str, Any]) -> list[str]:
                 "one's end; the wall time beyond the compute shared by the workers (scheduling, results) "
                 f"is {seconds(c['wall_beyond_compute_s'])}. The minima equal the local ones (largest "
                 f"-2 ln L difference {c['max_fval_difference_from_local']:.1e}). The bootstrap as tasks "
-                "(one replica a task, each preparing its replica's data and the accepted MC): "
+                "(one task per worker thread: each rebuilds the bin's likelihood from its recipe, reads "
+                "and prepares its data and accepted MC once, then fits its share of the replicas in "
+                "lockstep; locally the replicas run in lockstep on the prepared accepted MC): "
                 f"{c['bootstrap']['replicas_per_s']:.2f} replicas per second, against "
                 f"{boot['laddu-dask']['replicas_per_s']:.2f} locally and "
                 f"{boot['laddu']['replicas_per_s']:.2f} for laddu.", ""]
