@@ -149,16 +149,17 @@ class Decomposition:
         adjoints: list[Any] = []
         squares = []
         for c, m, s in zip(coeffs, matrices, scales):
-            size = len(c)
-            # cm_l = sum_k c_k M_kl (= M^T P), then q = sum_l cm_l conj(c_l), in index order
-            cm = [_ordered_sum([c[i] * m[i, l] for i in range(size)]) for l in range(size)]
-            q = np.real(_ordered_sum([cm[l] * np.conj(c[l]) for l in range(size)]))
+            # cm_l = sum_i c_i M_il (= M^T P), then q = sum_l cm_l conj(c_l), each sum left to
+            # right over its index for every point (whole rows at once: the same elementwise
+            # products and additions, whatever K is)
+            cm = _ordered_sum(list(c[:, None, :] * m[:, :, None]))  # (size, K)
+            q = np.real(_ordered_sum(list(cm * np.conj(c))))
             squares.append(q)
             value = value + s * q
             if with_gradient:
-                for l in range(size):
-                    g = 2.0 * s * cm[l]  # d/dconj(P) doubled: the conjugate-convention adjoint
-                    adjoints.extend((np.real(g), np.imag(g)))
+                g = 2.0 * s * cm  # d/dconj(P) doubled: the conjugate-convention adjoint
+                for re, im in zip(np.real(g), np.imag(g)):
+                    adjoints.extend((re, im))
         values = np.broadcast_to(np.asarray(value, dtype=np.float64), (k,)).copy()
         if not with_gradient:
             return values, None
@@ -342,8 +343,10 @@ def _coefficient_function(coeff_exprs: list[Expr], groups: list[list[_Pair]],
 
     def coefficients(params: Any) -> tuple[list[np.ndarray], np.ndarray]:
         p = np.asarray(params, dtype=np.float64)
-        shape = p.shape[1:]
-        flat = np.array([np.broadcast_to(v, shape) for v in raw(p)], dtype=np.complex128)
+        values = raw(p)
+        flat = np.empty((len(values), *p.shape[1:]), dtype=np.complex128)
+        for row, v in zip(flat, values):
+            row[...] = v  # a number or a (K,) row, broadcast
         out, pos = [], 0
         for size in sizes:
             out.append(flat[pos:pos + size])
@@ -378,7 +381,10 @@ def _coefficient_backprop(coeff_exprs: list[Expr], csplit: Split,
             re = _ordered_sum([0.0] + [adjoints[r] for r in rows])
             im = _ordered_sum([0.0] + [adjoints[r + 1] for r in rows])
             totals.extend([re, im] if b.kind == "complex" else [re])
-        totals = np.array(np.broadcast_arrays(*totals, p[0]), dtype=np.float64)[:-1]
+        stacked = np.empty((len(totals), *p.shape[1:]), dtype=np.float64)
+        for row, t in zip(stacked, totals):
+            row[...] = t  # a number or a (K,) row, broadcast
+        totals = stacked
         if identity:  # the coefficients depend on every free parameter, in order
             return inner(p, totals)
         g_local = inner(p[where], totals)
