@@ -33,6 +33,9 @@ key                                         default          meaning
 ``laddu-dask.analysis.task-bytes``          ``"256 MiB"``    many fits on a cluster run as tasks, each
                                                              on one worker next to its data, when the
                                                              data of a fit take at most this much
+``laddu-dask.analysis.tasks-per-thread``    ``2``            those tasks, at most this many per worker
+                                                             thread: the likelihoods of one task (bins
+                                                             of one analysis) read their sources once
 =========================================== ================ ===========================================
 
 Examples
@@ -56,7 +59,7 @@ from dask.utils import parse_bytes
 from laddu_dask.errors import ParameterError
 from laddu_dask.validate import duration as _duration
 
-__all__ = ["DEFAULTS", "duration", "get", "nbytes"]
+__all__ = ["DEFAULTS", "count", "duration", "get", "nbytes"]
 
 #: The defaults, as they are registered with Dask (``dask.config.update_defaults``).
 DEFAULTS: dict[str, Any] = {
@@ -74,7 +77,7 @@ DEFAULTS: dict[str, Any] = {
             "direct-calls": True,
             "fit-timeout": "1 hour",
         },
-        "analysis": {"task-bytes": "256 MiB"},
+        "analysis": {"task-bytes": "256 MiB", "tasks-per-thread": 2},
     }
 }
 
@@ -116,3 +119,17 @@ def nbytes(key: str) -> int:
         raise ParameterError(f"the Dask config laddu-dask.{key} must be a size such as '256 MiB' or a "
                              f"number of bytes >= 0, got {value!r}")
     return out
+
+
+def count(key: str) -> int:
+    """The positive integer ``laddu-dask.<key>`` (``"analysis.tasks-per-thread"``).
+
+    Raises
+    ------
+    ParameterError
+        Naming the key, unless it is an integer of at least 1.
+    """
+    value = get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ParameterError(f"the Dask config laddu-dask.{key} must be an integer >= 1, got {value!r}")
+    return value

@@ -183,6 +183,9 @@ def test_on_a_cluster_the_fits_run_as_tasks_and_equal_the_local_ones(samples):
                            bins=bins, restarts=2, seed=5, execution=execution)
 
     local_bins = binned()
+    three = ld.Bin([1.0, 1.3, 1.6, 2.0])
+    local_three = ld.fit_bins(_waves(ld), data=_dataset(data), accepted_mc=_dataset(mc), by=ld.scalar("m"),
+                              bins=three, restarts=2, seed=5)
     local_restarts = _likelihood(samples).fit_restarts(3, seed=8)
     one_by_one = _likelihood(samples).fit_restarts(3, seed=8, batch=False)
     central = local_restarts.best.values
@@ -196,6 +199,9 @@ def test_on_a_cluster_the_fits_run_as_tasks_and_equal_the_local_ones(samples):
         with dask.config.set({"laddu-dask.analysis.task-bytes": 0}):  # too big for a task: lockstep
             spanning = lik.fit_restarts(3, seed=8)
         remote_boot = lik.bootstrap_fit(5, central, seed=4).fits  # one task per worker thread
+        with dask.config.set({"laddu-dask.analysis.tasks-per-thread": 1}):  # 3 bins in 2 tasks
+            remote_three = ld.fit_bins(_waves(ld), data=_dataset(data), accepted_mc=_dataset(mc),
+                                       by=ld.scalar("m"), bins=three, restarts=2, seed=5, execution=ex)
         ran = client.run_on_scheduler(lambda dask_scheduler: [
             (str(t[0]), t[2]) for t in dask_scheduler.transition_log
             if str(t[0]).startswith("laddu-dask-fit")])
@@ -214,7 +220,10 @@ def test_on_a_cluster_the_fits_run_as_tasks_and_equal_the_local_ones(samples):
     assert len({r.fval for r in local_boot}) == 5  # five different replicas
     finished = {k for k, state in ran if state == "memory"}
     # one task per likelihood: the 2 bins and the 3 restarts; the 5 replicas in one per worker
-    assert len(finished) == 2 + 1 + 2, finished
+    # thread; the 3 bins dealt to one task per worker thread
+    assert len(finished) == 2 + 1 + 2 + 2, finished
+    for got, want in zip(remote_three, local_three, strict=True):
+        assert [r.values.tolist() for r in got.ensemble] == [r.values.tolist() for r in want.ensemble]
 
 
 def test_progress_of_many_fits(samples, capsys):

@@ -281,3 +281,14 @@ def test_task_bytes_refuses_what_is_not_a_size(value):
             config.nbytes("analysis.task-bytes")
     with dask.config.set({"laddu-dask.analysis.task-bytes": "1 KiB"}):
         assert config.nbytes("analysis.task-bytes") == 1024
+
+
+@pytest.mark.parametrize("value", [0, -2, 1.5, "3", True, NAN])
+def test_tasks_per_thread_refuses_what_is_not_a_positive_integer(value):
+    from laddu_dask import config
+
+    assert config.count("analysis.tasks-per-thread") == 2  # the default
+    with dask.config.set({"laddu-dask.analysis.tasks-per-thread": value}):
+        with pytest.raises(ParameterError,
+                           match=r"laddu-dask\.analysis\.tasks-per-thread must be an integer >= 1"):
+            config.count("analysis.tasks-per-thread")

@@ -2,10 +2,13 @@
 
 When a likelihood's execution has a ``distributed.Client`` and the data of one fit are
 small (at most ``laddu-dask.analysis.task-bytes``, 256 MiB by default: a bin, a small
-sample), :func:`fit_as_tasks` sends the fits of each likelihood as one task: the worker
+sample), :func:`fit_as_tasks` sends the fits of each likelihood to one task: the worker
 loads the datasets from their sources, builds the same likelihood on a local execution
 of one thread, prepares it once and runs the minimisers there (several in lockstep, as
-:mod:`laddu_dask.analysis.batching` does), so no evaluation crosses the network.  The tasks run
+:mod:`laddu_dask.analysis.batching` does), so no evaluation crosses the network.  The
+likelihoods are dealt to at most ``laddu-dask.analysis.tasks-per-thread`` tasks per worker
+thread (2 by default), and a task reads its sources once for all its likelihoods (the bins
+of one analysis select from the same files).  The tasks run
 concurrently on all the workers' threads and show on the dashboard (task stream and
 progress, as ``laddu-dask-fit-<label>``).  A fit's result is bitwise the one a local fit
 gives (the sums are exact).  A worker lost mid-fit costs a rerun of its fits elsewhere
@@ -139,23 +142,38 @@ def fit_as_local_tasks(likelihoods: Sequence[Likelihood], starts: Sequence[Seque
     return results  # type: ignore[return-value]
 
 
+def _chunk_on_worker(work: list[tuple[FitRecipe, list[list[float]]]], method: str, options: dict,
+                     failures: tuple[type[BaseException], ...]) -> list[FitResult]:
+    """The fits of several likelihoods in turn (:func:`_fits_on_worker`), their source
+    partitions read once for all of them (the bins of one analysis select from the same
+    files); the results one after another."""
+    with shared_parent_loads(shared_load_limit(None)):
+        return [r for recipe, starts in work
+                for r in _fits_on_worker(recipe, starts, method, options, failures)]
+
+
 def fit_as_tasks(likelihoods: Sequence[Likelihood], starts: Sequence[Sequence[float]], *, method: str,
                  label: str, failures: tuple[type[BaseException], ...], note: Callable | None = None,
                  **options: Any) -> list[FitResult]:
-    """Run fit ``i`` of ``likelihoods[i]`` from ``starts[i]`` as one task each on the
-    likelihoods' cluster; results in order (see the module)."""
+    """Run fit ``i`` of ``likelihoods[i]`` from ``starts[i]`` as tasks on the likelihoods'
+    cluster: the fits of one likelihood together (prepared once), and the likelihoods dealt
+    round-robin to at most ``laddu-dask.analysis.tasks-per-thread`` tasks per worker thread
+    (each reads its sources once); results in order (see the module)."""
     client = likelihoods[0].execution.client
-    groups = _groups(likelihoods)  # the fits of one likelihood are one task: prepared once
-    futures = []
+    groups = _groups(likelihoods)  # the fits of one likelihood are one task's: prepared once
+    threads = sum(wait_for_workers(client, f"the fits ({label})").values()) or 1
+    n_tasks = min(len(groups), threads * config.count("analysis.tasks-per-thread"))
+    tasks = [groups[k::n_tasks] for k in range(n_tasks)]
     # keys unique to this call: an id() is reused once its object is collected, and a key a
     # client still holds would hand back the earlier fit's result
     batch = uuid.uuid4().hex
-    for n, members in enumerate(groups):
-        recipe = FitRecipe.of(likelihoods[members[0]])
-        futures.append(client.submit(_fits_on_worker, recipe, [list(starts[i]) for i in members], method,
-                                     dict(options), failures, pure=False,
-                                     key=f"laddu-dask-fit-{label.replace(' ', '-')}-{n}-{batch}"))
-    return _gathered(client, futures, groups, len(likelihoods), label, note)
+    futures = [client.submit(_chunk_on_worker,
+                             [(FitRecipe.of(likelihoods[g[0]]), [list(starts[i]) for i in g]) for g in task],
+                             method, dict(options), failures, pure=False,
+                             key=f"laddu-dask-fit-{label.replace(' ', '-')}-{n}-{batch}")
+               for n, task in enumerate(tasks)]
+    return _gathered(client, futures, [[i for g in task for i in g] for task in tasks], len(likelihoods),
+                     label, note)
 
 
 def _gathered(client: Any, futures: list, groups: list[list[int]], n_fits: int, label: str,
