@@ -60,19 +60,27 @@ class FitRecipe:
     kernel: str
     normalization: str
     penalties: tuple[Any, ...] = ()
+    statistics: tuple[Any, ...] = ()
 
     @classmethod
     def of(cls, likelihood: Likelihood) -> FitRecipe:
+        """The recipe of ``likelihood``, with the accepted MC's sufficient statistics of the
+        terms already prepared (a worker then reads the data only)."""
         ex = likelihood.execution
         terms = tuple((type(t).__name__, t.model, t.data, t.accepted_mc, t.name) for t in likelihood.terms)
-        return cls(terms, ex.precision, ex.kernel, ex.normalization, tuple(likelihood.penalties))
+        statistics = tuple(t.prepared_statistics(ex) for t in likelihood.terms)
+        return cls(terms, ex.precision, ex.kernel, ex.normalization, tuple(likelihood.penalties),
+                   statistics if any(s is not None for s in statistics) else ())
 
     def likelihood(self, threads: int = 1) -> Likelihood:
         """The likelihood on a local execution of ``threads`` threads."""
         ex = Execution(precision=self.precision, kernel=self.kernel, normalization=self.normalization,
                        num_workers=threads)
-        return Likelihood([*(_KINDS[k](m, data=d, accepted_mc=mc, name=n) for k, m, d, mc, n in self.terms),
-                           *self.penalties], execution=ex)
+        terms = [_KINDS[k](m, data=d, accepted_mc=mc, name=n) for k, m, d, mc, n in self.terms]
+        for term, stats in zip(terms, self.statistics):
+            if stats is not None:
+                term.adopt_statistics(stats)
+        return Likelihood([*terms, *self.penalties], execution=ex)
 
     def nbytes(self) -> int:
         """Bytes the fit's datasets take loaded (every column, float64)."""

@@ -125,6 +125,7 @@ class _Term(MinuitCost):
         self._last: tuple[weakref.ref, _Prepared] | None = None
         self._alone: Any = None
         self._mc_from: _Term | None = None
+        self._statistics: tuple[list[np.ndarray], float] | None = None  # see adopt_statistics
 
     def with_data(self, data: Dataset) -> _Term:
         """This term with other data (a bootstrap replica, a subsample): the same model and
@@ -144,6 +145,21 @@ class _Term(MinuitCost):
         twin._prepared, twin._last, twin._alone = {}, None, None
         twin._mc_from = self._mc_from or self
         return twin
+
+    def prepared_statistics(self, execution: Execution) -> tuple[list[np.ndarray], float] | None:
+        """The accepted MC's sufficient statistics (``(matrices, sum of weights)``) when this
+        term was prepared for ``execution`` with its normalization from them, else None
+        (nothing is prepared here)."""
+        prep = self._prepared.get(object_token(execution))
+        if prep is None or prep.stats is None:
+            return None
+        return prep.stats.matrices, prep.stats.sum_weights
+
+    def adopt_statistics(self, statistics: tuple[list[np.ndarray], float]) -> None:
+        """Take the accepted MC's sufficient statistics from :meth:`prepared_statistics` of
+        the same term elsewhere (a fit task on a worker, from the client's preparation): a
+        preparation here then sums them no more (they are exact sums, so the same numbers)."""
+        self._statistics = statistics
 
     def _cost_likelihood(self) -> Any:
         """The likelihood of this term alone, on the default execution (for iminuit and ``+``)."""
@@ -195,7 +211,10 @@ class _Term(MinuitCost):
         decomposition = None if execution.normalization == "general" else self.compiled.decomposition
         stats = pmc = None
         if decomposition is not None:
-            stats = prepare_statistics(execution, decomposition, self.accepted_mc, mc_name)
+            if self._statistics is not None:  # summed elsewhere (adopt_statistics)
+                stats = NormalizationStatistics(decomposition, *self._statistics)
+            else:
+                stats = prepare_statistics(execution, decomposition, self.accepted_mc, mc_name)
             total_weight = stats.sum_weights
         if decomposition is None or execution.normalization == "verify":
             pmc = pm.prepare_dataset(execution, self.accepted_mc, name=mc_name)
