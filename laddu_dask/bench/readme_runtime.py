@@ -70,7 +70,9 @@ def binned_lines(r: dict[str, Any]) -> list[str]:
             f"one `NLL` per bin, `fit_restarts({p['restarts']}, seed=)`: {LADDU_FIT}) against "
             f"`ld.fit_bins(..., restarts={p['restarts']})` (its default: laddu's L-BFGS-B and stopping "
             "rules, each bin's restarts in lockstep, then the Hessian from exact gradients; starts from "
-            "`sample_parameters`), from reading the files to the last fit. Each bin's best -2 ln L "
+            "`sample_parameters`), from reading the files to the last fit"
+            + (f" (the fastest of {p['own_repeats']} alternating runs of each)" if p.get("own_repeats", 1) > 1
+               else "") + ". Each bin's best -2 ln L "
             f"differs by at most {bp['max_fval_difference']:.1e} between the libraries over "
             f"{bp['bins_compared']} bins"
             + (f" (a ratio is given within {bp['fval_tolerance']:g})." if same else
@@ -110,9 +112,10 @@ def binned_lines(r: dict[str, Any]) -> list[str]:
         ts = c["task_stream"]
         bins = r["sample"]["bins"]
         out += [f"On the cluster ({c['workers']} worker processes of {c['threads_per_worker']} thread, "
-                f"started in {seconds(c['start_s'])}, not counted) the fits of each bin are one task next "
-                "to its data: the worker rebuilds the bin's likelihood from its recipe, reads and prepares "
-                f"the bin once and runs its restarts in lockstep. {ts['tasks']} tasks of "
+                f"started in {seconds(c['start_s'])}, not counted) the bins are dealt to at most "
+                "`laddu-dask.analysis.tasks-per-thread` tasks per worker thread: each task rebuilds its "
+                "bins' likelihoods from their recipes, reads the files once for all its bins, prepares "
+                f"each bin once and runs its restarts in lockstep. {ts['tasks']} tasks of "
                 f"{seconds(ts['mean_task_s'])} on average (one worker thread each), against "
                 f"{seconds(o['wall_s'] / bins)} a bin for the whole local run on both cores, reading "
                 f"included. The tasks' compute adds up to {seconds(ts['compute_s'])} over "
