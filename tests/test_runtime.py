@@ -522,7 +522,7 @@ def test_execution_takes_laddus_signature():
 RUNTIME = Path(__file__).resolve().parents[1] / "laddu_dask" / "runtime"
 
 #: The runtime's modules, lowest first: each may import only those before it.
-LAYERS = ("compilations", "accumulate", "finite", "grouped", "memory", "reduction", "direct_calls",
+LAYERS = ("compilations", "heap", "accumulate", "finite", "grouped", "memory", "reduction", "direct_calls",
           "cuda_backend", "reducer", "preparation", "jobs", "wire", "placement", "dashboard", "worker",
           "threaded", "local", "cluster", "execution", "capabilities",
           "normalization", "prepared", "__init__")

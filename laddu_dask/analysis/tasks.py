@@ -44,6 +44,7 @@ from laddu_dask.likelihood.fit import FitResult
 from laddu_dask.likelihood.likelihood import Likelihood
 from laddu_dask.likelihood.terms import NLL, ExtendedNLL
 from laddu_dask.runtime.execution import Execution
+from laddu_dask.runtime.heap import roomy_heap
 
 __all__ = ["FitRecipe", "fit_as_local_tasks", "fit_as_tasks", "fit_replicas_as_tasks", "runs_as_tasks"]
 
@@ -155,7 +156,7 @@ def _chunk_on_worker(work: list[tuple[FitRecipe, list[list[float]]]], method: st
     """The fits of several likelihoods in turn (:func:`_fits_on_worker`), their source
     partitions read once for all of them (the bins of one analysis select from the same
     files); the results one after another."""
-    with shared_parent_loads(shared_load_limit(None)):
+    with roomy_heap(), shared_parent_loads(shared_load_limit(None)):
         return [r for recipe, starts in work
                 for r in _fits_on_worker(recipe, starts, method, options, failures)]
 
@@ -206,7 +207,7 @@ def _replicas_on_worker(recipe: FitRecipe, seeds: list[int], start: list[float],
     """The bootstrap replicas of ``seeds``, built on this worker from the likelihood's recipe
     (its accepted MC prepared once, its data read once) and fitted in lockstep."""
     source = recipe.likelihood()
-    with shared_parent_loads(shared_load_limit(source.execution)):
+    with roomy_heap(), shared_parent_loads(shared_load_limit(source.execution)):
         results = fit_together(replica_likelihoods(source, seeds), [start] * len(seeds), failures=failures,
                                **options)
     return [replace(r, minuit=None) for r in results]
