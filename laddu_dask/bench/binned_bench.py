@@ -261,9 +261,10 @@ def _task_stream(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def on_cluster(paths: dict[str, str], bin_edges: list[float], restarts: int, seed: int, local: list[Any],
-               bootstrap_replicas: int, bootstrap_seed: int) -> dict[str, Any]:
-    """``ld.fit_bins`` on a 2-process LocalCluster of 1 thread each, against the local fits
-    ``local``; then the bootstrap of the middle bin as tasks."""
+               bootstrap_replicas: int, bootstrap_seed: int, repeats: int = 1) -> dict[str, Any]:
+    """``ld.fit_bins`` on a 2-process LocalCluster of 1 thread each (the fastest of
+    ``repeats`` runs, as the local procedure's; ``walls_s`` all of them), against the local
+    fits ``local``; then the bootstrap of the middle bin as tasks."""
     from distributed import get_task_stream
 
     import laddu_dask as ld
@@ -274,10 +275,14 @@ def on_cluster(paths: dict[str, str], bin_edges: list[float], restarts: int, see
     out: dict[str, Any] = {"workers": 2, "threads_per_worker": 1, "start_s": time.perf_counter() - t0}
     try:
         ex = ld.Execution(client=client)
-        with get_task_stream(client) as ts:
-            figures, fits = ours_own(paths, bin_edges, restarts, seed, execution=ex)
-        out.update(figures)
-        out["task_stream"] = _task_stream(ts.data)
+        runs = []
+        for _ in range(max(1, repeats)):
+            with get_task_stream(client) as ts:
+                figures, fits = ours_own(paths, bin_edges, restarts, seed, execution=ex)
+            runs.append((figures, _task_stream(ts.data)))
+        figures, stream = min(runs, key=lambda r: r[0]["wall_s"])
+        out.update(figures, walls_s=[r[0]["wall_s"] for r in runs])
+        out["task_stream"] = stream
         diffs = [abs(a.fval - b.fval) for f, g in zip(fits, local, strict=True)
                  for a, b in zip(f.ensemble, g.ensemble, strict=True) if a.valid and b.valid]
         out["max_fval_difference_from_local"] = max(diffs) if diffs else None
@@ -391,7 +396,8 @@ def run(n_data: int = 100_000, n_mc: int = 1_000_000, n_bins: int = 30, restarts
         out["fixed_cost"] = small_eval([1000, 10_000], 10_000, fixed_repeats, threads, None)["fixed"]
     if cluster:
         say("  on a LocalCluster ...")
-        out["cluster"] = on_cluster(paths, bin_edges, restarts, seed, local_fits, bootstrap_replicas, seed)
+        out["cluster"] = on_cluster(paths, bin_edges, restarts, seed, local_fits, bootstrap_replicas, seed,
+                                    own_repeats)
     out["ratios"] = ratios(out)
     _report(out, say)
     save(out, results, say)

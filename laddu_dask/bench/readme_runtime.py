@@ -62,7 +62,9 @@ def binned_lines(r: dict[str, Any]) -> list[str]:
                      f"{boot['laddu-dask']['replicas']} replicas)", per_ours, per_theirs)]
     c = r.get("cluster")
     if c:
-        out.append(row("laddu-dask's own procedure on a 2-process LocalCluster (laddu: locally)", c["wall_s"],
+        runs = len(c.get("walls_s", [c["wall_s"]]))
+        out.append(row("laddu-dask's own procedure on a 2-process LocalCluster (laddu: locally"
+                       + (f"; the fastest of {runs} runs" if runs > 1 else "") + ")", c["wall_s"],
                        t["wall_s"], same))
     bp = own["best_per_bin"]
     out += ["",
