@@ -39,7 +39,9 @@ class Progress:
     def __call__(self, i: int, result: Any) -> None:
         self.done.append(result)
         if self.line is not None:
-            self.line.show(self._text(), final=len(self.done) == self.n)
+            final = len(self.done) == self.n
+            if self.line.due(final):
+                self.line.show(self._text(), final=final)
         elif callable(self.progress):
             self.progress(i, self.n, result)
 
@@ -86,7 +88,8 @@ class BinsProgress:
         self.last = i
         if self.line is not None:
             final = sum(map(len, self.done.values())) == self.n
-            self.line.show(self.text(every_bin=self.line.notebook or final), final=final)
+            if self.line.due(final):
+                self.line.show(self.text(every_bin=self.line.notebook or final), final=final)
         elif callable(self.progress):
             self.progress(self.first[i] + j, self.n, result)
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from laddu_dask import config
@@ -61,7 +61,7 @@ class FitRecipe:
     kernel: str
     normalization: str
     penalties: tuple[Any, ...] = ()
-    statistics: tuple[Any, ...] = ()
+    statistics: tuple[Any, ...] = field(default=(), compare=False)  # arrays: not compared
 
     @classmethod
     def of(cls, likelihood: Likelihood) -> FitRecipe:

@@ -54,11 +54,18 @@ class ProgressLine:
 
     def __call__(self, calls: int, value: float) -> None:
         self.calls = calls
+        if self.due():
+            self.show(f"fit: {calls} evaluations, -2 ln L = {value:.10g}")
+
+    def due(self, final: bool = False) -> bool:
+        """Whether an update is to be shown now (the last one always): at most every
+        :attr:`interval` seconds in a terminal or notebook, :attr:`line_interval` in a file."""
         now = time.perf_counter()
         every = self.interval if self.notebook or self.terminal else self.line_interval
-        if now - self.last >= every:
+        if final or now - self.last >= every:
             self.last = now
-            self.show(f"fit: {calls} evaluations, -2 ln L = {value:.10g}")
+            return True
+        return False
 
     def show(self, text: str, final: bool = False) -> None:
         """Show ``text`` in place of the last line (``final``: end the line); in a file or a

@@ -22,7 +22,7 @@ Examples
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
+import functools
 import os
 import threading
 from collections.abc import Iterator
@@ -40,12 +40,12 @@ _lock = threading.Lock()
 _users = 0
 
 
+@functools.cache
 def _mallopt() -> ctypes._CFuncPtr | None:
-    name = ctypes.util.find_library("c")
-    if not name:
-        return None
+    """glibc's ``mallopt`` from the symbols this process already has (no library search,
+    nothing run), or None without glibc."""
     try:
-        return ctypes.CDLL(name).mallopt
+        return ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
         return None
 
