@@ -522,9 +522,9 @@ def test_execution_takes_laddus_signature():
 RUNTIME = Path(__file__).resolve().parents[1] / "laddu_dask" / "runtime"
 
 #: The runtime's modules, lowest first: each may import only those before it.
-LAYERS = ("compilations", "heap", "accumulate", "finite", "grouped", "memory", "reduction", "direct_calls",
-          "cuda_backend", "reducer", "preparation", "jobs", "wire", "placement", "dashboard", "worker",
-          "threaded", "local", "cluster", "execution", "capabilities",
+LAYERS = ("compilations", "point_programs", "heap", "accumulate", "finite", "grouped", "memory", "reduction",
+          "direct_calls", "cuda_backend", "reducer", "preparation", "jobs", "wire", "placement", "dashboard",
+          "worker", "threaded", "local", "cluster", "execution", "capabilities",
           "normalization", "prepared", "__init__")
 
 #: Packages above the runtime, which it never imports (DESIGN.md: likelihood sits above it).

@@ -153,6 +153,7 @@ def run(data: list[int], mc: int, repeats: int, threads: int, results: str | Non
                      for side, lik in (("laddu-dask", ours), ("laddu", theirs))
                      for method in ("value", "value_and_gradient")}
             _medians(calls, RUN)  # warm caches and branch predictors
+            wait_compilations()  # and the point programs, compiled after their first calls
             medians = _medians(calls, repeats)
         for method in ("value", "value_and_gradient"):
             row = {"data": n_data, "mc": mc, "call": method, "laddu-dask_s": medians["laddu-dask", method],

@@ -71,6 +71,12 @@ class Decomposition:
         floats, or an array).
     scales : list of Expr or None
         The real event-independent factor ``s_j`` of each square (``None``: 1).
+    coefficient_split : Split or None
+        The graph of every coefficient ``P_jk`` (then every scale ``s_j``), as complex values.
+    coefficient_nodes : list of Expr
+        Those coefficients' nodes in ``coefficient_split`` (constants where they are).
+    free_names : list of str
+        The model's free parameters, in order (the rows of a point).
     """
 
     groups: list[list[_Pair]]
@@ -80,6 +86,9 @@ class Decomposition:
     coefficients: Callable[[Any], tuple[list[np.ndarray], np.ndarray]]
     backprop: Callable[[Any, Any], np.ndarray]
     scales: list[Expr | None] = field(default_factory=list)
+    coefficient_split: Split | None = None
+    coefficient_nodes: list[Expr] = field(default_factory=list)
+    free_names: list[str] = field(default_factory=list)
 
     @property
     def sizes(self) -> list[int]:
@@ -330,7 +339,7 @@ def decompose(model_split: Split) -> Decomposition | None:
     coefficients = _coefficient_function(coeff_exprs, groups, free_names)
     backprop = _coefficient_backprop(coeff_exprs, csplit, free_names)
     return Decomposition(groups, event_split, event_slots, generate(event_split), coefficients,
-                         backprop, scales)
+                         backprop, scales, csplit, [p.to_complex() for p in coeff_exprs], free_names)
 
 
 def _coefficient_function(coeff_exprs: list[Expr], groups: list[list[_Pair]],

@@ -29,11 +29,13 @@ import numpy as np
 
 from laddu_dask.arrays import all_finite
 from laddu_dask.compile.normalization import Decomposition
+from laddu_dask.compile.point_code import pack, point_sources
 from laddu_dask.data.dataset import Dataset
 from laddu_dask.errors import NonFiniteError
 from laddu_dask.runtime.accumulate import ExactPartials
 from laddu_dask.runtime.execution import Execution
 from laddu_dask.runtime.memory import MemoryDecision
+from laddu_dask.runtime.point_programs import point_program
 from laddu_dask.runtime.reduction import merge_list, tree_graph, unique_name
 
 
@@ -55,6 +57,16 @@ class NormalizationStatistics:
         self.decomposition = decomposition
         self.matrices = matrices
         self.sum_weights = sum_weights
+        self.program = point_program(point_sources(decomposition))
+
+    @property
+    def matrices(self) -> list[np.ndarray]:
+        return self._matrices
+
+    @matrices.setter
+    def matrices(self, matrices: list[np.ndarray]) -> None:
+        self._matrices = matrices
+        self._packed = pack(matrices)  # the compiled normalization's argument
 
     @property
     def nbytes(self) -> int:
@@ -73,10 +85,29 @@ class NormalizationStatistics:
         values, grads = self.values_and_gradients(point, with_gradient)
         return float(values[0]), None if grads is None else grads[0]
 
+    def _run_program(self, points: np.ndarray, with_gradient: bool) -> tuple[Any, Any]:
+        """The compiled normalization (:attr:`program`), or ``(None, None)`` without one."""
+        if self.program is None:
+            return None, None
+        params = np.ascontiguousarray(np.asarray(points, dtype=np.float64).T)
+        values = np.empty(params.shape[1])
+        if not with_gradient:
+            self.program.run("value_points", params, self._packed, values)
+            return values, None
+        grads = np.empty(params.shape)
+        self.program.run("gradient_points", params, self._packed, values, grads)
+        return values, grads.T
+
     def values_and_gradients(self, points: np.ndarray, with_gradient: bool) -> tuple[np.ndarray, Any]:
         """:meth:`value_and_gradient` at ``(K, n)`` points at once (each bitwise the same)."""
         with np.errstate(all="ignore"):
-            values, grads = self.decomposition.values_and_gradients(points, self.matrices, with_gradient)
+            try:
+                values, grads = self._run_program(points, with_gradient)
+            except ZeroDivisionError:  # Numba's complex division by zero: NumPy's infinity
+                values = None
+            if values is None:
+                values, grads = self.decomposition.values_and_gradients(points, self.matrices,
+                                                                        with_gradient)
         for k, value in enumerate(values.tolist()):
             if not math.isfinite(value):
                 raise NonFiniteError(

@@ -43,13 +43,16 @@ from laddu_dask import config
 from laddu_dask.arrays import all_finite
 from laddu_dask.compile.compiled import CompiledModel, real_dtype
 from laddu_dask.compile.dtypes import complex_dtype
+from laddu_dask.compile.graph import boundary
 from laddu_dask.compile.plan import TRANSFORM_CODES, ReductionPlan, rejected_value_error
+from laddu_dask.compile.point_code import backprop_sources
 from laddu_dask.errors import NonFiniteError
 from laddu_dask.expr.arrayfuncs import array_module
 from laddu_dask.options import Kernel
 from laddu_dask.runtime.accumulate import CertifiedPartials, ExactPartials, Uncertified
 from laddu_dask.runtime.compilations import _COMPILING, numba_available
 from laddu_dask.runtime.finite import finite_terms
+from laddu_dask.runtime.point_programs import PointProgram, point_program
 
 KERNELS = Kernel.values()
 
@@ -151,6 +154,7 @@ class PartitionReducer:
         self._ready = [False, False]  # the fused sum (value, value+gradient) is compiled
         self._compiling: list[threading.Thread | None] = [None, None]
         self._tier0: Any = False  # not built yet (None: the model has none)
+        self._backprop: Any = False  # the backprop's point program (None: the NumPy code)
         #: Whether evaluations before the fused kernel is ready run the tier-0 kernel (and the
         #: compilation a child process); a reducer rebuilt on a cluster worker compiles in the
         #: evaluation instead, as its worker process may be retired while a child compiles.
@@ -309,6 +313,15 @@ class PartitionReducer:
             self._tier0 = tier0_kernel(self.compiled.split, self.precision)
         return self._tier0
 
+    def backprop_program(self) -> PointProgram | None:
+        """The fused kernels' backprop as a :class:`PointProgram` (Numba once compiled, its
+        tier-0 twin until then), or ``None`` when it has no tier-0 form (the NumPy backprop
+        serves then)."""
+        if self._backprop is False:
+            split = self.compiled.split
+            self._backprop = point_program(backprop_sources(split, boundary(split)))
+        return self._backprop
+
     def _interim(self, part: PreparedPartition, params: Params, plan: ReductionPlan,
                  with_gradient: bool) -> np.ndarray | None:
         """The fused kernel's per-event rows from the tier-0 kernel while the fused sum
@@ -461,10 +474,20 @@ class PartitionReducer:
         if not with_gradient or not done:
             return out
         if self.fused is not None:
-            p64 = np.array([points[k].array for k in done], dtype=np.float64).T
+            p64 = np.ascontiguousarray(np.array([points[k].array for k in done], dtype=np.float64).T)
+            adjoints = np.ascontiguousarray(np.array([t[1:] for t in totals], dtype=np.float64).T)
+            program = self.backprop_program()
             with np.errstate(all="ignore"):
-                grads = np.asarray(self.fused.backprop(p64, np.array([t[1:] for t in totals]).T),
-                                   dtype=np.float64).T
+                grads = None
+                if program is not None:
+                    try:
+                        grads = np.empty(p64.shape)
+                        program.run("backprop_points", p64, adjoints, grads)
+                        grads = grads.T
+                    except ZeroDivisionError:  # Numba's complex division by zero: NumPy's inf
+                        grads = None
+                if grads is None:
+                    grads = np.asarray(self.fused.backprop(p64, adjoints), dtype=np.float64).T
         elif self.cuda is not None:
             with np.errstate(all="ignore"):
                 grads = [np.asarray(self.cuda.backprop(points[k].array.astype(np.float64), t[1:]),
