@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from laddu_dask.analysis.ensembles import FitEnsemble, failed_fit
-from laddu_dask.analysis.progress import BinsProgress
+from laddu_dask.analysis.progress import BinsProgress, progress_sink
 from laddu_dask.analysis.replicas import replica_seeds, shared_load_limit
 from laddu_dask.analysis.restarts import (
     FIT_FAILURES,
@@ -127,7 +127,8 @@ def fit_bins(model: Any, *, data: Any, accepted_mc: Any, by: Expr, bins: Bin | S
     same = [note for note, repeated in notes.values() if repeated]
     if same:  # once for every bin: they share the model's parameters
         same_start_warning(f"fit_bins: in every bin, {same[0]}")
-    shown = BinsProgress(progress, {i: (_label(built[i][0]), len(starts[i])) for i, _ in good})
+    shown = BinsProgress(progress, {i: (_label(built[i][0]), len(starts[i])) for i, _ in good},
+                         sink=progress_sink([lik for _, lik in good], "fit_bins"))
     with shared_parent_loads(shared_load_limit(execution)):  # each source partition read once for all bins
         fitted = _fit_every_bin(good, starts, notes, method, shown, options)
     out = []

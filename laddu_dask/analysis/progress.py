@@ -51,6 +51,17 @@ class Progress:
         return f"{self.label}: {len(self.done)} of {self.n} fits done, {len(valid)} valid{best}"
 
 
+def progress_sink(likelihoods: list[Any], label: str) -> Callable[[dict[str, Any]], None] | None:
+    """Where a many-fit run's :meth:`BinsProgress.summary` goes on a cluster: the laddu-dask
+    page of the dashboard, as ``label`` (``None`` on a local execution)."""
+    client = next((getattr(getattr(lik, "execution", None), "client", None) for lik in likelihoods), None)
+    if client is None:
+        return None
+    from laddu_dask.runtime.dashboard import record_fit_note  # distributed: with a client only
+
+    return lambda summary: record_fit_note(client, label, "progress", summary)
+
+
 class BinsProgress:
     """One display for every fit of a binned analysis (:func:`~laddu_dask.fit_bins`).
 
@@ -66,10 +77,13 @@ class BinsProgress:
     progress : bool or callable
     bins : dict
         Bin index -> ``(label, number of fits)``, in bin order.
+    sink : callable, optional
+        Gets :meth:`summary` after every fit (the dashboard's page, on a cluster).
     """
 
-    def __init__(self, progress: bool | Callable, bins: dict[int, tuple[str, int]]) -> None:
-        self.progress, self.bins = progress, dict(bins)
+    def __init__(self, progress: bool | Callable, bins: dict[int, tuple[str, int]],
+                 sink: Callable[[dict[str, Any]], None] | None = None) -> None:
+        self.progress, self.bins, self.sink = progress, dict(bins), sink
         self.line = ProgressLine() if progress is True else None
         self.first: dict[int, int] = {}
         n = 0
@@ -86,12 +100,26 @@ class BinsProgress:
     def __call__(self, i: int, j: int, result: Any) -> None:
         self.done[i].append(result)
         self.last = i
+        if self.sink is not None:
+            self.sink(self.summary())
         if self.line is not None:
             final = sum(map(len, self.done.values())) == self.n
             if self.line.due(final):
                 self.line.show(self.text(every_bin=self.line.notebook or final), final=final)
         elif callable(self.progress):
             self.progress(self.first[i] + j, self.n, result)
+
+    def summary(self) -> dict[str, Any]:
+        """Bins and fits done, valid fits and each finished bin's best -2 ln L (``None``: no
+        valid fit), as plain numbers."""
+        finished = [i for i in self.bins if len(self.done[i]) == self.bins[i][1]]
+        fits = [r for rs in self.done.values() for r in rs]
+        best = []
+        for i in finished:
+            valid = [float(r.fval) for r in self.done[i] if r.valid]
+            best.append([self.bins[i][0], min(valid) if valid else None])
+        return {"bins_total": len(self.bins), "bins_done": len(finished), "fits_total": self.n,
+                "fits_done": len(fits), "valid": sum(bool(r.valid) for r in fits), "best": best}
 
     def _best(self, i: int) -> str:
         valid = [r.fval for r in self.done[i] if r.valid]

@@ -35,6 +35,7 @@ import numpy as np
 from laddu_dask.compile.layout import ParameterValues
 from laddu_dask.errors import ParameterError
 from laddu_dask.likelihood.cost import MinuitCost
+from laddu_dask.likelihood.dashboard_notes import note_result
 from laddu_dask.likelihood.fit_messages import (
     covariance_problems,
     fit_message,
@@ -274,6 +275,7 @@ def fit(
         printer.finish(result.fval)
     result.wall_time = time.perf_counter() - start
     result.bounds = dict(zip(names, bounds))
+    note_result(likelihood, result, method)
     return result
 
 
@@ -297,8 +299,10 @@ def _fit_ganesh(likelihood: Any, x0: np.ndarray, names: list[str], bounds: list,
                        observers=list(observers), seed=seed, default_callbacks=default_callbacks,
                        bounds=open_bounds, parameter_names=names, metadata=metadata)
     kind = "lbfgsb" if config is None else type(config).__name__.removesuffix("Config").lower()
-    return FitResult.from_summary(summary, method=kind, bounds=bounds, parameter_names=names,
-                                  wall_time=time.perf_counter() - start)
+    result = FitResult.from_summary(summary, method=kind, bounds=bounds, parameter_names=names,
+                                    wall_time=time.perf_counter() - start)
+    note_result(likelihood, result, kind)
+    return result
 
 
 def _periodic_transform(periodic: list | None, bounds: list) -> tuple[Any, list]:
@@ -336,6 +340,7 @@ def default_fit_steps(likelihood: Any, initial: ParameterValues = None, *, max_c
                                          _periodic(likelihood, names, used_bounds))
     result.wall_time = time.perf_counter() - start
     result.bounds = dict(zip(names, bounds))
+    note_result(likelihood, result, "lbfgsb")
     return result
 
 

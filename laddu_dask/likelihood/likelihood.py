@@ -34,6 +34,7 @@ from laddu_dask.compile.layout import ParameterValues, resolve_parameters
 from laddu_dask.errors import ParameterError
 from laddu_dask.expr.parameter import ParameterSpec, draw_starts, merge_parameters
 from laddu_dask.likelihood.cost import MinuitCost
+from laddu_dask.likelihood.dashboard_notes import note_points
 from laddu_dask.likelihood.diagnostics import LikelihoodDiagnostics, likelihood_diagnostics
 from laddu_dask.likelihood.fingerprint import likelihood_fingerprint
 from laddu_dask.likelihood.penalties import Penalty
@@ -490,4 +491,5 @@ def evaluate_together(pairs: Sequence[tuple[Likelihood, list[np.ndarray]]],
         for i, per_term in staged:
             lik, points = pairs[i]
             out[i] = lik._finish_points(points, per_term, results, with_gradient)
+            note_points(lik, points, out[i])  # the dashboard's page, on a cluster
     return out

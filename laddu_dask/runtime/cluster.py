@@ -53,7 +53,7 @@ from laddu_dask.cluster_waits import (
 from laddu_dask.data.dataset import Dataset
 from laddu_dask.errors import ClusterError
 from laddu_dask.runtime.accumulate import fsum_rows
-from laddu_dask.runtime.dashboard import record_client_evaluation
+from laddu_dask.runtime.dashboard import record_client_evaluation, record_fit_note
 from laddu_dask.runtime.jobs import PointPartials, ReductionJob, Runner, WorkerJob
 from laddu_dask.runtime.memory import MemoryDecision
 from laddu_dask.runtime.placement import WorkerWatch, balance, choose
@@ -170,6 +170,7 @@ class ClusterRunner(Runner):
         self.watch = WorkerWatch.of(client)
         self.direct = self.watch.calls
         self.seen = -1  # the watch's generation when placement was last refreshed
+        self._placements: dict[str, dict[str, list[int]]] = {}  # as last noted for the dashboard
         self.live: dict[str, int] = {}  # serving workers and their threads
         self.holder: dict[Hashable, str] = {}  # partition key -> the worker asked for it
         self.sent: dict[str, set[str]] = {}  # worker -> tokens of the objects it has
@@ -369,6 +370,20 @@ class ClusterRunner(Runner):
                 shares.setdefault(addr, []).append((j, ids))
         return shares, missing
 
+    def _note_placement(self, jobs: list[ReductionJob],
+                        shares: dict[str, list[tuple[int, list[int]]]]) -> None:
+        """Note, for the laddu-dask page, which worker reduces which partitions of each
+        dataset, when that changed (a list comparison per evaluation)."""
+        held: dict[str, dict[str, list[int]]] = {}
+        for addr, share in shares.items():
+            for j, ids in share:
+                held.setdefault(jobs[j].prepared.name, {}).setdefault(addr, []).extend(ids)
+        for name, workers in held.items():
+            if self._placements.get(name) != workers:
+                self._placements[name] = workers
+                record_fit_note(self.client, name.split("/")[0], "placement",
+                                {"dataset": name, "workers": workers})
+
     def _payload(self, jobs: list[ReductionJob], share: list[tuple[int, list[int]]], addr: str,
                  label: str) -> dict[str, Any]:
         """The request to ``addr``: its share's layout by token (with the objects it lacks,
@@ -480,6 +495,7 @@ class ClusterRunner(Runner):
                 self._await(missing)
                 continue
             payloads = {addr: self._payload(jobs, share, addr, label) for addr, share in shares.items()}
+            self._note_placement(jobs, shares)
             replies = self.direct.run(self._call_all, payloads, deadline) if payloads else {}
             calls += len(replies)
             todo, failed = {}, []

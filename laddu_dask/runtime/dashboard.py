@@ -1,26 +1,35 @@
-"""A fit on Dask's dashboard: every evaluation in the Task Stream, without adding latency.
+"""A fit on Dask's dashboard: its evaluations in the Task Stream and the fit itself on the
+laddu-dask page, without adding latency.
 
 On a cluster an evaluation is one direct call per worker, not a Dask task, so on its own it
 leaves the dashboard's Task Stream and Progress panels empty. This module puts it there:
 
 * on each worker, :func:`record_worker_evaluation` (called inside the per-evaluation call)
   notes the call's start, stop and thread; on the client, :func:`record_client_evaluation`
-  (called once per evaluation) notes the evaluation's wall time, number and value. Noting
-  costs a lock and a list append (about a microsecond), nothing else on the evaluation's path;
+  (called once per evaluation) notes the evaluation's wall time, number and value, and
+  :func:`record_fit_note` what the laddu-dask page shows (each point's -2 ln L and
+  parameters, a finished fit's errors, placements, memory decisions, many-fit progress).
+  Noting costs a lock and a list append (about a microsecond), nothing else on the
+  evaluation's path;
 * at most every :data:`FLUSH_INTERVAL` each process sends its notes to the scheduler as one
   event of the topic :data:`TOPIC`, fire and forget: a worker on its batched stream
   (``Worker.log_event``), the client through a background ``log_event`` call that no
-  evaluation waits for; the first message also registers :class:`EvaluationStream`;
-* on the scheduler, :class:`EvaluationStream` (a scheduler plugin) turns each note into a
-  record of the Task Stream's own buffer (``TaskStreamPlugin``), the state the dashboard's
-  Task Stream draws from (``/status``, ``/tasks``, ``/individual-task-stream``) and that
-  ``Client.get_task_stream`` returns.
+  evaluation waits for; the first message also registers :class:`EvaluationStream`.
+  The notes of one flush are aggregated first (:func:`aggregate`): one Task Stream record per name
+  and thread, as long as the calls' busy time together, so that thousands of millisecond
+  evaluations stay readable (the Task Stream would otherwise show only its last second);
+* on the scheduler, :class:`EvaluationStream` (a scheduler plugin) turns each record into one
+  of the Task Stream's own buffer (``TaskStreamPlugin``), the state the dashboard's Task
+  Stream draws from (``/status``, ``/tasks``, ``/individual-task-stream``) and that
+  ``Client.get_task_stream`` returns, and keeps the page's notes on its
+  :class:`~laddu_dask.runtime.fit_board.FitBoard`; on start it serves the page
+  (``/laddu-dask``, :mod:`laddu_dask.runtime.dashboard_page`).
 
-Each worker row shows a rectangle ``laddu-dask-<label>`` per evaluation (the time that
-worker spent on it); a row of its own shows ``laddu-dask-<label>-evaluation`` per
-evaluation as the client saw it (the gaps are the minimiser's own time). The scheduler needs
-laddu-dask importable (a ``LocalCluster``'s scheduler runs in the client's process). A
-failure to deliver is logged at debug level and never reaches the fit.
+Each worker row shows ``laddu-dask-<label>`` rectangles (the time that worker spent on the
+evaluations, one rectangle per flush); a row of its own shows
+``laddu-dask-<label>-evaluation`` as the client saw them (the gaps are the minimiser's own
+time). The scheduler needs laddu-dask importable (a ``LocalCluster``'s scheduler runs in the
+client's process). A failure to deliver is logged at debug level and never reaches the fit.
 
 Examples
 --------
@@ -45,6 +54,8 @@ from distributed.diagnostics.task_stream import TaskStreamPlugin
 from distributed.metrics import time
 from distributed.protocol.pickle import dumps
 
+from laddu_dask.runtime.fit_board import FitBoard
+
 logger = logging.getLogger(__name__)
 
 #: Scheduler event topic the notes travel under (``Client.get_events(TOPIC)`` lists them).
@@ -55,6 +66,9 @@ FLUSH_INTERVAL = 0.1
 SEND_TIMEOUT = 10.0
 #: Notes kept at most per process while none can be sent.
 MAX_NOTES = 100_000
+#: The name prefix of the notes for the laddu-dask page (:func:`record_fit_note`), which are
+#: kept on the board, not drawn in the Task Stream.
+FIT_NOTE = "laddu-dask-fit:"
 
 _SERVING = (Status.running, Status.paused, Status.closing_gracefully)
 
@@ -89,9 +103,18 @@ class EvaluationStream(SchedulerPlugin):
 
     def __init__(self) -> None:
         self.scheduler: Any = None
+        #: What the laddu-dask page shows (:mod:`laddu_dask.runtime.fit_board`).
+        self.board = FitBoard()
 
     async def start(self, scheduler: Any) -> None:
         self.scheduler = scheduler
+        self.board = FitBoard()
+        try:
+            from laddu_dask.runtime.dashboard_page import install_page  # Bokeh: only on a scheduler
+
+            install_page(scheduler)
+        except Exception as exc:  # the Task Stream works without the page
+            logger.warning("laddu-dask: no laddu-dask page on the dashboard (%r)", exc)
         for _, msg in scheduler.get_events(TOPIC):
             self._ingest(msg)
 
@@ -106,6 +129,9 @@ class EvaluationStream(SchedulerPlugin):
         stream = scheduler.plugins[TaskStreamPlugin.name]
         where = msg["worker"] if "worker" in msg else f"laddu-dask client {msg['client']}"
         for name, number, start, stop, thread, extra in msg["records"]:
+            if name.startswith(FIT_NOTE):
+                self.board.ingest(extra["label"], name[len(FIT_NOTE):], number, stop, extra["payload"])
+                continue
             record = {"key": f"{name}-{number}", "worker": where, "thread": thread, "status": "OK",
                       "startstops": [{"action": "compute", "start": start, "stop": stop}]}
             record.update(extra)
@@ -154,6 +180,7 @@ class _Outbox:
         owner = self._owner()
         if owner is None or not notes:
             return
+        notes = aggregate(notes)
         try:
             await asyncio.wait_for(self._deliver(owner, notes), SEND_TIMEOUT)
         except Exception as exc:  # a diagnostic never fails a fit
@@ -175,6 +202,38 @@ class _Outbox:
         result = self._send(owner, notes)
         if result is not None:
             await result
+
+
+def aggregate(notes: list[tuple]) -> list[tuple]:
+    """One Task Stream record per name and thread for a flush's notes, so that a fit of
+    thousands of millisecond evaluations stays readable: the record ends when the last
+    call ended and lasts as long as the calls together (the busy time), carries their
+    number as ``"calls"``, their events summed and the last ``"value"``; the board's notes
+    (:data:`FIT_NOTE`) pass unchanged.
+
+    Examples
+    --------
+    >>> aggregate([("n", 1, 0.0, 1.0, 7, {"events": 5}), ("n", 2, 2.0, 2.5, 7, {"events": 5})])
+    [('n', 2, 1.0, 2.5, 7, {'events': 10, 'calls': 2})]
+    """
+    out: list[tuple] = []
+    merged: dict[tuple, list] = {}
+    for note in notes:
+        name, number, start, stop, thread, extra = note
+        if name.startswith(FIT_NOTE):
+            out.append(note)
+            continue
+        acc = merged.get((name, thread))
+        if acc is None:
+            merged[(name, thread)] = [number, stop - start, stop, dict(extra), 1]
+            continue
+        acc[0], acc[1], acc[2] = number, acc[1] + (stop - start), max(acc[2], stop)
+        for key, value in extra.items():
+            acc[3][key] = acc[3].get(key, 0) + value if key == "events" else value
+        acc[4] += 1
+    for (name, thread), (number, busy, stop, extra, calls) in merged.items():
+        out.append((name, number, stop - busy, stop, thread, {**extra, "calls": calls}))
+    return out
 
 
 def _running(owner: Any) -> bool:
@@ -282,3 +341,38 @@ def record_client_evaluation(client: Any, label: str, number: int, value: float 
                                                {} if value is None else {"value": float(value)})
     except Exception as exc:  # a diagnostic never fails an evaluation
         logger.debug("laddu-dask: evaluation note dropped: %r", exc)
+
+
+def record_fit_note(client: Any, label: str, kind: str, payload: dict[str, Any], number: int = 0) -> None:
+    """Note something for the laddu-dask page of the dashboard (kept on the scheduler's
+    :class:`~laddu_dask.runtime.fit_board.FitBoard`; the kinds are the board's).
+
+    It returns at once, like :func:`record_client_evaluation`; a failure never reaches the fit.
+
+    Parameters
+    ----------
+    client : distributed.Client
+        The client the fit runs through.
+    label : str
+        Which likelihood (or many-fit run) the note is about.
+    kind : str
+        ``"point"``, ``"result"``, ``"placement"``, ``"decision"`` or ``"progress"``.
+    payload : dict
+        The note (plain numbers, strings, lists and dicts).
+    number : int
+        The evaluation's number, for a ``"point"``.
+
+    Examples
+    --------
+    With a ``distributed.Client`` ``client`` (``tests/test_dashboard_page.py`` runs a fit)::
+
+        record_fit_note(client, "ksks", "point", {"value": 1234.5, "parameters": [0.1, 0.2]}, 17)
+    """
+    try:
+        if not _running(client):
+            return
+        now = time()
+        _outbox(client, _send_from_client).add(FIT_NOTE + kind, int(number), now, now, 0,
+                                               {"label": label, "payload": payload})
+    except Exception as exc:  # a diagnostic never fails a fit
+        logger.debug("laddu-dask: fit note dropped: %r", exc)

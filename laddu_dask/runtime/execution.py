@@ -325,8 +325,12 @@ class Execution:
         return self.memory.host_bytes()
 
     def record(self, decision: MemoryDecision) -> None:
-        """Remember a memory decision."""
+        """Remember a memory decision (and, on a cluster, note it for the laddu-dask page)."""
         self._decisions.append(decision)
+        if self.client is not None:
+            from laddu_dask.runtime.dashboard import record_fit_note  # distributed: with a client only
+
+            record_fit_note(self.client, str(decision.dataset).split("/")[0], "decision", decision.as_dict())
 
     def memory_decisions(self) -> list[MemoryDecision]:
         """What the planner chose for each prepared dataset, and why."""
