@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
-"""Take docs/dashboard.png: Dask's dashboard during real fits of the KsKs sample.
+"""Take docs/dashboard.png and docs/dashboard_fit.png: Dask's dashboard and its laddu-dask
+page after real fits of the KsKs sample.
 
 Starts a two-process ``LocalCluster`` with its dashboard on 127.0.0.1, writes the KsKs
 sample (``laddu_dask.ksks.write_sample``), fits it with MIGRAD again and again for a while,
-then captures the dashboard's ``/status`` page with headless Chromium (after the fits, so
-that the browser's rendering does not slow them on a small machine and the Task Stream
-holds still under the mouse that shows one rectangle's name).
+then captures the dashboard's ``/status`` page and laddu-dask's ``/laddu-dask`` page with
+headless Chromium (after the fits, so that the browser's rendering does not slow them on a
+small machine and the Task Stream holds still under the mouse that shows one rectangle's
+name).
 
 The evaluations report themselves (:mod:`laddu_dask.runtime.dashboard`): nothing here but
 an ordinary fit on a cluster.
 
-Usage: ``python3 docs/dashboard_screenshot.py [--out docs/dashboard.png]`` (needs bokeh and
+Usage: ``python3 docs/dashboard_screenshot.py [--out docs/dashboard.png]
+[--fit-out docs/dashboard_fit.png]`` (needs bokeh and
 Chromium: ``apt-get install -y chromium``; run as root, Chromium then needs --no-sandbox).
 """
 
@@ -134,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument("--out", default=os.path.join(here, "dashboard.png"))
+    ap.add_argument("--fit-out", default=os.path.join(here, "dashboard_fit.png"),
+                    help="the laddu-dask page's screenshot")
     ap.add_argument("--data", type=int, default=100_000)
     ap.add_argument("--mc", type=int, default=1_000_000)
     ap.add_argument("--parts", type=int, default=8)
@@ -172,6 +177,10 @@ def main(argv: list[str] | None = None) -> int:
         url = f"http://127.0.0.1:{cluster.scheduler.http_server.port}/status"
         screenshot(url, args.out, hover=color_of(task_name(LABEL)))  # the Task Stream's colour of it
         _shrink(args.out)
+        page = url.replace("/status", "/laddu-dask")
+        screenshot(page, args.fit_out, size=(1400, 1100))
+        _shrink(args.fit_out)
+        print(f"{args.fit_out}: {os.path.getsize(args.fit_out) / 1024:.0f} KiB from {page}")
         print(f"{args.out}: {os.path.getsize(args.out) / 1024:.0f} KiB from {url}; "
               f"{len(fits)} fits, {sum(f.n_calls for f in fits)} evaluations")
     return 0

@@ -94,6 +94,7 @@ def test_a_fit_on_a_cluster_shows_on_the_laddu_dask_page():
         assert sorted(page.sources["workers"].data["dataset"]) == sorted(
             name for name, held in trace.placement.items() for _ in held)
         assert f"{n_points:,} evaluations" in page.headline.text
+        assert not page.tables["bins"].visible and page.tables["workers"].visible  # no bins here
         assert ("valid" if result.valid else "NOT valid") in page.headline.text
 
         # served by the scheduler's own dashboard server, beside distributed's pages
@@ -125,6 +126,7 @@ def test_fit_bins_on_a_cluster_shows_bins_and_fits_done():
         page.update()
         assert "bins 2/2, fits 6/6" in page.headline.text
         assert page.sources["bins"].data["bin"] == [b.ensemble.label for b in fits]
+        assert page.tables["bins"].visible
 
 
 def test_aggregated_records_keep_the_busy_time_and_the_counts():

@@ -194,6 +194,11 @@ class FitPage:
             source = self.sources[name]
             if source.data != data:
                 source.data = data
+        # a many-fit run's bins, and the workers' partitions, only where there are some
+        for name in ("bins", "workers", "memory"):
+            shown = bool(self.sources[name].data[next(iter(self.sources[name].data))])
+            if self.tables[name].visible != shown:
+                self.tables[name].visible = shown
 
 
 def fit_page_doc(scheduler: Any, extra: dict, doc: Any) -> None:
