@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A mass-independent analysis (bins x restarts of a 4-wave angular model), laddu-dask against laddu.
 
-See :mod:`laddu_dask.bench.binned_bench` for what is measured.  Usage::
+See :mod:`laddu_dask_bench.binned_bench` for what is measured.  Usage::
 
     python benchmarks/bench_binned.py [--data N] [--mc N] [--bins B] [--restarts R]
                                       [--driver-restarts R] [--bootstrap K] [--no-cluster]
@@ -10,7 +10,7 @@ See :mod:`laddu_dask.bench.binned_bench` for what is measured.  Usage::
 
 import sys
 
-from laddu_dask.bench.binned_bench import main
+from laddu_dask_bench.binned_bench import main
 
 if __name__ == "__main__":
     sys.exit(main())

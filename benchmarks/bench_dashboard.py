@@ -65,8 +65,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from distributed import Client, LocalCluster
 
-    from laddu_dask.bench.results import RESULTS_DIR, command_line, provenance, write_results
     from laddu_dask.runtime.dashboard import record_client_evaluation
+    from laddu_dask_bench.results import RESULTS_DIR, command_line, provenance, write_results
 
     prov = provenance(command_line(), {"blocks": args.blocks, "block": args.block, "workers": 2,
                                        "threads_per_worker": 1, "dashboard": True})

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """KsKs benchmark, laddu-dask against laddu's JIT (same as ``laddu-dask bench``).
 
-See :mod:`laddu_dask.bench.ksks_bench` for what is measured.  Usage::
+See :mod:`laddu_dask_bench.ksks_bench` for what is measured.  Usage::
 
     python benchmarks/bench_ksks.py [--data N] [--mc N] [--repeats R] [--lineshape bw|rbw]
                                     [--outdir DIR] [--results FILE.json] [--no-fit]
@@ -11,7 +11,7 @@ See :mod:`laddu_dask.bench.ksks_bench` for what is measured.  Usage::
 
 import sys
 
-from laddu_dask.bench.ksks_bench import main
+from laddu_dask_bench.ksks_bench import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -13,10 +13,12 @@ import pytest
 from laddu_dask import ksks
 from laddu_dask.runtime.execution import Execution
 
-# tests/ on sys.path, so that test modules can `import laddu_reference`
+# tests/ on sys.path, so that test modules can `import laddu_reference`, and benchmarks/, so
+# that they can import the benchmarks' package (laddu_dask_bench, not part of the library)
 TESTS = Path(__file__).resolve().parent
-if str(TESTS) not in sys.path:
-    sys.path.insert(0, str(TESTS))
+for _folder in (TESTS.parent / "benchmarks", TESTS):
+    if str(_folder) not in sys.path:
+        sys.path.insert(0, str(_folder))
 
 #: Size and seed of the session K_S K_S sample (small: the tests must stay fast).
 KSKS_N_DATA = 3000

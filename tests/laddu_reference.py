@@ -2,7 +2,7 @@
 
 import pytest
 
-from laddu_dask.bench.laddu_ksks import (  # noqa: F401 - re-exported for the tests
+from laddu_dask_bench.laddu_ksks import (  # noqa: F401 - re-exported for the tests
     BOUNDS,
     COEFFICIENT_NAMES,
     M_KS,

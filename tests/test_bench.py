@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from laddu_reference import needs_laddu
 
-from laddu_dask.bench import readme
-from laddu_dask.bench.compare import Counted, NotComparableError, migrad, same_function, same_minimum
-from laddu_dask.bench.first_eval import first_evaluations
-from laddu_dask.bench.results import RESULTS_DIR, ROOT, command_line
+from laddu_dask_bench import readme
+from laddu_dask_bench.compare import Counted, NotComparableError, migrad, same_function, same_minimum
+from laddu_dask_bench.first_eval import first_evaluations
+from laddu_dask_bench.results import RESULTS_DIR, ROOT, command_line
 
 # -- every README figure comes from a committed results file -----------------------------------
 
@@ -31,7 +31,7 @@ def test_readme_benchmarks_section_is_what_the_committed_results_render():
                                           "rendered", lineterm=""))
     assert current == rendered, (
         "README's Benchmarks section differs from what benchmarks/results/*.json give; "
-        f"run `python3 -m laddu_dask.bench.readme --write`:\n{diff}")
+        f"run `python3 benchmarks/render_readme.py --write`:\n{diff}")
 
 
 def _render_edited(tmp_path, name, edit):
@@ -230,7 +230,7 @@ def test_a_function_that_is_not_the_same_is_refused():
 @needs_laddu
 def test_laddu_side_has_what_the_fit_driver_uses(tmp_path):
     from laddu_dask import ksks
-    from laddu_dask.bench.laddu_ksks import laddu_ksks_nll
+    from laddu_dask_bench.laddu_ksks import laddu_ksks_nll
 
     paths = ksks.write_sample(str(tmp_path), n_data=300, n_mc=2000, seed=5)
     nll = laddu_ksks_nll(paths["data"], paths["accmc"])
@@ -247,7 +247,7 @@ def test_laddu_side_has_what_the_fit_driver_uses(tmp_path):
 def test_a_cold_process_starts_with_empty_caches_and_reports_the_compilation_and_a_warm_one_none(tmp_path):
     """One cold and one warm process (each a few seconds of imports and compilation)."""
     from laddu_dask import ksks
-    from laddu_dask.bench.models import initial_point, polarized_sample
+    from laddu_dask_bench.models import initial_point, polarized_sample
 
     paths = polarized_sample(ksks.write_sample(str(tmp_path), n_data=200, n_mc=1000, seed=2), str(tmp_path))
     r = first_evaluations(paths, "kmatrix", initial_point("kmatrix"), repeats=1, libraries=("laddu-dask",))
@@ -271,7 +271,7 @@ def test_polarization_columns_are_added_deterministically(tmp_path):
     import pyarrow.parquet as pq
 
     from laddu_dask import ksks
-    from laddu_dask.bench.models import POL_ANGLES, POL_MAGNITUDE, with_polarization
+    from laddu_dask_bench.models import POL_ANGLES, POL_MAGNITUDE, with_polarization
 
     paths = ksks.write_sample(str(tmp_path), n_data=10, n_mc=0, seed=1)
     first = pq.read_table(with_polarization(paths["data"], str(tmp_path / "a"), seed=11))
@@ -288,8 +288,8 @@ def test_the_zlm_model_is_built_of_laddu_dasks_zlm():
     ld.Zlm's real and imaginary parts."""
     import laddu_dask as ld
     from laddu_dask import ksks
-    from laddu_dask.bench.models import ZLM_WAVES, _helicity_angles, polarization_angle, zlm_parts
     from laddu_dask.compile.compiled import CompiledModel
+    from laddu_dask_bench.models import ZLM_WAVES, _helicity_angles, polarization_angle, zlm_parts
 
     data, _ = ksks.generate(200, 0, seed=3)
     rng = np.random.default_rng(4)
@@ -314,7 +314,7 @@ def test_the_zlm_model_is_built_of_laddu_dasks_zlm():
 @pytest.mark.parametrize("model", ["zlm", "kmatrix"])
 def test_a_benchmark_model_is_the_same_likelihood_in_both_libraries(tmp_path, model):
     from laddu_dask import ksks
-    from laddu_dask.bench.models import initial_point, likelihood, parameter_names, polarized_sample
+    from laddu_dask_bench.models import initial_point, likelihood, parameter_names, polarized_sample
 
     paths = polarized_sample(ksks.write_sample(str(tmp_path), n_data=300, n_mc=2000, seed=5), str(tmp_path))
     ours, theirs = likelihood("laddu-dask", model, paths), likelihood("laddu", model, paths)
@@ -330,8 +330,8 @@ def test_the_binned_benchmark_bins_are_the_same_likelihoods_in_both_libraries(tm
 
     import laddu_dask as ld
     from laddu_dask import ksks
-    from laddu_dask.bench.binned_bench import edges, laddu_bins
-    from laddu_dask.bench.models import ANGULAR_BOUNDS, angular_waves_model, ksks_mass
+    from laddu_dask_bench.binned_bench import edges, laddu_bins
+    from laddu_dask_bench.models import ANGULAR_BOUNDS, angular_waves_model, ksks_mass
 
     paths = ksks.write_sample(str(tmp_path), n_data=400, n_mc=3000, seed=6)
     ours = ld.binned_likelihoods(angular_waves_model(ld), data=ld.read_parquet(paths["data"]),
@@ -353,7 +353,7 @@ def test_tensorwaves_is_the_same_likelihood(tmp_path):
     pytest.importorskip("tensorwaves")
     import laddu_dask as ld
     from laddu_dask import ksks
-    from laddu_dask.bench.tensorwaves_ksks import SCALE, TensorWavesKsKs
+    from laddu_dask_bench.tensorwaves_ksks import SCALE, TensorWavesKsKs
 
     paths = ksks.write_sample(str(tmp_path), n_data=500, n_mc=3000, seed=4)
     ours = ld.Likelihood([ld.NLL(ksks.model(), data=ld.read_parquet(paths["data"]),

@@ -12,15 +12,15 @@ import pytest
 from laddu_reference import needs_laddu
 
 from laddu_dask import ksks
-from laddu_dask.bench import projection_bench as pb
-from laddu_dask.bench import readme
-from laddu_dask.bench.results import RESULTS_DIR
+from laddu_dask_bench import projection_bench as pb
+from laddu_dask_bench import readme
+from laddu_dask_bench.results import RESULTS_DIR
 
 _MEASURE = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
 import numpy as np
-from laddu_dask.bench import projection_bench as pb
+from laddu_dask_bench import projection_bench as pb
 
 def allocate():
     a = np.ones(8 * 2**20)  # 64 MiB, touched
@@ -41,7 +41,7 @@ def test_measure_reports_the_peak_a_call_adds():
 
     if not pb._reset_peak():
         pytest.skip("no /proc/self/clear_refs on this system")
-    root = str(Path(pb.__file__).resolve().parents[2])
+    root = str(Path(pb.__file__).resolve().parents[1])  # benchmarks/, the package's folder
     env = {**os.environ, **pb.MALLOC_ENV}
     run = subprocess.run([sys.executable, "-I", "-c", _MEASURE, root], capture_output=True, text=True,
                          env=env, timeout=120)
@@ -100,7 +100,7 @@ def test_a_small_run_agrees_with_laddu_and_renders(folder):
     # the whole-model integral is laddu's (and the fsum of laddu's weights)
     import laddu
 
-    from laddu_dask.bench.laddu_ksks import ksks_intensity_expr
+    from laddu_dask_bench.laddu_ksks import ksks_intensity_expr
 
     gen = laddu.read_parquet(os.path.join(folder, "accmc", "*.parquet"))
     data = laddu.read_parquet(os.path.join(folder, "data", "*.parquet"))

@@ -18,7 +18,7 @@ decides, and that is what is asserted, never a CPU-utilisation percentage or a t
   between its reductions (~14 ms of a 46 ms evaluation before the one-frame transport).
 
 The time an evaluation takes against the local pool and the cores the worker is busy
-on are measured by ``benchmarks/bench_cluster.py`` (``laddu_dask.bench.cluster_bench``).
+on are measured by ``benchmarks/bench_cluster.py`` (``laddu_dask_bench.cluster_bench``).
 """
 
 from __future__ import annotations

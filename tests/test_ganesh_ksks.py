@@ -123,8 +123,8 @@ def test_the_readme_table_is_rendered_from_the_benchmarks_results():
     import json
     import os
 
-    from laddu_dask.bench.ganesh_bench import readme_lines
-    from laddu_dask.bench.results import RESULTS_DIR
+    from laddu_dask_bench.ganesh_bench import readme_lines
+    from laddu_dask_bench.results import RESULTS_DIR
 
     with open(os.path.join(RESULTS_DIR, "ganesh_methods.json")) as f:
         r = json.load(f)

@@ -82,7 +82,7 @@ def three_body_channel(lib=ld):
 def photoproduction(lib, uniform_fraction=0.2):
     """laddu's gamma p -> X p, X -> K_S K_S tutorial channel (beam energy uniform in [8, 9]),
     the benchmark's own."""
-    from laddu_dask.bench.generation_bench import channel
+    from laddu_dask_bench.generation_bench import channel
 
     return channel(lib, uniform_fraction)
 

@@ -47,7 +47,7 @@ def _photoproduction_weight(energy: np.ndarray, m: np.ndarray, fraction: float, 
 
 
 def photoproduction(lib, fraction=0.2, slope=4.0):
-    from laddu_dask.bench.generation_bench import channel
+    from laddu_dask_bench.generation_bench import channel
 
     if slope == 4.0:
         return channel(lib, fraction)

@@ -84,7 +84,7 @@ def test_projection_of_a_term_uses_that_terms_parameters(weighted):
 
 @needs_laddu
 def test_projection_intensities_equal_laddus(weighted):
-    from laddu_dask.bench.laddu_ksks import ksks_intensity_expr
+    from laddu_dask_bench.laddu_ksks import ksks_intensity_expr
 
     _, mc, w_data, w_mc, ds_data, ds_mc = weighted
     lik = ld.Likelihood([ld.NLL(ksks.model("bw"), data=ds_data, accepted_mc=ds_mc)])

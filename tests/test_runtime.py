@@ -530,7 +530,7 @@ LAYERS = ("compilations", "point_programs", "heap", "accumulate", "finite", "gro
 
 #: Packages above the runtime, which it never imports (DESIGN.md: likelihood sits above it).
 ABOVE = ("laddu_dask.likelihood", "laddu_dask.analysis", "laddu_dask.results", "laddu_dask.jobs",
-         "laddu_dask.cli", "laddu_dask.bench")
+         "laddu_dask.cli", "laddu_dask_bench")
 
 
 def _imports(path: Path) -> set[str]:

@@ -1,7 +1,7 @@
 """Benchmark results files: what was measured, where, when, with what, and how.
 
 Every benchmark writes one JSON file under ``benchmarks/results/``; the README's
-Benchmarks section is rendered from these files (:mod:`laddu_dask.bench.readme`).
+Benchmarks section is rendered from these files (:mod:`laddu_dask_bench.readme`).
 Each file carries a ``provenance`` record:
 
 * ``machine``: CPU model, logical cores, memory, platform, and the load average
@@ -11,7 +11,7 @@ Each file carries a ``provenance`` record:
 
 Examples
 --------
->>> from laddu_dask.bench.results import provenance
+>>> from laddu_dask_bench.results import provenance
 >>> p = provenance("python3 benchmarks/bench_streaming.py", {"events": 1000})
 >>> sorted(p)
 ['command', 'date', 'machine', 'parameters', 'versions']

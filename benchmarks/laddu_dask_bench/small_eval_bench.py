@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from laddu_dask.bench.results import RESULTS_DIR, command_line, provenance, write_results
+from laddu_dask_bench.results import RESULTS_DIR, command_line, provenance, write_results
 
 __all__ = ["build_parser", "fixed_costs", "main", "readme_lines", "run"]
 
@@ -89,7 +89,7 @@ def fixed_costs(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
 
 def readme_lines(r: dict[str, Any]) -> list[str]:
     """The README's lines for a ``small_eval.json`` result."""
-    from laddu_dask.bench.readme_format import ratio, run_line
+    from laddu_dask_bench.readme_format import ratio, run_line
 
     def seconds(t: float) -> str:  # microseconds: these calls take tens of them
         return f"{t * 1e6:.1f} us"
@@ -128,8 +128,8 @@ def run(data: list[int], mc: int, repeats: int, threads: int, results: str | Non
 
     import laddu_dask as ld
     from laddu_dask import ksks
-    from laddu_dask.bench.laddu_ksks import laddu_ksks_nll
     from laddu_dask.runtime.compilations import wait_compilations
+    from laddu_dask_bench.laddu_ksks import laddu_ksks_nll
 
     prov = provenance(command_line(), {"data": data, "mc": mc, "repeats": repeats, "threads": threads},
                       ("laddu",))

@@ -1,7 +1,7 @@
 """Cold start: from ``import`` to the first value and gradient, against laddu's JIT.
 
 What a physicist waits for after every edit of a model, and on every worker of a new
-cluster: fresh processes (:mod:`laddu_dask.bench.first_eval`) that import the library,
+cluster: fresh processes (:mod:`laddu_dask_bench.first_eval`) that import the library,
 read the 100k/1M KsKs sample, build the likelihood and evaluate its value and gradient
 once, with empty kernel caches (cold), with the caches a cold process filled (warm), and,
 for laddu-dask, with only the shared Numba helpers cached (``edit``: a new model on a
@@ -12,7 +12,7 @@ Usage: ``python3 benchmarks/bench_first_eval.py [--repeats 3]``.
 
 Examples
 --------
->>> from laddu_dask.bench.cold_bench import build_parser
+>>> from laddu_dask_bench.cold_bench import build_parser
 >>> build_parser().parse_args([]).lineshapes
 ['rbw', 'bw']
 """
@@ -25,8 +25,8 @@ import statistics
 import tempfile
 from typing import Any
 
-from laddu_dask.bench.first_eval import first_evaluations, run_process
-from laddu_dask.bench.results import RESULTS_DIR, ROOT, command_line, provenance, write_results
+from laddu_dask_bench.first_eval import first_evaluations, run_process
+from laddu_dask_bench.results import RESULTS_DIR, ROOT, command_line, provenance, write_results
 
 __all__ = ["build_parser", "main", "run"]
 
@@ -49,8 +49,8 @@ def run(lineshapes: tuple[str, ...] = ("rbw", "bw"), repeats: int = 3, n_data: i
         command: str | None = None) -> dict[str, Any]:
     """Measure, print and (with ``results``) write the cold-start figures."""
     from laddu_dask import ksks
-    from laddu_dask.bench.ksks_bench import make_sample
-    from laddu_dask.bench.laddu_ksks import laddu_available
+    from laddu_dask_bench.ksks_bench import make_sample
+    from laddu_dask_bench.laddu_ksks import laddu_available
 
     prov = provenance(command or command_line(), {"lineshapes": list(lineshapes), "repeats": repeats,
                                                   "data": n_data, "mc": n_mc}, ("laddu",))

@@ -13,7 +13,7 @@ with the angles of ``kshort1`` in the K_S K_S rest frame (boost by ``-beta`` of
 
 Examples
 --------
->>> from laddu_dask.bench.laddu_ksks import laddu_available, laddu_ksks_nll, TRUTH
+>>> from laddu_dask_bench.laddu_ksks import laddu_available, laddu_ksks_nll, TRUTH
 >>> if laddu_available():                                   # doctest: +SKIP
 ...     nll = laddu_ksks_nll("data.parquet", "accmc.parquet", lineshape="rbw")
 ...     value, grad = nll.value_and_gradient(TRUTH)

@@ -19,7 +19,7 @@ timing pass runs with the default allocators.
 
 Examples
 --------
->>> from laddu_dask.bench.projection_bench import build_parser, measure
+>>> from laddu_dask_bench.projection_bench import build_parser, measure
 >>> build_parser().parse_args(["--events", "1000"]).events
 1000
 >>> seconds, out, added = measure(lambda: sum(range(10)), repeat=1)
@@ -40,8 +40,8 @@ from typing import Any
 import numpy as np
 
 from laddu_dask import ksks
-from laddu_dask.bench.results import RESULTS_DIR, ROOT, command_line, provenance, write_results
 from laddu_dask.files import atomic_write
+from laddu_dask_bench.results import RESULTS_DIR, ROOT, command_line, provenance, write_results
 
 MIB = 2**20
 #: glibc's fixed mmap threshold: freed buffers go back to the kernel, so a call's peak is its own.
@@ -166,7 +166,7 @@ def run_laddu(paths: dict[str, str], repeat: int) -> tuple[dict[str, Any], np.nd
     """laddu's read and whole-model projection of the same files."""
     import laddu
 
-    from laddu_dask.bench.laddu_ksks import ksks_intensity_expr
+    from laddu_dask_bench.laddu_ksks import ksks_intensity_expr
 
     point = dict(ksks.TRUTH)
     expr = ksks_intensity_expr("bw")
@@ -190,7 +190,7 @@ def run_laddu(paths: dict[str, str], repeat: int) -> tuple[dict[str, Any], np.nd
 def run(events: int, parts: int, budget: str, repeat: int, laddu_max_events: int,
         folder: str | None = None, command: str | None = None) -> dict[str, Any]:
     """Measure everything (see the module docstring); returns the figures."""
-    from laddu_dask.bench.laddu_ksks import laddu_available
+    from laddu_dask_bench.laddu_ksks import laddu_available
 
     folder = folder or os.path.join(ROOT, "bench-data", f"projection-{events}-{parts}")
     t0 = time.perf_counter()
@@ -247,7 +247,7 @@ def run(events: int, parts: int, budget: str, repeat: int, laddu_max_events: int
 
 def readme_lines(r: dict[str, Any]) -> list[str]:
     """The README's lines for a ``projection.json`` result."""
-    from laddu_dask.bench.readme_format import ratio, run_line, seconds
+    from laddu_dask_bench.readme_format import ratio, run_line, seconds
 
     prov, raw, ours = r["provenance"], r["raw_read"], r["laddu_dask"]
     rows, st = ours["rows"], ours["storage"]
@@ -349,8 +349,11 @@ def memory_pass(argv: list[str]) -> dict[str, Any]:
 
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "memory.json")
-        cmd = [sys.executable, "-m", "laddu_dask.bench.projection_bench", *argv, "--memory-pass", out]
-        subprocess.run(cmd, check=True, env={**os.environ, **MALLOC_ENV}, stdout=subprocess.DEVNULL)
+        cmd = [sys.executable, "-m", "laddu_dask_bench.projection_bench", *argv, "--memory-pass", out]
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # benchmarks/
+        path = os.pathsep.join([here, *filter(None, [os.environ.get("PYTHONPATH")])])
+        subprocess.run(cmd, check=True, env={**os.environ, **MALLOC_ENV, "PYTHONPATH": path},
+                       stdout=subprocess.DEVNULL)
         with open(out) as f:
             return json.load(f)
 

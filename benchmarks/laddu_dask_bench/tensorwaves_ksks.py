@@ -18,7 +18,7 @@ jitted, so that :meth:`TensorWavesKsKs.value_and_gradient` is a single
 
 Examples
 --------
->>> from laddu_dask.bench.tensorwaves_ksks import tensorwaves_available
+>>> from laddu_dask_bench.tensorwaves_ksks import tensorwaves_available
 >>> isinstance(tensorwaves_available(), bool)
 True
 """

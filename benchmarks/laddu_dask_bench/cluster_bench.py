@@ -7,7 +7,7 @@ Three measurements, each on fresh ``LocalCluster`` worker processes of this mach
   event), on 2 worker processes of 1 thread; almost all of it is the round trip of one
   call per worker.  Median of ``repeats``, with the local thread pool's for reference.
 * ``ksks``: value and gradient of the 100,000 / 1,000,000 event KsKs sample
-  (:func:`laddu_dask.bench.ksks_bench.make_sample`) on 1 worker x 2 threads and on 2
+  (:func:`laddu_dask_bench.ksks_bench.make_sample`) on 1 worker x 2 threads and on 2
   workers x 1 thread, against the local thread pool with 2 threads, alternating calls
   (medians), with the default normalization (the accepted MC from sufficient
   statistics) and with ``normalization="general"`` (all 1.1 M events reduced); and the
@@ -24,7 +24,7 @@ the end, say how much of the machine the run had (:func:`available_cores`).  Wri
 
 Examples
 --------
->>> from laddu_dask.bench.cluster_bench import build_parser
+>>> from laddu_dask_bench.cluster_bench import build_parser
 >>> build_parser().parse_args(["--repeats", "5"]).repeats
 5
 """
@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from laddu_dask.bench.results import RESULTS_DIR, ROOT, command_line, provenance, write_results
+from laddu_dask_bench.results import RESULTS_DIR, ROOT, command_line, provenance, write_results
 
 
 def _median(fn: Callable[[], Any], repeats: int) -> float:
@@ -224,7 +224,7 @@ def run(repeats: int = 50, ksks_repeats: int = 10, outdir: str | None = None, re
         parts: tuple[str, ...] = ("overhead", "ksks", "rebalance"), command: str | None = None
         ) -> dict[str, Any]:
     """Measure and print; returns what :func:`write_results` records."""
-    from laddu_dask.bench.ksks_bench import make_sample
+    from laddu_dask_bench.ksks_bench import make_sample
 
     outdir = outdir or os.path.join(ROOT, "bench-data")
     prov = provenance(command or command_line(), {"repeats": repeats, "ksks_repeats": ksks_repeats,

@@ -30,7 +30,7 @@ of the KsKs benchmark sample (gamma p -> p K_S K_S), with the beam polarization 
 Examples
 --------
 >>> import laddu_dask as ld
->>> from laddu_dask.bench.models import MODELS, angular_waves_model
+>>> from laddu_dask_bench.models import MODELS, angular_waves_model
 >>> len(ld.Model(MODELS["zlm"](ld)).parameter_names), len(ld.Model(MODELS["kmatrix"](ld)).parameter_names)
 (17, 8)
 >>> angular_waves_model(ld).parameter_names[:2]
@@ -225,7 +225,7 @@ def likelihood(library: str, model: str, paths: dict[str, str], execution: Any =
 
     laddu-dask's ``Likelihood`` (its default ``Execution()`` unless ``execution``), or
     laddu's (``execution``, for example ``laddu.Execution("jit", ...)``) behind
-    :class:`~laddu_dask.bench.compare.SameOrder`, taking and returning parameters in
+    :class:`~laddu_dask_bench.compare.SameOrder`, taking and returning parameters in
     ``order`` (default: laddu-dask's, :func:`parameter_names`).
     """
     if library == "laddu-dask":
@@ -238,8 +238,8 @@ def likelihood(library: str, model: str, paths: dict[str, str], execution: Any =
         raise ValueError(f"library must be 'laddu-dask' or 'laddu', got {library!r}")
     import laddu
 
-    from laddu_dask.bench.compare import SameOrder
-    from laddu_dask.bench.laddu_ksks import laddu_nll
+    from laddu_dask_bench.compare import SameOrder
+    from laddu_dask_bench.laddu_ksks import laddu_nll
 
     nll = laddu_nll(laddu.Model(MODELS[model](laddu)), paths["data"], paths["accmc"],
                     execution=execution, name=model)

@@ -3,7 +3,7 @@ provenance sentence and the README's line wrapping.
 
 Examples
 --------
->>> from laddu_dask.bench.readme_format import ratio, seconds, table_row
+>>> from laddu_dask_bench.readme_format import ratio, seconds, table_row
 >>> seconds(0.0123), seconds(2.5), ratio(0.456)
 ('12.30 ms', '2.50 s', '0.46x')
 >>> table_row("value", 0.01, 0.02)

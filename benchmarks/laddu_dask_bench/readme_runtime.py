@@ -4,7 +4,7 @@ restarts), the scheduling overhead, streaming and the LocalCluster (``binned.jso
 
 Examples
 --------
->>> from laddu_dask.bench.readme_runtime import overhead_lines
+>>> from laddu_dask_bench.readme_runtime import overhead_lines
 >>> prov = {"parameters": {"events_per_partition": 16, "repeats": 5}, "command": "c",
 ...         "date": "2026-01-01", "machine": {"cpu": "x", "cores": 2, "memory_bytes": 2**30},
 ...         "versions": {"python": "3.11"}}
@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from laddu_dask.bench.readme_format import ratio, run_line, seconds, table_row
+from laddu_dask_bench.readme_format import ratio, run_line, seconds, table_row
 
 
 def binned_lines(r: dict[str, Any]) -> list[str]:
-    from laddu_dask.bench.ksks_bench import LADDU_FIT
+    from laddu_dask_bench.ksks_bench import LADDU_FIT
 
     smp, prov, p = r["sample"], r["provenance"], r["provenance"]["parameters"]
     own, sd, boot = r["own"], r["same_driver"], r["bootstrap"]
@@ -44,8 +44,9 @@ def binned_lines(r: dict[str, Any]) -> list[str]:
            f"A mass-independent fit of the KsKs sample ({smp['data']:,} data and {smp['mc']:,} accepted-MC "
            f"events, {smp['source']}) in {p['bins']} bins of the K_S K_S mass from {smp['mass_range'][0]:g} "
            f"to {smp['mass_range'][1]:g} GeV, {p['restarts']} restarts per bin ({o['fits']} fits a side; "
-           f"{size}), with the 4-wave angular model of `laddu_dask/bench/models.py` (S fixed, D with m = 0, "
-           "1, 2 complex: 6 free parameters; the waves the sample was drawn from, without line shapes). "
+           f"{size}), with the 4-wave angular model of `benchmarks/laddu_dask_bench/models.py` (S fixed, D "
+           "with m = 0, 1, 2 complex: 6 free parameters; the waves the sample was drawn from, without line "
+           "shapes). "
            f"laddu `{r['laddu_execution']}`, laddu-dask's default `Execution()`. "
            + run_line(prov, ("laddu", "laddu-dask", "numpy", "numba", "dask", "distributed", "iminuit")), "",
            f"| {p['bins']} bins x {p['restarts']} restarts | laddu-dask | laddu | ratio |",
@@ -145,7 +146,7 @@ def _small_row(small: dict[str, Any] | None, row: Any) -> list[str]:
 
 def _per_fit_rows(r: dict[str, Any]) -> list[str]:
     """Evaluations per fit of each method, and the fixed cost of one small evaluation."""
-    from laddu_dask.bench.binned_bench import evaluations_per_fit
+    from laddu_dask_bench.binned_bench import evaluations_per_fit
 
     out = [f"| evaluations per fit, {method} | {ours:.1f} | {theirs:.1f} |"
            for method, (ours, theirs) in evaluations_per_fit(r).items()]

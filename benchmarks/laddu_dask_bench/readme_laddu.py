@@ -4,7 +4,7 @@ polarized Zlm / K-matrix models (``bench_ksks.json``, ``first_eval.json``, ``mod
 
 Examples
 --------
->>> from laddu_dask.bench.readme_laddu import MODEL_TITLES
+>>> from laddu_dask_bench.readme_laddu import MODEL_TITLES
 >>> MODEL_TITLES["zlm"]
 'polarized Zlm'
 """
@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from laddu_dask.bench.readme_format import div, get, ratio, run_line, seconds, table_row
+from laddu_dask_bench.readme_format import div, get, ratio, run_line, seconds, table_row
 
-#: How the README names the benchmark models of :mod:`laddu_dask.bench.models`.
+#: How the README names the benchmark models of :mod:`laddu_dask_bench.models`.
 MODEL_TITLES = {"zlm": "polarized Zlm", "kmatrix": "3-channel K-matrix"}
 
 
 def ksks_lines(r: dict[str, Any]) -> list[str]:
-    from laddu_dask.bench.compare import FVAL_TOLERANCE, SIGMA_TOLERANCE
+    from laddu_dask_bench.compare import FVAL_TOLERANCE, SIGMA_TOLERANCE
 
     smp, prov = r["sample"], r["provenance"]
     s, f = r["steady_s"], r["fixed_lineshapes_steady_s"]
@@ -155,7 +155,7 @@ def _tensorwaves(tw: dict[str, Any], fe: dict[str, Any], prov: dict[str, Any]) -
 
 
 def first_eval_lines(r: dict[str, Any]) -> list[str]:
-    from laddu_dask.bench.cold_bench import total
+    from laddu_dask_bench.cold_bench import total
 
     prov = r["provenance"]
     out = ["### Cold start", "",
@@ -187,14 +187,15 @@ def first_eval_lines(r: dict[str, Any]) -> list[str]:
 
 
 def models_lines(r: dict[str, Any]) -> list[str]:
-    from laddu_dask.bench.model_bench import compile_share
+    from laddu_dask_bench.model_bench import compile_share
 
     smp, prov = r["sample"], r["provenance"]
     p = prov["parameters"]
     angles = ", ".join(str(a) for a in smp["pol_angles_deg"])
     out = ["### Polarized Zlm and 3-channel K-matrix: laddu-dask against laddu's JIT", "",
-           f"The models of `laddu_dask/bench/models.py`, each written once as a function of the library "
-           f"module and built with both: the GlueX `Zlm` amplitudes (S and D waves with m = -1..2, both "
+           "The models of `benchmarks/laddu_dask_bench/models.py`, each written once as a function of the "
+           "library module and built with both: the GlueX `Zlm` amplitudes (S and D waves with m = -1..2, "
+           "both "
            f"reflectivities, beam polarization; {r['models']['zlm']['free_parameters']} free parameters) "
            "and an S-wave K-matrix of pi+ pi-, K_S K_S and pi0 eta with two poles and P-vector production "
            f"(|F_KK|^2 of the K_S K_S mass; {r['models']['kmatrix']['free_parameters']} free), on "

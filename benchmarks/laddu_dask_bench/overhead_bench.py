@@ -7,7 +7,7 @@ and writes them, with the run's provenance, to ``benchmarks/results/overhead.jso
 
 Examples
 --------
->>> from laddu_dask.bench.overhead_bench import build_parser
+>>> from laddu_dask_bench.overhead_bench import build_parser
 >>> build_parser().parse_args(["--repeats", "5"]).repeats
 5
 """
@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from laddu_dask.bench.results import RESULTS_DIR, command_line, provenance, write_results
+from laddu_dask_bench.results import RESULTS_DIR, command_line, provenance, write_results
 
 
 def _time(lik: Any, repeats: int) -> float:

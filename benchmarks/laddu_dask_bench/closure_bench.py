@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from laddu_dask.bench.results import RESULTS_DIR, command_line, provenance, write_results
+from laddu_dask_bench.results import RESULTS_DIR, command_line, provenance, write_results
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,9 +44,9 @@ def run(replicas: int, events: int, mc: int, pool: int, threads: int, results: s
 
     import laddu_dask as ld
     from laddu_dask import ksks
-    from laddu_dask.bench.compare import migrad
-    from laddu_dask.bench.laddu_ksks import laddu_ksks_nll
     from laddu_dask.results.pseudo_data import PoolSource, replica_stream
+    from laddu_dask_bench.compare import migrad
+    from laddu_dask_bench.laddu_ksks import laddu_ksks_nll
 
     prov = provenance(command_line(), {"replicas": replicas, "events": events, "mc": mc, "pool": pool,
                                        "threads": threads}, ("laddu", "iminuit"))
@@ -96,7 +96,7 @@ def run(replicas: int, events: int, mc: int, pool: int, threads: int, results: s
 
 def readme_lines(r: dict[str, Any]) -> list[str]:
     """The README's lines for a ``closure.json`` result."""
-    from laddu_dask.bench.readme_format import ratio, run_line, seconds
+    from laddu_dask_bench.readme_format import ratio, run_line, seconds
 
     prov = r["provenance"]
     p = prov["parameters"]

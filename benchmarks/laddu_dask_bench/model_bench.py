@@ -1,14 +1,14 @@
 """The polarized Zlm and the 3-channel K-matrix models against laddu's JIT, on the same events.
 
-The models of :mod:`laddu_dask.bench.models` (each written once, built with both
+The models of :mod:`laddu_dask_bench.models` (each written once, built with both
 libraries) on the KsKs benchmark sample with the beam polarization added.  Per model,
 each side measured in the same run on the same files:
 
 * steady-state ``value`` and ``value_and_gradient``: medians of alternating calls at the
-  same points (:func:`laddu_dask.bench.ksks_bench.spread` of the start values), after
+  same points (:func:`laddu_dask_bench.ksks_bench.spread` of the start values), after
   checking that both compute the same numbers (values to ``VALUE_RTOL``, gradients to
   ``GRADIENT_RTOL`` of their largest component, else no time is reported);
-* the first value and gradient in fresh processes (:mod:`laddu_dask.bench.first_eval`):
+* the first value and gradient in fresh processes (:mod:`laddu_dask_bench.first_eval`):
   cold (empty ``LADDU_DASK_CACHE`` and ``NUMBA_CACHE_DIR``), warm (the caches a cold
   process filled), laddu's JIT (it compiles in every process), with laddu-dask's kernel
   compile seconds as its ``laddu_dask`` logger reports them.
@@ -18,7 +18,7 @@ Ratios are laddu-dask / laddu (below 1: laddu-dask is faster).  Written to
 
 Examples
 --------
->>> from laddu_dask.bench.model_bench import compile_share
+>>> from laddu_dask_bench.model_bench import compile_share
 >>> compile_share({"cold": {"first_evaluation_s": 4.0, "compile_s": 3.0}})
 0.75
 """
@@ -28,8 +28,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from laddu_dask.bench.compare import GRADIENT_RTOL, VALUE_RTOL, NotComparableError
-from laddu_dask.bench.results import RESULTS_DIR, ROOT, command_line, provenance
+from laddu_dask_bench.compare import GRADIENT_RTOL, VALUE_RTOL, NotComparableError
+from laddu_dask_bench.results import RESULTS_DIR, ROOT, command_line, provenance
 
 #: The default results file of this section.
 RESULTS = os.path.join(RESULTS_DIR, "models.json")
@@ -43,9 +43,9 @@ def compile_share(ours: dict[str, Any]) -> float | None:
 
 def _compare(name: str, paths: dict[str, str], repeats: int, first_repeats: int,
              laddu_execution: Any) -> dict[str, Any]:
-    from laddu_dask.bench.first_eval import first_evaluations
-    from laddu_dask.bench.ksks_bench import _agreement, _alternate, spread
-    from laddu_dask.bench.models import initial_point, likelihood, parameter_names
+    from laddu_dask_bench.first_eval import first_evaluations
+    from laddu_dask_bench.ksks_bench import _agreement, _alternate, spread
+    from laddu_dask_bench.models import initial_point, likelihood, parameter_names
 
     points = spread(initial_point(name), repeats, seed=9)
     ours = likelihood("laddu-dask", name, paths)
@@ -69,9 +69,9 @@ def run(models: tuple[str, ...] = ("zlm", "kmatrix"), n_data: int = 100_000, n_m
         repeats: int = 15, first_repeats: int = 3, outdir: str | None = None, results: str | None = None,
         quiet: bool = False, command: str | None = None) -> dict[str, Any]:
     """Run the models section and return (and with ``results``, write) its figures."""
-    from laddu_dask.bench.ksks_bench import SHARED, make_sample, save
-    from laddu_dask.bench.laddu_ksks import laddu_available
-    from laddu_dask.bench.models import POL_ANGLES, POL_MAGNITUDE, polarized_sample
+    from laddu_dask_bench.ksks_bench import SHARED, make_sample, save
+    from laddu_dask_bench.laddu_ksks import laddu_available
+    from laddu_dask_bench.models import POL_ANGLES, POL_MAGNITUDE, polarized_sample
 
     say = (lambda *a: None) if quiet else print
     parameters = {"models": list(models), "data": n_data, "mc": n_mc, "repeats": repeats,
@@ -99,7 +99,7 @@ def run(models: tuple[str, ...] = ("zlm", "kmatrix"), n_data: int = 100_000, n_m
 
 def ratios(out: dict[str, Any]) -> dict[str, dict[str, float]]:
     """Per model: laddu-dask / laddu for each figure both have, and the cold compile share."""
-    from laddu_dask.bench.cold_bench import total
+    from laddu_dask_bench.cold_bench import total
 
     r: dict[str, dict[str, float]] = {}
     for name, m in out["models"].items():
@@ -122,7 +122,7 @@ def ratios(out: dict[str, Any]) -> dict[str, dict[str, float]]:
 
 
 def _report(out: dict[str, Any], say: Any) -> None:
-    from laddu_dask.bench.ksks_bench import table_row
+    from laddu_dask_bench.ksks_bench import table_row
 
     smp, prov = out["sample"], out["provenance"]
     say(f"\nBenchmark models: {smp['data']} data, {smp['mc']} accepted MC ({smp['source']}, polarization "

@@ -20,7 +20,7 @@ proposals), and writes them, with the run's provenance, to
 
 Examples
 --------
->>> from laddu_dask.bench.generation_bench import build_parser
+>>> from laddu_dask_bench.generation_bench import build_parser
 >>> build_parser().parse_args(["--weighted", "1000"]).weighted
 1000
 """
@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from laddu_dask.bench.results import RESULTS_DIR, command_line, provenance, write_results
+from laddu_dask_bench.results import RESULTS_DIR, command_line, provenance, write_results
 
 #: The D-wave coefficients of the benchmark intensity.
 COEFFICIENTS = {"d0_re": 0.8, "d0_im": 0.3, "d1_re": -0.4, "d1_im": 0.5}
@@ -130,7 +130,7 @@ def run(weighted: int = 1_000_000, unweighted: int = 100_000, repeats: int = 3,
 
 def readme_lines(r: dict[str, Any]) -> list[str]:
     """The README's lines for a ``generation.json`` result."""
-    from laddu_dask.bench.readme_format import ratio, run_line
+    from laddu_dask_bench.readme_format import ratio, run_line
 
     prov = r["provenance"]
     out = ["### Monte Carlo generation", "",

@@ -12,7 +12,7 @@ side evaluates the likelihood once (one value, one value and gradient, one 12-po
 and runs the method for two steps, so that no compilation or first import is timed. Per
 method: the evaluations each side made (``f``, ``g``; the Hessian of the error estimate
 counts in ``h``), the wall time of the fit, and where each ended.
-``python3 benchmarks/ganesh_methods.py`` runs it; ``python3 -m laddu_dask.bench.readme
+``python3 benchmarks/ganesh_methods.py`` runs it; ``python3 benchmarks/render_readme.py
 --write`` puts its table in the README.
 
 Examples
@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from laddu_dask.bench.results import RESULTS_DIR, command_line, provenance, write_results
+from laddu_dask_bench.results import RESULTS_DIR, command_line, provenance, write_results
 
 __all__ = ["METHODS", "build_parser", "main", "readme_lines", "run"]
 
@@ -80,7 +80,7 @@ def run(data: int, mc: int, steps: int, threads: int, free_lineshapes: bool, met
 
     import laddu_dask as ld
     from laddu_dask import ksks
-    from laddu_dask.bench.laddu_ksks import laddu_ksks_nll
+    from laddu_dask_bench.laddu_ksks import laddu_ksks_nll
 
     unknown = sorted(set(methods) - {m for m, _, _ in METHODS})
     if unknown:
@@ -126,7 +126,7 @@ def run(data: int, mc: int, steps: int, threads: int, free_lineshapes: bool, met
 
 def readme_lines(r: dict[str, Any]) -> list[str]:
     """The README's lines for a ``ganesh_methods.json`` result."""
-    from laddu_dask.bench.readme_format import ratio, run_line, seconds
+    from laddu_dask_bench.readme_format import ratio, run_line, seconds
 
     prov = r["provenance"]
     p = prov["parameters"]

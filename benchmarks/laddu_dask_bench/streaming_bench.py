@@ -10,7 +10,7 @@ evaluation / raw read) and writes them, with the run's provenance, to
 
 Examples
 --------
->>> from laddu_dask.bench.streaming_bench import build_parser
+>>> from laddu_dask_bench.streaming_bench import build_parser
 >>> build_parser().parse_args(["--events", "1000"]).events
 1000
 """
@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from laddu_dask.bench.results import RESULTS_DIR, command_line, provenance, write_results
+from laddu_dask_bench.results import RESULTS_DIR, command_line, provenance, write_results
 
 
 def write_sample(path: str, n: int) -> None:

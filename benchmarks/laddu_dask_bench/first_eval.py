@@ -7,7 +7,7 @@ evaluation's (reading, preparing, compiling and evaluating) separately, and the 
 memory the first evaluation added to the process (``rss_added_mib``: after it, less
 before the likelihood was built; the data's own share is in it).  The model is the KsKs
 model with line shape ``"bw"`` or ``"rbw"``, or a benchmark model of
-:mod:`laddu_dask.bench.models` (``"zlm"``, ``"kmatrix"``).  A laddu-dask process also
+:mod:`laddu_dask_bench.models` (``"zlm"``, ``"kmatrix"``).  A laddu-dask process also
 reports ``compile_s``: the seconds of the kernel compilations the ``laddu_dask`` logger
 reported (it reports those over a second; they run on a background thread, in a child
 process, while the data are prepared and the tier-0 kernel evaluates), ``None`` when
@@ -27,7 +27,7 @@ every process alike.
 
 Examples
 --------
->>> from laddu_dask.bench.first_eval import cache_environment
+>>> from laddu_dask_bench.first_eval import cache_environment
 >>> env = cache_environment("/tmp/x")
 >>> env["LADDU_DASK_CACHE"], env["NUMBA_CACHE_DIR"]
 ('/tmp/x/kernels', '/tmp/x/numba')
@@ -57,7 +57,8 @@ def cache_environment(folder: str) -> dict[str, str]:
     env = dict(os.environ)
     env["LADDU_DASK_CACHE"] = os.path.join(folder, "kernels")
     env["NUMBA_CACHE_DIR"] = os.path.join(folder, "numba")
-    env["PYTHONPATH"] = os.pathsep.join([ROOT, *filter(None, [env.get("PYTHONPATH")])])
+    env["PYTHONPATH"] = os.pathsep.join([ROOT, os.path.join(ROOT, "benchmarks"),
+                                         *filter(None, [env.get("PYTHONPATH")])])
     return env
 
 
@@ -105,7 +106,7 @@ def _measure(library: str, data: str, mc: str, model: str, point: list[float]) -
 
         import_s = time.perf_counter() - t0
         from laddu_dask import ksks
-        from laddu_dask.bench.models import likelihood
+        from laddu_dask_bench.models import likelihood
 
         compile_log = _CompileLog()
         rss = process.memory_info().rss
@@ -120,8 +121,8 @@ def _measure(library: str, data: str, mc: str, model: str, point: list[float]) -
         import laddu
 
         import_s = time.perf_counter() - t0
-        from laddu_dask.bench.laddu_ksks import laddu_ksks_nll
-        from laddu_dask.bench.models import likelihood, parameter_names
+        from laddu_dask_bench.laddu_ksks import laddu_ksks_nll
+        from laddu_dask_bench.models import likelihood, parameter_names
 
         order = None if ksks_model else parameter_names(model)  # laddu-dask's order, untimed
         rss = process.memory_info().rss
@@ -138,7 +139,7 @@ def _measure(library: str, data: str, mc: str, model: str, point: list[float]) -
         import tensorwaves.estimator  # noqa: F401
 
         import_s = time.perf_counter() - t0
-        from laddu_dask.bench.tensorwaves_ksks import TensorWavesKsKs
+        from laddu_dask_bench.tensorwaves_ksks import TensorWavesKsKs
 
         rss = process.memory_info().rss
         t1 = time.perf_counter()

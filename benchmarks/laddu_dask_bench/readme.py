@@ -1,19 +1,19 @@
 """The README's Benchmarks section, rendered from the results files.
 
-``python3 -m laddu_dask.bench.readme`` prints the section (Markdown) from
+``python3 benchmarks/render_readme.py`` prints the section (Markdown) from
 ``benchmarks/results/bench_ksks.json``, ``overhead.json``, ``streaming.json``,
 ``cluster.json``, ``first_eval.json``, ``models.json``, ``binned.json``, ``generation.json``,
 ``closure.json``, ``projection.json``, ``ganesh_methods.json`` and ``small_eval.json``; ``--write`` puts it in
 ``README.md`` in place of the current one.  The renderers live in
-:mod:`~laddu_dask.bench.readme_laddu` (against laddu and TensorWaves),
-:mod:`~laddu_dask.bench.readme_runtime` (analysis, overhead, streaming, cluster) and the
+:mod:`~laddu_dask_bench.readme_laddu` (against laddu and TensorWaves),
+:mod:`~laddu_dask_bench.readme_runtime` (analysis, overhead, streaming, cluster) and the
 benchmarks' own modules (generation, closure, projection, ganesh methods).  The tests check that
 the README's section is exactly what this renders from the committed files, so no
 figure in it can be edited by hand or left behind by a new run.
 
 Examples
 --------
->>> from laddu_dask.bench.readme import ratio, seconds
+>>> from laddu_dask_bench.readme import ratio, seconds
 >>> seconds(0.0123), seconds(2.5), ratio(0.456)
 ('12.30 ms', '2.50 s', '0.46x')
 """
@@ -24,15 +24,15 @@ import argparse
 import os
 import sys
 
-from laddu_dask.bench.closure_bench import readme_lines as _closure
-from laddu_dask.bench.ganesh_bench import readme_lines as _ganesh
-from laddu_dask.bench.generation_bench import readme_lines as _generation
-from laddu_dask.bench.projection_bench import readme_lines as _projection
-from laddu_dask.bench.readme_format import ratio, run_line, seconds, wrap
-from laddu_dask.bench.readme_laddu import first_eval_lines, ksks_lines, models_lines
-from laddu_dask.bench.readme_runtime import binned_lines, cluster_lines, overhead_lines, streaming_lines
-from laddu_dask.bench.results import RESULTS_DIR, ROOT, read_results
-from laddu_dask.bench.small_eval_bench import readme_lines as _small_eval
+from laddu_dask_bench.closure_bench import readme_lines as _closure
+from laddu_dask_bench.ganesh_bench import readme_lines as _ganesh
+from laddu_dask_bench.generation_bench import readme_lines as _generation
+from laddu_dask_bench.projection_bench import readme_lines as _projection
+from laddu_dask_bench.readme_format import ratio, run_line, seconds, wrap
+from laddu_dask_bench.readme_laddu import first_eval_lines, ksks_lines, models_lines
+from laddu_dask_bench.readme_runtime import binned_lines, cluster_lines, overhead_lines, streaming_lines
+from laddu_dask_bench.results import RESULTS_DIR, ROOT, read_results
+from laddu_dask_bench.small_eval_bench import readme_lines as _small_eval
 
 __all__ = ["FILES", "HEADING", "README", "main", "ratio", "render", "run_line", "seconds", "section"]
 
@@ -49,14 +49,14 @@ def render(folder: str = RESULTS_DIR) -> str:
      small) = (read_results(name, folder) for name in FILES)
     lines = [
         HEADING, "",
-        "<!-- Rendered by `python3 -m laddu_dask.bench.readme --write` from benchmarks/results/*.json; "
+        "<!-- Rendered by `python3 benchmarks/render_readme.py --write` from benchmarks/results/*.json; "
         "tests/test_bench.py fails when this section differs. Do not edit by hand. -->", "",
         "Every figure in this section comes from a results file in `benchmarks/results/`, written by "
         "the benchmark that measured it with the machine, the package versions, the date, the command "
         "and its parameters. Ratios are laddu-dask / competitor (below 1: laddu-dask is faster), both "
         "sides measured in the same run on the same files. Absolute times depend on the machine and "
         "on its load; compare the ratios. To measure again, run the command given with each table, "
-        "then `python3 -m laddu_dask.bench.readme --write`.", "",
+        "then `python3 benchmarks/render_readme.py --write`.", "",
         *ksks_lines(ksks), *first_eval_lines(first), *models_lines(models), *_ganesh(ganesh),
         *_small_eval(small), *binned_lines(binned),
         *overhead_lines(overhead), *streaming_lines(streaming), *cluster_lines(cluster),
@@ -78,7 +78,7 @@ def section(text: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python3 -m laddu_dask.bench.readme [--write]``."""
+    """``python3 benchmarks/render_readme.py [--write]``."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--results", default=RESULTS_DIR, help="folder of the results files")
     ap.add_argument("--write", action="store_true", help=f"replace the section in {README}")

@@ -10,23 +10,23 @@ is faster).  Figures, each side measured in the same run on the same files:
   checking that both compute the same numbers;
 * first evaluation (import, then reading, preparing, compiling and evaluating) in fresh
   processes, with empty caches (cold) and with the caches a previous process filled
-  (warm): :mod:`laddu_dask.bench.first_eval`;
+  (warm): :mod:`laddu_dask_bench.first_eval`;
 * a whole fit from :func:`laddu_dask.ksks.displaced_start` with the same minimiser on
-  both sides (:func:`laddu_dask.bench.compare.migrad`: iminuit MIGRAD + HESSE, same
+  both sides (:func:`laddu_dask_bench.compare.migrad`: iminuit MIGRAD + HESSE, same
   strategy, tolerance, errordef and limits, each likelihood behind the same cache),
   reported only when both reach the same minimum; laddu's own ``fit`` (ganesh
   L-BFGS-B, a different algorithm and stopping rule) separately;
 * the scheduling overhead of one evaluation graph with an empty kernel;
 * TensorWaves (JAX) on the same events when installed, timed only after it is shown
-  to compute the same likelihood (:func:`laddu_dask.bench.compare.same_function`);
+  to compute the same likelihood (:func:`laddu_dask_bench.compare.same_function`);
 * then (``--models``, ``--no-ksks`` for only these) the polarized Zlm and the 3-channel
-  K-matrix models: :mod:`laddu_dask.bench.model_bench`;
+  K-matrix models: :mod:`laddu_dask_bench.model_bench`;
 * and with ``--binned`` (``--binned-bins``, ``--binned-restarts``, ...) the mass-independent
-  analysis of the same sample: :mod:`laddu_dask.bench.binned_bench`.
+  analysis of the same sample: :mod:`laddu_dask_bench.binned_bench`.
 
 Examples
 --------
->>> from laddu_dask.bench.ksks_bench import build_parser
+>>> from laddu_dask_bench.ksks_bench import build_parser
 >>> build_parser().parse_args(["--data", "1000"]).data
 1000
 """
@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from laddu_dask.bench.results import (
+from laddu_dask_bench.results import (
     RESULTS_DIR,
     ROOT,
     TENSORWAVES_PACKAGES,
@@ -161,7 +161,7 @@ def _agreement(ours: Any, theirs: Any, p: np.ndarray) -> dict[str, float]:
 def compare_fits(ours: Any, theirs: Any, names: list[str], start: dict[str, float],
                  repeats: int) -> dict[str, Any]:
     """The like-for-like MIGRAD fits (alternating, ``repeats`` each) and laddu's own ``fit``."""
-    from laddu_dask.bench.compare import NotComparableError, migrad, same_minimum
+    from laddu_dask_bench.compare import NotComparableError, migrad, same_minimum
 
     runs: dict[str, list[dict[str, Any]]] = {"laddu-dask": [], "laddu": []}
     for _ in range(repeats):
@@ -197,8 +197,8 @@ def compare_fits(ours: Any, theirs: Any, names: list[str], start: dict[str, floa
 
 def compare_tensorwaves(ours: Any, paths: dict[str, str], points: list[np.ndarray]) -> dict[str, Any]:
     """TensorWaves on the same events: checked to be the same function, then timed."""
-    from laddu_dask.bench.compare import NotComparableError, same_function
-    from laddu_dask.bench.tensorwaves_ksks import SCALE, TensorWavesKsKs
+    from laddu_dask_bench.compare import NotComparableError, same_function
+    from laddu_dask_bench.tensorwaves_ksks import SCALE, TensorWavesKsKs
 
     tw = TensorWavesKsKs(paths["data"], paths["accmc"])
     out: dict[str, Any] = {"estimator": "UnbinnedNLL formula in one jitted jax.value_and_grad",
@@ -227,9 +227,9 @@ def run(n_data: int = 100_000, n_mc: int = 1_000_000, repeats: int = 15, linesha
     """Run the benchmark and return (and optionally write) its figures."""
     import laddu_dask as ld
     from laddu_dask import ksks
-    from laddu_dask.bench.first_eval import first_evaluations
-    from laddu_dask.bench.laddu_ksks import laddu_available, laddu_ksks_nll
-    from laddu_dask.bench.tensorwaves_ksks import tensorwaves_available
+    from laddu_dask_bench.first_eval import first_evaluations
+    from laddu_dask_bench.laddu_ksks import laddu_available, laddu_ksks_nll
+    from laddu_dask_bench.tensorwaves_ksks import tensorwaves_available
 
     say = (lambda *a: None) if quiet else print
     use_tw = tensorwaves and lineshape == "bw" and tensorwaves_available()
@@ -307,7 +307,7 @@ def save(out: dict[str, Any], results: str | None, say: Any) -> None:
     """Write ``out`` to ``results`` (when given) and say how to render the README from it."""
     if results:
         write_results(results, out)
-        say(f"wrote {results}; render the README with: python3 -m laddu_dask.bench.readme --write")
+        say(f"wrote {results}; render the README with: python3 benchmarks/render_readme.py --write")
 
 
 def ratios(out: dict[str, Any]) -> dict[str, float]:
@@ -411,16 +411,16 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--no-tensorwaves", action="store_true", help="skip TensorWaves even when installed")
     ap.add_argument("--models", nargs="*", choices=("zlm", "kmatrix"), default=["zlm", "kmatrix"],
                     help="benchmark models timed after the KsKs section (default: zlm kmatrix; none "
-                         "with no names); see laddu_dask.bench.model_bench")
+                         "with no names); see laddu_dask_bench.model_bench")
     ap.add_argument("--models-results", default=os.path.join(RESULTS_DIR, "models.json"),
                     help="results file of the models section")
     ap.add_argument("--no-ksks", action="store_true", help="skip the KsKs section (only the models)")
-    from laddu_dask.bench.binned_bench import RESULTS as BINNED_RESULTS
-    from laddu_dask.bench.binned_bench import add_arguments
+    from laddu_dask_bench.binned_bench import RESULTS as BINNED_RESULTS
+    from laddu_dask_bench.binned_bench import add_arguments
 
     ap.add_argument("--binned", action="store_true",
                     help="also the mass-independent analysis (bins x restarts, the cluster, the bootstrap); "
-                         "see laddu_dask.bench.binned_bench")
+                         "see laddu_dask_bench.binned_bench")
     ap.add_argument("--binned-results", default=BINNED_RESULTS, help="results file of the binned section")
     add_arguments(ap, prefix="binned-")
     return ap
@@ -433,11 +433,11 @@ def main(argv: list[str] | None = None) -> int:
         run(a.data, a.mc, a.repeats, a.lineshape, a.outdir, a.results, fit=not a.no_fit,
             fit_repeats=a.fit_repeats, first_repeats=a.first_repeats, tensorwaves=not a.no_tensorwaves)
     if a.models:
-        from laddu_dask.bench.model_bench import run as run_models
+        from laddu_dask_bench.model_bench import run as run_models
 
         run_models(tuple(a.models), a.data, a.mc, a.repeats, a.first_repeats, a.outdir, a.models_results)
     if a.binned:
-        from laddu_dask.bench.binned_bench import run as run_binned
+        from laddu_dask_bench.binned_bench import run as run_binned
 
         run_binned(a.data, a.mc, a.binned_bins, a.binned_restarts, a.binned_driver_restarts,
                    a.binned_bootstrap, repeats=a.repeats, cluster=not a.binned_no_cluster, outdir=a.outdir,

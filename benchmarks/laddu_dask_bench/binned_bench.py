@@ -1,31 +1,31 @@
 """A mass-independent analysis end to end: laddu-dask's ``fit_bins`` against laddu's procedure.
 
-The KsKs benchmark sample (:func:`laddu_dask.bench.ksks_bench.make_sample`: 100,000 data
+The KsKs benchmark sample (:func:`laddu_dask_bench.ksks_bench.make_sample`: 100,000 data
 and 1,000,000 accepted-MC events, drawn from S and D waves with Breit-Wigner line
-shapes) binned in the K_S K_S mass (:func:`~laddu_dask.bench.models.ksks_mass`, 30 bins
+shapes) binned in the K_S K_S mass (:func:`~laddu_dask_bench.models.ksks_mass`, 30 bins
 of 1-2 GeV by default), each bin fitted with the 4-wave angular model of
-:func:`~laddu_dask.bench.models.angular_waves_model` (S fixed, three complex D
+:func:`~laddu_dask_bench.models.angular_waves_model` (S fixed, three complex D
 couplings: 6 free parameters) from ``restarts`` starts.  Figures, in one run on the
 same files, ratios laddu-dask / laddu (below 1: laddu-dask is faster):
 
 * **own procedures** (``own``): laddu's tutorial procedure (``read_parquet``, ``bin_by``
   of data and accepted MC, one ``NLL`` likelihood per bin on ``Execution("jit",
   threads=cores)``, ``fit_restarts(restarts, seed=)``: ganesh L-BFGS-B, see
-  :data:`~laddu_dask.bench.ksks_bench.LADDU_FIT`) against ``ld.fit_bins`` (MIGRAD +
+  :data:`~laddu_dask_bench.ksks_bench.LADDU_FIT`) against ``ld.fit_bins`` (MIGRAD +
   HESSE) from reading the files to the last fit, with the evaluations each made.  The
   preparation (reading, binning, building the likelihoods and their first evaluation:
   laddu-dask prepares a bin lazily, in its first fit) is timed in the same-driver
   section.  The best -2 ln L of every bin must agree within
-  :data:`~laddu_dask.bench.compare.FVAL_TOLERANCE` for a ratio to be given.
+  :data:`~laddu_dask_bench.compare.FVAL_TOLERANCE` for a ratio to be given.
 * **same driver** (``same_driver``): both libraries' per-bin likelihoods, prepared,
-  fitted by the one MIGRAD + HESSE driver (:func:`laddu_dask.bench.compare.migrad`)
+  fitted by the one MIGRAD + HESSE driver (:func:`laddu_dask_bench.compare.migrad`)
   from the same starts (laddu-dask's ``sample_parameters`` of each bin), the two sides
   alternating fit by fit: the ratio measures the engines.  Pairs of fits from one start
   that end at different minima (both valid; a multimodal -2 ln L lets rounding send
   them apart) are counted, and each bin's best fits must reach the same minimum
-  (:func:`~laddu_dask.bench.compare.same_minimum`).
+  (:func:`~laddu_dask_bench.compare.same_minimum`).
   Where the time goes: the calls counted and the seconds spent in them
-  (:class:`~laddu_dask.bench.compare.Counted`), against the fits' wall time (the rest is
+  (:class:`~laddu_dask_bench.compare.Counted`), against the fits' wall time (the rest is
   the minimiser and the driver); the median ``value`` and ``value_and_gradient`` of the
   middle bin, the two sides alternating.
 * **cluster**: ``ld.fit_bins`` on a 2-process ``LocalCluster`` (1 thread each), where
@@ -41,7 +41,7 @@ Written to ``benchmarks/results/binned.json`` by ``laddu-dask bench --binned`` (
 
 Examples
 --------
->>> from laddu_dask.bench.binned_bench import build_parser
+>>> from laddu_dask_bench.binned_bench import build_parser
 >>> build_parser().parse_args(["--restarts", "5"]).restarts
 5
 """
@@ -56,7 +56,7 @@ from typing import Any
 
 import numpy as np
 
-from laddu_dask.bench.results import RESULTS_DIR, ROOT, command_line, provenance
+from laddu_dask_bench.results import RESULTS_DIR, ROOT, command_line, provenance
 
 #: The default results file of this benchmark.
 RESULTS = os.path.join(RESULTS_DIR, "binned.json")
@@ -78,7 +78,7 @@ def bin_seeds(seed: int, n_bins: int) -> list[int]:
 
 def _bounds() -> dict[str, tuple[float, float]]:
     import laddu_dask as ld
-    from laddu_dask.bench.models import ANGULAR_BOUNDS, angular_waves_model
+    from laddu_dask_bench.models import ANGULAR_BOUNDS, angular_waves_model
 
     return {n: ANGULAR_BOUNDS for n in angular_waves_model(ld).parameter_names}
 
@@ -92,8 +92,8 @@ def laddu_bins(paths: dict[str, str], bin_edges: list[float],
     binning took, and the seconds building the likelihoods."""
     import laddu
 
-    from laddu_dask.bench.laddu_ksks import LadduKsKsNLL
-    from laddu_dask.bench.models import angular_waves_model, ksks_mass
+    from laddu_dask_bench.laddu_ksks import LadduKsKsNLL
+    from laddu_dask_bench.models import angular_waves_model, ksks_mass
 
     t0 = time.perf_counter()
     mass, bins = ksks_mass(laddu), laddu.Bin(bin_edges)
@@ -138,7 +138,7 @@ def ours_own(paths: dict[str, str], bin_edges: list[float], restarts: int, seed:
              execution: Any = None) -> tuple[dict[str, Any], list[Any]]:
     """``ld.fit_bins`` end to end (on ``execution``, default local); its figures and fits."""
     import laddu_dask as ld
-    from laddu_dask.bench.models import angular_waves_model, ksks_mass
+    from laddu_dask_bench.models import angular_waves_model, ksks_mass
 
     t0 = time.perf_counter()
     fits = ld.fit_bins(angular_waves_model(ld), data=ld.read_parquet(paths["data"]),
@@ -154,8 +154,8 @@ def ours_own(paths: dict[str, str], bin_edges: list[float], restarts: int, seed:
 
 def best_difference(a: list[float | None], b: list[float | None]) -> dict[str, Any]:
     """The largest ``|a - b|`` over the bins both have, and whether it is within
-    :data:`~laddu_dask.bench.compare.FVAL_TOLERANCE`."""
-    from laddu_dask.bench.compare import FVAL_TOLERANCE
+    :data:`~laddu_dask_bench.compare.FVAL_TOLERANCE`."""
+    from laddu_dask_bench.compare import FVAL_TOLERANCE
 
     diffs = [abs(x - y) for x, y in zip(a, b, strict=True) if x is not None and y is not None]
     worst = max(diffs) if diffs else float("nan")
@@ -171,9 +171,9 @@ def same_driver(paths: dict[str, str], bin_edges: list[float], restarts: int, se
     """Both libraries' prepared per-bin likelihoods, fitted by one MIGRAD driver from the same
     starts (see the module), and where the time goes."""
     import laddu_dask as ld
-    from laddu_dask.bench.compare import FVAL_TOLERANCE, NotComparableError, migrad, same_minimum
-    from laddu_dask.bench.ksks_bench import FIT_SETTINGS, _alternate, spread
-    from laddu_dask.bench.models import angular_waves_model, ksks_mass
+    from laddu_dask_bench.compare import FVAL_TOLERANCE, NotComparableError, migrad, same_minimum
+    from laddu_dask_bench.ksks_bench import FIT_SETTINGS, _alternate, spread
+    from laddu_dask_bench.models import angular_waves_model, ksks_mass
 
     t0 = time.perf_counter()
     ours = ld.binned_likelihoods(angular_waves_model(ld), data=ld.read_parquet(paths["data"]),
@@ -268,7 +268,7 @@ def on_cluster(paths: dict[str, str], bin_edges: list[float], restarts: int, see
     from distributed import get_task_stream
 
     import laddu_dask as ld
-    from laddu_dask.bench.cluster_bench import _cluster
+    from laddu_dask_bench.cluster_bench import _cluster
 
     t0 = time.perf_counter()
     lc, client = _cluster(2, 1)
@@ -353,7 +353,7 @@ def run(n_data: int = 100_000, n_mc: int = 1_000_000, n_bins: int = 30, restarts
     """Run the benchmark (see the module) and return (with ``results``, write) its figures."""
     import laddu
 
-    from laddu_dask.bench.ksks_bench import SHARED, make_sample, save
+    from laddu_dask_bench.ksks_bench import SHARED, make_sample, save
 
     say = (lambda *a: None) if quiet else print
     driver_restarts = restarts if driver_restarts is None else driver_restarts
@@ -391,7 +391,7 @@ def run(n_data: int = 100_000, n_mc: int = 1_000_000, n_bins: int = 30, restarts
                             bin=mid)
     if fixed_repeats:
         say("  the fixed cost of one small evaluation ...")
-        from laddu_dask.bench.small_eval_bench import run as small_eval
+        from laddu_dask_bench.small_eval_bench import run as small_eval
 
         out["fixed_cost"] = small_eval([1000, 10_000], 10_000, fixed_repeats, threads, None)["fixed"]
     if cluster:
@@ -452,7 +452,7 @@ def evaluations_per_fit(out: dict[str, Any]) -> dict[str, tuple[float, float | N
 
 
 def _report(out: dict[str, Any], say: Any) -> None:
-    from laddu_dask.bench.ksks_bench import table_row
+    from laddu_dask_bench.ksks_bench import table_row
 
     own, sd = out["own"], out["same_driver"]
     say(f"{'':40s} {'laddu-dask':>11s} {'laddu':>11s} {'ratio':>7s}")
