@@ -1,0 +1,44 @@
+"""The layers of DESIGN.md, as import-linter checks them in CI (``.importlinter``).
+
+The library keeps its contract, and the contract catches what it is for: an upward import,
+even one inside a function, in a copy of the library with one such import added.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+pytest.importorskip("importlinter")
+
+
+def _lint(package_parent: Path) -> subprocess.CompletedProcess:
+    """``lint-imports`` with the project's contract, on the ``laddu_dask`` found in ``package_parent``."""
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from importlinter.cli import lint_imports_command; "
+            "lint_imports_command(['--config', sys.argv[2], '--no-cache'])")
+    return subprocess.run([sys.executable, "-c", code, str(package_parent), str(ROOT / ".importlinter")],
+                          capture_output=True, text=True, timeout=300, cwd=package_parent)
+
+
+def test_the_library_keeps_its_layers():
+    run = _lint(ROOT)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    assert "KEPT" in run.stdout and "BROKEN" not in run.stdout
+
+
+def test_an_upward_import_inside_a_function_breaks_them(tmp_path):
+    shutil.copytree(ROOT / "laddu_dask", tmp_path / "laddu_dask",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    checks = tmp_path / "laddu_dask" / "data" / "checks.py"
+    checks.write_text(checks.read_text() + "\n\ndef _upward():\n"
+                      "    from laddu_dask.likelihood import terms\n\n    return terms\n")
+    run = _lint(tmp_path)
+    assert run.returncode != 0
+    assert "laddu_dask.data is not allowed to import laddu_dask.likelihood" in run.stdout
+    assert "laddu_dask.data.checks -> laddu_dask.likelihood.terms" in run.stdout
