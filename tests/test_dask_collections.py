@@ -133,9 +133,6 @@ def test_from_dask_counts_its_tasks_only_when_evaluated(ksks_sample, row_groups,
     """A counting task in the user's graph runs at the first evaluation, never at construction."""
     base = dd.read_parquet(row_groups["data"], split_row_groups=True)
     frame = base.map_partitions(_counted, meta=base._meta)
-    with pytest.raises(DataError, match=r"Dask does not know how many rows the 3 partition\(s\) of "
-                                        r"dask DataFrame '.*' hold .* pass lengths=True"):
-        ld.Dataset.from_dask(frame)
     CALLS.clear()
     BLOCKS.clear()
     data = ld.Dataset.from_dask(frame, lengths=[1000, 1000, 1000])
@@ -154,6 +151,39 @@ def test_from_dask_counts_its_tasks_only_when_evaluated(ksks_sample, row_groups,
     CALLS.clear()
     counted = ld.Dataset.from_dask(frame, lengths=True)  # counting the rows runs the graph once
     assert counted.n_events == 3000 and CALLS == [1000] * 3
+
+
+def test_a_filtered_frame_builds_lazily_and_equals_the_eager_result(ksks_sample, row_groups):
+    """A filter leaves Dask without partition lengths: from_dask computes nothing, counts the
+    rows at the first use, and gives bitwise the likelihood of the same events counted
+    eagerly (lengths=True) and of the filtered pandas frame; a bad value that survives the
+    filter is named by its event, counted across partitions."""
+    base = dd.read_parquet(row_groups["data"], split_row_groups=True)
+    frame = base.map_partitions(_counted, meta=base._meta)
+    cut = frame[frame.kshort1_e > frame.kshort1_e.mean().compute()]  # (the mean computed here, by us)
+    mc = ld.read_parquet(ksks_sample["accmc"])
+    CALLS.clear()
+    with CountTasks() as counter:
+        lazy = ld.Dataset.from_dask(cut)
+        text = repr(lazy) + lazy._repr_html_()
+    assert counter.n == 0 and CALLS == []  # built and shown: nothing computed
+    assert not lazy.lengths_known and lazy.n_partitions == 3 and "counted at the first use" in text
+    got = _nll(lazy, mc)
+    assert lazy.lengths_known and CALLS  # learned at the first evaluation
+    eager = ld.Dataset.from_dask(cut, lengths=True)
+    filtered = pq.read_table(ksks_sample["data"]).to_pandas()
+    filtered = filtered[filtered.kshort1_e > filtered.kshort1_e.mean()]
+    assert lazy.n_events == eager.n_events == len(filtered) and 0 < len(filtered) < 3000
+    assert [p.n_events for p in lazy.partitions] == [p.n_events for p in eager.partitions]
+    _assert_same(got, _nll(eager, mc))
+    _assert_same(got, _nll(ld.Dataset.from_dask(dd.from_pandas(filtered, npartitions=2)), mc))
+    _assert_same_events(lazy, eager)
+    # a NaN in the last partition, kept by the filter: named by its event in the whole dataset
+    bad = pd.DataFrame({"x": np.arange(9.0), "m": np.r_[np.ones(8), np.nan]})
+    ddf = dd.from_pandas(bad, npartitions=3)
+    kept = ld.Dataset.from_dask(ddf[ddf.x != 1.0])  # 8 events: the NaN is event 7
+    with pytest.raises(DataError, match=r"column 'm' .*event 7"):
+        kept.load_partition(2)
 
 
 def test_from_dask_arrays_and_from_arrays_of_dask_arrays(ksks_arrays, reference):
@@ -229,8 +259,7 @@ def test_from_dask_wrong_frames_get_typed_naming_errors():
     with pytest.raises(SchemaError, match="column names must be strings"):
         ld.Dataset.from_dask(dd.from_pandas(pd.DataFrame({0: ones}), npartitions=1))
     filtered = _frame(x=np.arange(6.0))
-    with pytest.raises(DataError, match=r"Dask does not know how many rows .* lengths=True"):
-        ld.Dataset.from_dask(filtered[filtered.x > 2])
+    assert not ld.Dataset.from_dask(filtered[filtered.x > 2]).lengths_known  # counted at first use
     with pytest.raises(DataError, match=r"lengths must hold one non-negative integer per partition .*\(2\)"):
         ld.Dataset.from_dask(filtered[filtered.x > 2], lengths=[3])
     with pytest.raises(DataError, match=r"lengths=\(2, 2\) contradict the lengths Dask knows .*: \(3, 3\)"):
@@ -273,9 +302,8 @@ def test_from_dask_wrong_arrays_get_typed_naming_errors():
                                         r"weights: 9\)"):
         ld.Dataset.from_dask(p4s={"k": p4}, weights=da.ones(9, chunks=5))
     s = da.arange(10.0, chunks=5)
-    with pytest.raises(DataError, match=r"Dask does not know how many rows the 2 partition\(s\) of "
-                                        r"dask arrays"):
-        ld.Dataset.from_dask(scalars={"s": s[s > 2]})
+    lazy = ld.Dataset.from_dask(scalars={"s": s[s > 2]})
+    assert not lazy.lengths_known and lazy.n_events == 7 and lazy.lengths_known
     assert ld.Dataset.from_dask(scalars={"s": s[s > 2]}, lengths=True).n_events == 7
     with pytest.raises(TypeError, match=r"pass Dask arrays as from_dask\(p4s=..."):
         ld.Dataset.from_dask(p4)
@@ -374,8 +402,7 @@ def test_uproot_dask_arrays_go_through_from_dask(ksks_sample, tmp_path, referenc
     flat = ld.Dataset.from_dask(scalars={"w": arrays["data"]["weight"]})  # a flat dask-awkward array
     assert flat.n_partitions == 3 and flat.load_partition(2).columns["w"].sum() == 1000.0
     unknown = uproot.dask({root["data"]: "events"}, open_files=False)
-    with pytest.raises(DataError, match="Dask does not know how many rows .* dask-awkward array"):
-        ld.Dataset.from_dask(unknown)
+    assert not ld.Dataset.from_dask(unknown).lengths_known
     assert ld.Dataset.from_dask(unknown, lengths=True).n_events == 3000
 
 

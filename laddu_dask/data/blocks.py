@@ -28,7 +28,8 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -46,6 +47,9 @@ from laddu_dask.data.checks import check_dtype, resolve_columns, split_rows
 from laddu_dask.data.partition import Partition
 from laddu_dask.data.schema import WEIGHT_COLUMN, Schema
 from laddu_dask.errors import ClusterError, DataError
+
+#: Held while a collection's unknown block lengths are counted (once, whichever thread asks).
+_COUNTING = threading.RLock()
 
 
 class BlockReader(Protocol):
@@ -199,8 +203,9 @@ class BlockOrigin:
         The collection's graph.
     inputs : list
         Per block, the key computing it, or a list of keys (one per array).
-    lengths : sequence of int
-        Rows per block.
+    lengths : sequence of int or None
+        Rows per block; ``None``: unknown until first needed, when ``count()`` gives them
+        (one pass over the blocks; :attr:`lengths_known` says whether that happened).
     reader : BlockReader
     token : str
     labels : sequence of str, optional
@@ -213,20 +218,41 @@ class BlockOrigin:
     has_blocks = True
 
     def __init__(self, schema: Schema, sources: tuple[str, ...], graph: HighLevelGraph,
-                 inputs: list[Any], lengths: Sequence[int], reader: BlockReader, token: str,
-                 labels: Sequence[str] | None = None, chosen_by_user: bool = True) -> None:
+                 inputs: list[Any], lengths: Sequence[int] | None, reader: BlockReader, token: str,
+                 labels: Sequence[str] | None = None, chosen_by_user: bool = True,
+                 count: Callable[[], Sequence[int]] | None = None) -> None:
         self.schema = schema
         self.sources = tuple(sources)
         self._graph = graph
         self.inputs = list(inputs)
-        self.lengths = tuple(int(n) for n in lengths)
-        self.n_events = sum(self.lengths)
+        if lengths is None and count is None:
+            raise ValueError("a BlockOrigin without lengths needs count()")
+        self._lengths = None if lengths is None else tuple(int(n) for n in lengths)
+        self._count = count
         self.reader = reader
         self.token = token
         self.labels = tuple(labels) if labels is not None else tuple(
             f"{self.sources[0]} partition {i}" for i in range(len(self.inputs)))
         self.chosen_by_user = chosen_by_user
         self._tasks: dict[Any, Any] | None = None
+
+    @property
+    def lengths_known(self) -> bool:
+        """Whether the rows of every block are known (given, or counted already)."""
+        return self._lengths is not None
+
+    @property
+    def lengths(self) -> tuple[int, ...]:
+        """Rows per block (counted now, once, when they were not known)."""
+        if self._lengths is None:
+            with _COUNTING:
+                if self._lengths is None:
+                    self._lengths = tuple(int(n) for n in self._count())  # type: ignore[misc]
+        return self._lengths
+
+    @property
+    def n_events(self) -> int:
+        return sum(self.lengths)
 
     def graph(self) -> HighLevelGraph:
         return self._graph

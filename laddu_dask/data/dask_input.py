@@ -22,6 +22,7 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -207,19 +208,14 @@ def _count_lengths(graph: HighLevelGraph, inputs: list[Any], length: Callable[[A
 
 
 def _resolve_lengths(given: Sequence[int] | bool | None, known: tuple[int, ...] | None,
-                     label: str, count: Callable[[], tuple[int, ...]], n_blocks: int) -> tuple[int, ...]:
-    """The rows per block: counted (``True``), given, or as Dask knows them."""
+                     label: str, count: Callable[[], tuple[int, ...]], n_blocks: int
+                     ) -> tuple[int, ...] | None:
+    """The rows per block: counted now (``True``), given, as Dask knows them, or ``None``:
+    unknown, to be counted when first needed."""
     if given is True:
         return count()
     if given is None or given is False:
-        if known is not None:
-            return known
-        raise DataError(
-            f"Dask does not know how many rows the {n_blocks} partition(s) of {label} hold (their "
-            "lengths are unknown, as after a filter or map_partitions); pass lengths=True to "
-            "count them now (one pass over the data), or lengths=[...] with one number per "
-            "partition"
-        )
+        return known
     lengths = list(given)
     if len(lengths) != n_blocks or not all(
             isinstance(n, int | np.integer) and not isinstance(n, bool) and n >= 0 for n in lengths):
@@ -267,10 +263,10 @@ def _frame_origin(frame: Any, lengths: Sequence[int] | bool | None) -> BlockOrig
     inputs = list(frame.__dask_keys__())
     token = f"frame-{tokenize(frame)}"
     reader = FrameReader()
-    n = _resolve_lengths(lengths, _frame_lengths(frame), label,
-                         lambda: _count_lengths(graph, inputs, reader.length, token), len(inputs))
+    count = functools.partial(_count_lengths, graph, inputs, reader.length, token)
+    n = _resolve_lengths(lengths, _frame_lengths(frame), label, count, len(inputs))
     return BlockOrigin(schema, (label,), graph, inputs, n, reader, token,
-                       labels=[f"{label} partition {i}" for i in range(len(inputs))])
+                       labels=[f"{label} partition {i}" for i in range(len(inputs))], count=count)
 
 
 def _dask_array(value: Any, what: str) -> Any:
@@ -332,10 +328,10 @@ def _arrays_origin(schema: Schema, inputs: list[ArrayInput], label: str, token: 
     blocks = [list(keys) for keys in zip(*per_array, strict=True)]
     reader = ArraysReader(tuple(i.columns for i in inputs), tuple(i.label for i in inputs))
     known = None if any(math.isnan(c) for c in chunks) else tuple(int(c) for c in chunks)
-    n = _resolve_lengths(lengths, known, label,
-                         lambda: _count_lengths(graph, blocks, reader.length, token), len(blocks))
+    count = functools.partial(_count_lengths, graph, blocks, reader.length, token)
+    n = _resolve_lengths(lengths, known, label, count, len(blocks))
     return BlockOrigin(schema, (label,), graph, blocks, n, reader, token,
-                       labels=[f"{label} chunk {i}" for i in range(len(blocks))])
+                       labels=[f"{label} chunk {i}" for i in range(len(blocks))], count=count)
 
 
 def _awkward_origin(array: Any, lengths: Sequence[int] | bool | None) -> BlockOrigin:
@@ -351,10 +347,10 @@ def _awkward_origin(array: Any, lengths: Sequence[int] | bool | None) -> BlockOr
     token = f"awkward-{tokenize(array)}"
     reader = FrameReader()
     known = tuple(int(n) for n in np.diff(array.divisions)) if array.known_divisions else None
-    n = _resolve_lengths(lengths, known, label,
-                         lambda: _count_lengths(graph, inputs, reader.length, token), len(inputs))
+    count = functools.partial(_count_lengths, graph, inputs, reader.length, token)
+    n = _resolve_lengths(lengths, known, label, count, len(inputs))
     return BlockOrigin(schema, (label,), graph, inputs, n, reader, token,
-                       labels=[f"{label} partition {i}" for i in range(len(inputs))])
+                       labels=[f"{label} partition {i}" for i in range(len(inputs))], count=count)
 
 
 def dask_origin(obj: Any = None, *, p4s: Mapping[str, Any] | None = None,

@@ -157,8 +157,11 @@ class Dataset(DatasetCollection, DatasetOperations, DatasetDisplay, DecisionReco
             chosen = DEFAULT_CHUNK_SIZE
         self.schema: Schema = origin.schema
         self.sources: tuple[str, ...] = tuple(origin.sources)
-        self.partitions: tuple[Partition, ...] = tuple(origin.make_partitions(chosen))
-        self.chunk_size = chosen or max([1, *(p.n_events for p in self.partitions)])
+        self._chosen = chosen
+        self._partitions: tuple[Partition, ...] | None = None
+        self._chunk_size: int | None = None
+        if getattr(origin, "lengths_known", True):  # else: when first needed (from_dask)
+            self._make_partitions()
         self._sum_weights: float | None = None
         self._collection: tuple[HighLevelGraph, list[tuple[str, int]]] | None = None
 
@@ -312,8 +315,10 @@ class Dataset(DatasetCollection, DatasetOperations, DatasetDisplay, DecisionReco
             Rows per partition when Dask does not know them (a frame after a filter or
             ``map_partitions``, an array with unknown chunks): the numbers, or True to
             count them now (one pass over the collection, like Dask's
-            ``to_dask_array(lengths=True)``). Without it such a collection is an error,
-            since a dataset must know its events. Dask knows the lengths of
+            ``to_dask_array(lengths=True)``). Without it such a collection still builds a
+            dataset at once, computing nothing: its rows are counted at its first use (an
+            evaluation, :attr:`n_events`, a partition's load), by one pass over its blocks,
+            and :attr:`lengths_known` says whether that happened. Dask knows the lengths of
             ``dd.read_parquet`` (from the files' metadata), ``dd.from_pandas``, column
             selections and element-wise operations on these, Dask arrays with known
             chunks, and ``uproot.dask`` arrays.
@@ -326,8 +331,8 @@ class Dataset(DatasetCollection, DatasetOperations, DatasetDisplay, DecisionReco
             A partial four-vector, or a non-numeric weight or four-vector column (naming it).
         DataError
             Chunks that do not line up (naming the arrays and their chunks), a
-            four-vector chunked along its components, non-numeric arrays, or unknown
-            lengths without ``lengths`` (naming the collection and what to do). When a
+            four-vector chunked along its components, non-numeric arrays, or ``lengths``
+            that are not one number per partition or contradict Dask's. When a
             partition loads (before any result): a block that computes to other values
             than its metadata declares (complex numbers, strings, a missing column, a
             null, another shape or width), naming the column and the partition.
@@ -368,6 +373,33 @@ class Dataset(DatasetCollection, DatasetOperations, DatasetDisplay, DecisionReco
 
     # -- sizes -------------------------------------------------------------------------
 
+    def _make_partitions(self) -> tuple[Partition, ...]:
+        parts = tuple(self._origin.make_partitions(self._chosen))
+        self._chunk_size = self._chosen or max([1, *(p.n_events for p in parts)])
+        self._partitions = parts
+        return parts
+
+    @property
+    def partitions(self) -> tuple[Partition, ...]:
+        """The partitions, in order (a Dask collection of unknown lengths counts its rows
+        now, once: one pass over its blocks; see :attr:`lengths_known`)."""
+        parts = self._partitions
+        return self._make_partitions() if parts is None else parts
+
+    @property
+    def chunk_size(self) -> int:
+        """Events per partition (the largest partition's when the partitioning is the source's)."""
+        if self._chunk_size is None:
+            self._make_partitions()
+        return self._chunk_size  # type: ignore[return-value]
+
+    @property
+    def lengths_known(self) -> bool:
+        """Whether the events of every partition are known without computing anything more: a
+        dataset over a filtered Dask collection (:meth:`from_dask`) learns them at its first
+        use (an evaluation, :attr:`n_events`, a partition's load), by one pass over its blocks."""
+        return self._partitions is not None
+
     @property
     def n_events(self) -> int:
         """Total number of events."""
@@ -375,7 +407,9 @@ class Dataset(DatasetCollection, DatasetOperations, DatasetDisplay, DecisionReco
 
     @property
     def n_partitions(self) -> int:
-        """Number of partitions."""
+        """Number of partitions (one per block of a Dask collection: known before its lengths)."""
+        if self._partitions is None and self._chosen is None and hasattr(self._origin, "inputs"):
+            return len(self._origin.inputs)
         return len(self.partitions)
 
     def __len__(self) -> int:
