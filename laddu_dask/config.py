@@ -30,6 +30,10 @@ key                                         default          meaning
 ``laddu-dask.cluster.direct-calls``         ``True``         an evaluation calls the workers from its own
                                                              thread (``False``: through the client's
                                                              event loop, ``client.sync``)
+``laddu-dask.cluster.fan-in``               ``16``           workers an evaluation's client calls at most:
+                                                             beyond, each called worker forwards the
+                                                             request to up to this many others and
+                                                             merges their exact partial sums (a tree)
 ``laddu-dask.analysis.task-bytes``          ``"256 MiB"``    many fits on a cluster run as tasks, each
                                                              on one worker next to its data, when the
                                                              data of a fit take at most this much
@@ -76,6 +80,7 @@ DEFAULTS: dict[str, Any] = {
             "evaluation-timeout": "10 minutes",
             "direct-calls": True,
             "fit-timeout": "1 hour",
+            "fan-in": 16,
         },
         "analysis": {"task-bytes": "256 MiB", "tasks-per-thread": 2},
     }

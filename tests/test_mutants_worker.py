@@ -181,7 +181,7 @@ def test_a_share_of_all_held_partitions_has_no_missing_entry():
     reply = _reduce(_plugin(1, {"p": p}), _request([WorkerJob("red", 1, None, False, False, keys=["p"])],
                                                    [(3.0,)], {"red": WeightsReducer()}))
     assert "missing" not in reply
-    assert set(reply) == {"shapes", "data", "events", "counts"}
+    assert set(reply) == {"jobs", "shapes", "data", "events", "counts"}
 
 
 @pytest.mark.parametrize("n, threaded", [(INLINE_EVENTS, False), (INLINE_EVENTS + 1, True)])

@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from laddu_dask import config
 from laddu_dask.cluster_waits import (
     POLL,
     Deadline,
@@ -51,7 +52,7 @@ from laddu_dask.cluster_waits import (
     who_has,
 )
 from laddu_dask.data.dataset import Dataset
-from laddu_dask.errors import ClusterError
+from laddu_dask.errors import ClusterError, ParameterError
 from laddu_dask.runtime.accumulate import fsum_rows
 from laddu_dask.runtime.dashboard import record_client_evaluation, record_fit_note
 from laddu_dask.runtime.jobs import PointPartials, ReductionJob, Runner, WorkerJob
@@ -67,7 +68,8 @@ from laddu_dask.runtime.preparation import (
 )
 from laddu_dask.runtime.reducer import PartitionReducer
 from laddu_dask.runtime.reduction import merge_list, tree_graph
-from laddu_dask.runtime.wire import decode_partials, encode_points
+from laddu_dask.runtime.tree import members, plan_tree, with_children
+from laddu_dask.runtime.wire import encode_points
 from laddu_dask.views import on_terminal
 
 #: Errors that mean "the worker (or its connection) is gone", not "the work failed".
@@ -90,6 +92,22 @@ def _on_client_evaluation(client: Any, label: str, number: int, seconds: float) 
     travels later, in the background.
     """
     record_client_evaluation(client, label, number, None, seconds)
+
+
+def fan_in() -> int:
+    """The Dask config ``laddu-dask.cluster.fan-in``: the most workers an evaluation's caller
+    calls (:mod:`laddu_dask.runtime.tree`).
+
+    Raises
+    ------
+    ParameterError
+        Unless it is an integer of at least 2 (1 would chain the workers one after another).
+    """
+    value = config.count("cluster.fan-in")
+    if value < 2:
+        raise ParameterError("the Dask config laddu-dask.cluster.fan-in must be an integer >= 2, got "
+                             f"{value!r}")
+    return value
 
 
 class WorkerLostError(ClusterError):
@@ -411,7 +429,7 @@ class ClusterRunner(Runner):
         objects = {t: obj for t, obj in used.items() if t not in sent}
         sent.update(objects)
         first = jobs[share[0][0]].points[0].array.dtype.str if share and jobs[share[0][0]].points else "<f8"
-        return {"label": label, "layout": token,
+        return {"label": label, "layout": token, "jobs": [j for j, _ids in share],
                 "objects": pickle.dumps(objects, protocol=pickle.HIGHEST_PROTOCOL) if objects else None,
                 "points": [encode_points(jobs[j].points) for j, _ids in share], "dtype": first}
 
@@ -496,14 +514,30 @@ class ClusterRunner(Runner):
                 continue
             payloads = {addr: self._payload(jobs, share, addr, label) for addr, share in shares.items()}
             self._note_placement(jobs, shares)
-            replies = self.direct.run(self._call_all, payloads, deadline) if payloads else {}
+            # at most fan-in calls from here; each called worker forwards its subtree's requests
+            # and merges their exact partial sums (laddu_dask.runtime.tree)
+            requests = with_children(payloads, plan_tree(sorted(payloads), fan_in()))
+            for request in requests.values():
+                request["timeout"] = deadline.remaining()
+            replies = self.direct.run(self._call_all, requests, deadline) if requests else {}
             calls += len(replies)
             todo, failed = {}, []
-            for addr, reply in replies.items():
+            answered: dict[str, Any] = {}
+            for top, reply in replies.items():
+                sums, per_member = members(top, reply)
+                for j, partial in sums:
+                    partials[j].append(partial)
+                answered.update(per_member)
+            for addr in payloads.keys() - answered.keys():  # below a call that broke: ask again
+                answered[addr] = {"unanswered": True}
+            for addr, reply in answered.items():
                 again = shares[addr]
-                if isinstance(reply, BaseException):
-                    if not is_lost_worker_error(reply):
-                        raise reply
+                if "unanswered" in reply:
+                    pass
+                elif "lost" in reply:  # the worker, or the call through its parent, broke
+                    lost = reply["lost"]
+                    if isinstance(lost, BaseException) and not is_lost_worker_error(lost):
+                        raise lost
                     failed.append(addr)
                 elif "error" in reply:
                     raise reply["error"]
@@ -512,9 +546,6 @@ class ClusterRunner(Runner):
                 else:
                     # "missing" is pickled by our own worker plugin
                     gone = set(pickle.loads(reply["missing"])) if reply.get("missing") else set()
-                    for (j, _ids), partial in zip(again, decode_partials(reply["shapes"], reply["data"])):
-                        if partial is not None:
-                            partials[j].append(partial)
                     again = [(j, [i for i in ids if jobs[j].prepared.storage == "resident"
                                   and jobs[j].prepared.partitions[i].key in gone]) for j, ids in again]
                     # every partition asked for is either in the sums or asked for again: a

@@ -12,10 +12,13 @@ reducers and the streamed datasets the client sent it, under a token each, so th
 evaluation carries only parameters.
 
 A request is ``{"label": str, "layout": token, "objects": pickled {token: object} or None,
-"points": [bytes per job], "dtype": str}``: the layout (a list of :class:`WorkerJob`, this
-worker's share of every job) is one of the objects, sent once and then named by its
-token, so that an evaluation carries only its points.  The reply is ``{"shapes": ...,
-"data": bytes, "events": n, "counts": [partitions reduced per job]}`` with the partial sums of every job
+"points": [bytes per job], "dtype": str, "jobs": [the client's index of each job]}``: the
+layout (a list of :class:`WorkerJob`, this worker's share of every job) is one of the
+objects, sent once and then named by its token, so that an evaluation carries only its
+points; with ``"children"`` (a reduction tree, :mod:`~laddu_dask.runtime.tree`) it also
+carries the requests of the workers below, which this one forwards, and its reply merges
+theirs.  The reply is ``{"jobs": [...], "shapes": ..., "data": bytes, "events": n,
+"counts": [partitions reduced per job]}`` with the partial sums of every job
 (:func:`~laddu_dask.runtime.wire.encode_partials`) and, when some partitions were not
 held, ``"missing"``: their keys, pickled; ``{"need": [tokens]}`` when the worker lacks
 an object (it restarted, or dropped it), or ``{"error": exception}`` when a reduction
@@ -51,6 +54,7 @@ from laddu_dask.runtime.jobs import (
     thread_groups,
 )
 from laddu_dask.runtime.placement import TOPIC
+from laddu_dask.runtime.tree import merge_replies
 from laddu_dask.runtime.wire import decode_points, encode_partials
 
 #: The name of the comm handler on every worker.
@@ -92,7 +96,29 @@ class LadduWorker(WorkerPlugin):
         self.pool.shutdown(wait=False, cancel_futures=True)
 
     async def reduce(self, request: dict[str, Any]) -> dict[str, Any]:
-        """The handler: reduce this worker's share of every job of one evaluation."""
+        """The handler: reduce this worker's share of every job of one evaluation, and, for a
+        request with ``"children"`` (a reduction tree, :mod:`laddu_dask.runtime.tree`),
+        forward theirs meanwhile and merge their replies into this one."""
+        children = request.get("children")
+        if not children:
+            return await self._reduce_own(request)
+        timeout = 0.9 * float(request.get("timeout", 600.0))  # this reply must beat the caller's wait
+        relays = {addr: asyncio.ensure_future(self._relay(addr, child, timeout))
+                  for addr, child in children.items()}
+        own = await self._reduce_own(request)
+        replies = {addr: await call for addr, call in relays.items()}
+        return merge_replies(self.worker.address, own, replies)
+
+    async def _relay(self, addr: str, request: dict[str, Any], timeout: float) -> Any:
+        """A child's reply, or the exception of a call that broke or took longer than ``timeout``."""
+        request = {**request, "timeout": timeout}
+        try:
+            return await asyncio.wait_for(self.worker.rpc(addr).laddu_reduce(request=request), timeout)
+        except Exception as err:  # noqa: BLE001 - reported as lost: the client asks again
+            return err
+
+    async def _reduce_own(self, request: dict[str, Any]) -> dict[str, Any]:
+        """This worker's own share of the request."""
         self.calls += 1
         start = time.perf_counter()
         if request.get("objects"):  # pickled by laddu-dask's client (Dask unpickles alike)
@@ -173,7 +199,8 @@ class LadduWorker(WorkerPlugin):
         _on_worker_evaluation(self.worker, request.get("label", ""), time.perf_counter() - start, events)
         # one buffer of doubles: far cheaper to send than the arrays of every partial sum
         shapes, data = encode_partials(results)
-        reply: dict[str, Any] = {"shapes": shapes, "data": data, "events": events, "counts": counts}
+        reply: dict[str, Any] = {"jobs": request.get("jobs", list(range(len(jobs)))), "shapes": shapes,
+                                 "data": data, "events": events, "counts": counts}
         if missing:
             reply["missing"] = pickle.dumps(missing, protocol=pickle.HIGHEST_PROTOCOL)
         return reply

@@ -1,0 +1,101 @@
+"""The reduction tree across workers (``laddu-dask.cluster.fan-in``): bitwise the flat fan-in's
+results, at most fan-in calls from the client, and a child that fails under its parent costs
+a retry, not the evaluation.
+
+References: the same likelihood evaluated locally and with the flat fan-in (the tree must give
+the same bits), and the counts of calls the client and each worker served.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import laddu_dask as ld
+from laddu_dask.runtime.tree import plan_tree
+
+distributed = pytest.importorskip("distributed")
+dask = pytest.importorskip("dask")
+
+
+def _flatten(tree: dict) -> list[str]:
+    return [a for addr, below in tree.items() for a in (addr, *_flatten(below))]
+
+
+def _widest(tree: dict) -> int:
+    return max([len(tree), *(_widest(below) for below in tree.values())]) if tree else 0
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 16, 17, 64, 1000])
+@pytest.mark.parametrize("fan_in", [2, 3, 8, 32])
+def test_every_worker_once_and_at_most_fan_in_calls_per_caller(n, fan_in):
+    addresses = [f"tcp://10.0.0.{i}:1" for i in range(n)]
+    tree = plan_tree(addresses, fan_in)
+    assert sorted(_flatten(tree)) == sorted(addresses)  # each worker called exactly once
+    assert _widest(tree) <= fan_in
+    assert plan_tree(addresses, fan_in) == tree  # deterministic
+    if n <= fan_in:
+        assert tree == {a: {} for a in addresses}  # flat: as before the tree
+
+
+def test_a_fan_in_below_two_is_an_error():
+    with pytest.raises(ValueError, match="fan-in must be at least 2"):
+        plan_tree(["a"], 1)
+
+
+def _likelihood(execution=None):
+    rng = np.random.default_rng(3)
+    x = ld.scalar("x")
+    model = ld.Model((ld.complex(ld.parameter("a", initial=1.0), ld.parameter("b", initial=0.2)) * x
+                      + ld.complex(x, 1.0)).norm_sqr())
+    data = ld.Dataset.from_arrays(scalars={"x": rng.uniform(0.1, 1.0, 4000)}, chunk_size=500)
+    mc = ld.Dataset.from_arrays(scalars={"x": rng.uniform(0.0, 1.0, 8000)}, chunk_size=500)
+    return ld.Likelihood([ld.NLL(model, data=data, accepted_mc=mc, name="tree")],
+                         execution=execution or ld.Execution(normalization="general"))
+
+
+POINTS = [[1.0, 0.2], [0.7, -0.4], [1.3, 0.5]]
+
+
+@pytest.mark.timeout(300)
+def test_the_tree_gives_the_flat_fan_ins_bits_with_fewer_calls_and_survives_a_failing_child():
+    local = [_likelihood().value_and_gradient(p) for p in POINTS]
+    with distributed.LocalCluster(n_workers=4, threads_per_worker=1, processes=False,
+                                  dashboard_address=None, silence_logs=50) as cluster, \
+            distributed.Client(cluster) as client:
+        lik = _likelihood(ld.Execution(client=client, normalization="general"))
+        runner = lik.execution.runner
+        got = {}
+        for fan_in in (16, 3, 2):  # flat; one leader with a child and two alone; two pairs
+            with dask.config.set({"laddu-dask.cluster.fan-in": fan_in}):
+                before = runner.calls
+                got[fan_in] = [lik.value_and_gradient(p) for p in POINTS]
+                assert runner.calls - before == len(POINTS) * min(fan_in, 4)  # calls from the client
+        for fan_in, results in got.items():
+            for (v, g), (lv, lg) in zip(results, local, strict=True):
+                assert v == lv and g.tobytes() == lg.tobytes(), fan_in
+        # a child fails under its parent, then a parent fails with its child below (as a broken
+        # connection would): reported lost, every partition of the subtree asked for again,
+        # the evaluation's numbers unchanged
+        addresses = sorted(client.scheduler_info()["workers"])  # fan-in 2: {0: {1}, 2: {3}}
+        for which in (3, 2):
+            worker = next(w for w in cluster.workers.values() if w.address == addresses[which])
+            handler = worker.handlers["laddu_reduce"]
+            failures = []
+
+            async def broken(request, handler=handler, failures=failures):
+                if not failures:
+                    failures.append(request["layout"])
+                    raise OSError("simulated broken connection")
+                return await handler(request=request)
+
+            worker.handlers["laddu_reduce"] = broken
+            try:
+                with dask.config.set({"laddu-dask.cluster.fan-in": 2}):
+                    again = lik.value_and_gradient(POINTS[1])
+            finally:
+                worker.handlers["laddu_reduce"] = handler
+            assert failures and again[0] == local[1][0] and again[1].tobytes() == local[1][1].tobytes()
+        with dask.config.set({"laddu-dask.cluster.fan-in": 1}), \
+                pytest.raises(ld.ParameterError, match=r"laddu-dask.cluster.fan-in must be an integer >= 2"):
+            lik.value(POINTS[0])
