@@ -3,7 +3,8 @@
 ``python3 benchmarks/render_readme.py`` prints the section (Markdown) from
 ``benchmarks/results/bench_ksks.json``, ``overhead.json``, ``streaming.json``,
 ``cluster.json``, ``first_eval.json``, ``models.json``, ``binned.json``, ``generation.json``,
-``closure.json``, ``projection.json``, ``ganesh_methods.json`` and ``small_eval.json``; ``--write`` puts it in
+``closure.json``, ``projection.json``, ``ganesh_methods.json``, ``small_eval.json`` and ``fanout.json``;
+``--write`` puts it in
 ``README.md`` in place of the current one.  The renderers live in
 :mod:`~laddu_dask_bench.readme_laddu` (against laddu and TensorWaves),
 :mod:`~laddu_dask_bench.readme_runtime` (analysis, overhead, streaming, cluster) and the
@@ -25,6 +26,7 @@ import os
 import sys
 
 from laddu_dask_bench.closure_bench import readme_lines as _closure
+from laddu_dask_bench.fanout_bench import readme_lines as _fanout
 from laddu_dask_bench.ganesh_bench import readme_lines as _ganesh
 from laddu_dask_bench.generation_bench import readme_lines as _generation
 from laddu_dask_bench.projection_bench import readme_lines as _projection
@@ -40,13 +42,13 @@ README = os.path.join(ROOT, "README.md")
 HEADING = "## Benchmarks"
 FILES = ("bench_ksks.json", "overhead.json", "streaming.json", "cluster.json", "first_eval.json",
          "models.json", "binned.json", "generation.json", "closure.json", "projection.json",
-         "ganesh_methods.json", "small_eval.json")
+         "ganesh_methods.json", "small_eval.json", "fanout.json")
 
 
 def render(folder: str = RESULTS_DIR) -> str:
     """The Benchmarks section (heading included) from the results files in ``folder``."""
     (ksks, overhead, streaming, cluster, first, models, binned, generation, closure, projection, ganesh,
-     small) = (read_results(name, folder) for name in FILES)
+     small, fanout) = (read_results(name, folder) for name in FILES)
     lines = [
         HEADING, "",
         "<!-- Rendered by `python3 benchmarks/render_readme.py --write` from benchmarks/results/*.json; "
@@ -59,7 +61,7 @@ def render(folder: str = RESULTS_DIR) -> str:
         "then `python3 benchmarks/render_readme.py --write`.", "",
         *ksks_lines(ksks), *first_eval_lines(first), *models_lines(models), *_ganesh(ganesh),
         *_small_eval(small), *binned_lines(binned),
-        *overhead_lines(overhead), *streaming_lines(streaming), *cluster_lines(cluster),
+        *overhead_lines(overhead), *streaming_lines(streaming), *cluster_lines(cluster), *_fanout(fanout),
         *_generation(generation), *_closure(closure), *_projection(projection),
         "`benchmarks/gpu_check.py` is the one-shot check for a GPU machine (see GPUs above).",
     ]
