@@ -177,7 +177,7 @@ def test_one_worker_with_two_threads_gets_one_call_of_parameters_per_evaluation(
     # one job per term and dataset, each carrying one point of 8-byte parameters
     assert {c["points"] for c in calls} == {2 * TERMS * POINT.size * 8}
     for call in calls:
-        assert call["reply"] == ["counts", "data", "events", "shapes"]  # nothing missing, no error
+        assert call["reply"] == ["counts", "data", "events", "jobs", "shapes"]  # nothing missing, no error
         # one buffer of exact partial sums of 8 jobs (25 KiB measured), not the partitions'
         # per-event arrays (14 MB) nor one message per partition
         assert 0 < call["data"] < 2**16
