@@ -493,6 +493,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_arguments(ap)
     ap.add_argument("--outdir", help="where the sample is written (default: ./bench-data)")
     ap.add_argument("--results", default=RESULTS)
+    ap.add_argument("--no-closure", action="store_true",
+                    help="skip the closure study (laddu_dask_bench.closure_bench, run here with its "
+                         "defaults into benchmarks/results/closure.json)")
     return ap
 
 
@@ -519,4 +522,11 @@ def main(argv: list[str] | None = None) -> int:
     run(a.data, a.mc, a.bins, a.restarts, a.driver_restarts, a.bootstrap, cluster=not a.no_cluster,
         outdir=a.outdir, results=a.results, small=small, fixed_repeats=a.fixed_repeats,
         own_repeats=a.own_repeats)
+    if not a.no_closure:  # the many-fit rows of issue 25 in one run: the closure study too
+        from laddu_dask_bench.closure_bench import build_parser as closure_parser
+        from laddu_dask_bench.closure_bench import run as closure_run
+
+        c = closure_parser().parse_args([])
+        print("closure study ...", flush=True)
+        closure_run(c.replicas, c.events, c.mc, c.pool, c.threads, c.results)
     return 0
