@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""KsKs benchmark, laddu-dask against laddu's JIT (same as ``laddu-dask bench``).
+"""KsKs benchmark, laddu-dask against laddu's JIT.
 
 See :mod:`laddu_dask_bench.ksks_bench` for what is measured.  Usage::
 

@@ -142,3 +142,39 @@ def test_aggregated_records_keep_the_busy_time_and_the_counts():
     assert stop == 15.002 and stop - start == pytest.approx(5 * 0.002, rel=1e-9)
     assert [n for n in out if n[0].startswith(dashboard.FIT_NOTE)] == notes[-1:]
     assert [n[5] for n in out if n[0].endswith("-evaluation")] == [{"value": 3.5, "calls": 1}]
+
+
+def test_the_page_sends_on_only_the_new_evaluations_of_a_fit(monkeypatch):
+    """Between two updates a fit adds evaluations: the page streams them after those shown
+    (the whole series equals the board's), and replaces the series when it restarts."""
+    from types import SimpleNamespace
+
+    from laddu_dask.runtime.fit_board import FitBoard
+
+    board = FitBoard()
+    scheduler = SimpleNamespace(plugins={"laddu-dask-evaluations": SimpleNamespace(board=board)})
+    page = FitPage(scheduler)
+    streamed = []
+    source = page.sources["values"]
+    original = type(source).stream
+
+    def stream(self, data, *args, **kwargs):
+        streamed.append(len(data["value"]))
+        return original(self, data, *args, **kwargs)
+
+    monkeypatch.setattr(type(source), "stream", stream)
+    for i in range(1, 4):
+        board.ingest("nll", "point", i, float(i),
+                     {"value": 10.0 - i, "parameters": [0.1 * i], "names": ["a"]})
+    page.update()
+    for i in range(4, 7):
+        board.ingest("nll", "point", i, float(i), {"value": 10.0 - i, "parameters": [0.1 * i]})
+    page.update()
+    assert streamed == [3] and source.data["value"] == [9.0, 8.0, 7.0, 6.0, 5.0, 4.0]
+    board.ingest("other", "point", 1, 7.0, {"value": 1.0, "parameters": [0.0], "names": ["a"]})
+    page.update()  # the newest likelihood, from its start
+    assert streamed == [3] and source.data["evaluation"] == [1] and source.data["value"] == [1.0]
+    page.choice.value = "nll"  # picked in the menu: shown from then on, whatever is newer
+    board.ingest("other", "point", 2, 8.0, {"value": 0.5, "parameters": [0.0]})
+    page.update()
+    assert source.data["evaluation"] == [1, 2, 3, 4, 5, 6] and page.choice.value == "nll"

@@ -1,4 +1,4 @@
-"""Benchmarks against competitors (laddu's JIT, TensorWaves), runnable as ``laddu-dask bench``.
+"""Benchmarks against competitors (laddu's JIT, TensorWaves), run by the scripts in ``benchmarks/``.
 
 Modules: :mod:`~laddu_dask_bench.ksks_bench` (the KsKs benchmark),
 :mod:`~laddu_dask_bench.compare` (one fit driver for every side, checks that both sides

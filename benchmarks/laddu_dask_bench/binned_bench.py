@@ -36,7 +36,7 @@ same files, ratios laddu-dask / laddu (below 1: laddu-dask is faster):
 * **bootstrap**: replicas per second of ``bootstrap_fit`` on the middle bin, laddu's
   and ours (locally, and on the cluster as tasks).
 
-Written to ``benchmarks/results/binned.json`` by ``laddu-dask bench --binned`` (or
+Written to ``benchmarks/results/binned.json`` by ``python3 benchmarks/bench_ksks.py --binned`` (or
 ``benchmarks/bench_binned.py``).
 
 Examples
@@ -500,7 +500,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def add_arguments(ap: argparse.ArgumentParser, prefix: str = "") -> None:
-    """The options of this benchmark (``prefix`` them in ``laddu-dask bench``: ``--binned-...``)."""
+    """The options of this benchmark (``prefix`` them in ``bench_ksks.py``: ``--binned-...``)."""
     ap.add_argument(f"--{prefix}bins", type=int, default=30, help="mass bins (default 30)")
     ap.add_argument(f"--{prefix}restarts", type=int, default=20, help="fits per bin (default 20)")
     ap.add_argument(f"--{prefix}driver-restarts", type=int, default=None,

@@ -397,7 +397,7 @@ def _report(out: dict[str, Any], say: Any) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """Command-line options of the benchmark."""
-    ap = argparse.ArgumentParser(prog="laddu-dask bench", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="benchmarks/bench_ksks.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=int, default=100_000)
     ap.add_argument("--mc", type=int, default=1_000_000)
     ap.add_argument("--repeats", type=int, default=15, help="steady-state points (default 15)")
@@ -427,7 +427,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``laddu-dask bench`` and ``benchmarks/bench_ksks.py``."""
+    """Entry point of ``benchmarks/bench_ksks.py``."""
     a = build_parser().parse_args(argv)
     if not a.no_ksks:
         run(a.data, a.mc, a.repeats, a.lineshape, a.outdir, a.results, fit=not a.no_fit,

@@ -14,7 +14,7 @@ each side measured in the same run on the same files:
   compile seconds as its ``laddu_dask`` logger reports them.
 
 Ratios are laddu-dask / laddu (below 1: laddu-dask is faster).  Written to
-``benchmarks/results/models.json`` by ``laddu-dask bench`` (its ``--models`` section).
+``benchmarks/results/models.json`` by ``python3 benchmarks/bench_ksks.py`` (its ``--models`` section).
 
 Examples
 --------

@@ -97,6 +97,18 @@ def _ranges(ids: list[int]) -> str:
     return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in out)  # type: ignore[misc]
 
 
+def _continues(shown: list, numbers: list) -> bool:
+    """Whether ``numbers`` are ``shown`` and more after them (same first and last shown).
+
+    Examples
+    --------
+    >>> _continues([1, 2], [1, 2, 3]), _continues([1, 2], [2, 3, 4]), _continues([], [1])
+    (True, False, False)
+    """
+    n = len(shown)
+    return 0 < n < len(numbers) and numbers[0] == shown[0] and numbers[n - 1] == shown[-1]
+
+
 def summary(trace: FitTrace | None) -> str:
     """The page's headline (HTML) for ``trace``.
 
@@ -137,7 +149,8 @@ class FitPage:
         from bokeh.plotting import figure
 
         self.scheduler = scheduler
-        self.shown: str | None = None
+        self.shown: str | None = None  # the likelihood the user picked (None: the newest)
+        self._following = False  # the menu is being set to the newest, not picked
         self.sources = {k: ColumnDataSource(v) for k, v in _columns(None).items()}
         self.headline = Div(text=summary(None), sizing_mode="stretch_width")
         self.choice = Select(title="likelihood", options=[], value="", width=320)
@@ -169,6 +182,8 @@ class FitPage:
                            self.tables["workers"], self.tables["memory"], **kwargs)
 
     def _pick(self, label: str) -> None:
+        if self._following:
+            return
         self.shown = label or None
         self.update()
 
@@ -183,16 +198,24 @@ class FitPage:
             return board.traces[self.shown]
         trace = board.latest()
         if trace is not None and self.choice.value != trace.label:
-            self.choice.value = trace.label
+            self._following = True
+            try:
+                self.choice.value = trace.label
+            finally:
+                self._following = False
         return trace
 
     def update(self) -> None:
-        """Read the board; replace each source's data where it changed."""
+        """Read the board; replace each source's data where it changed (the evaluations only
+        sent on where they continue the ones shown: a long fit does not resend its history)."""
         trace = self._trace()
         self.headline.text = summary(trace)
         for name, data in _columns(trace).items():
             source = self.sources[name]
-            if source.data != data:
+            if name == "values" and _continues(source.data["evaluation"], data["evaluation"]):
+                shown = len(source.data["evaluation"])
+                source.stream({k: v[shown:] for k, v in data.items()})
+            elif source.data != data:
                 source.data = data
         # a many-fit run's bins, and the workers' partitions, only where there are some
         for name in ("bins", "workers", "memory"):
@@ -232,7 +255,7 @@ def install_page(scheduler: Any) -> bool:
         return False
     prefix = None
     for app in getattr(application, "applications", []):
-        if type(app).__name__ == "DaskBokehTornado" or "BokehTornado" in type(app).__name__:
+        if "BokehTornado" in type(app).__name__:  # distributed's dashboard server
             prefix = getattr(app, "_prefix", "") or ""
             break
     if prefix is None:  # the dashboard is off

@@ -26,6 +26,7 @@ Examples
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any
 
@@ -35,6 +36,8 @@ from laddu_dask.compile.point_code import PointSources, tier0_functions
 from laddu_dask.runtime.compilations import _COMPILING, numba_available
 
 __all__ = ["COMPILE_AFTER", "PointProgram", "point_program"]
+
+logger = logging.getLogger(__name__)
 
 #: Calls of a program's tier-0 twin before its Numba functions are compiled.
 COMPILE_AFTER = 8
@@ -77,9 +80,8 @@ class PointProgram:
     def _compile_quietly(self) -> None:
         try:
             self.compile()
-        except Exception:  # noqa: BLE001 - the tier-0 twin goes on; a later call retries
-            with self._lock:
-                self._thread = None
+        except Exception as exc:  # noqa: BLE001 - the tier-0 twin goes on (the same bits), no retry
+            logger.debug("laddu-dask: a point program did not compile (%r); its tier-0 twin serves", exc)
 
     def run(self, name: str, *arrays: np.ndarray) -> None:
         """Call function ``name`` on ``arrays`` (float64, C-contiguous, the outputs last)."""
