@@ -15,6 +15,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from laddu_dask import sums
 from laddu_dask.runtime import accumulate
 from laddu_dask.runtime.accumulate import CertifiedPartials, ExactPartials, Uncertified, exact_sum, fsum_rows
 
@@ -45,13 +46,13 @@ def test_ordinary_terms_are_binned_in_one_pass(monkeypatch):
     """The overflow redo is only for blocks with terms above 2**1003 (nan and inf included
     in a block do not cause it); its result is the exact sum either way."""
     calls = []
-    original = accumulate._block_bins
+    original = sums._block_bins
 
     def counting(block, scale_huge):
         calls.append(scale_huge)
         return original(block, scale_huge)
 
-    monkeypatch.setattr(accumulate, "_block_bins", counting)
+    monkeypatch.setattr(sums, "_block_bins", counting)
     assert ExactPartials.from_terms([[1.0, -2.5, 1e300], [np.inf, 3.0, -1e-300]]).to_floats().tolist() == [
         -1.5 + 1e300, math.inf]
     assert calls == [False]

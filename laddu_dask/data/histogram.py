@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from laddu_dask.data.weights import exact_partials
 from laddu_dask.errors import ModelError
+from laddu_dask.sums import ExactPartials, exact_sum
 
 __all__ = ["Histogram", "histogram_partials"]
 
@@ -50,17 +50,20 @@ def _error(x: float, what: str) -> float:
     return x
 
 
-def histogram_partials(values: np.ndarray, weights: np.ndarray, edges: np.ndarray) -> list[list[float]]:
-    """For each of underflow, the bins and overflow: exact partials of the weights, then of
-    the squared weights (``2 * (len(edges) + 1)`` lists).  NaN values fall in no bin."""
+def histogram_partials(values: np.ndarray, weights: np.ndarray, edges: np.ndarray) -> ExactPartials:
+    """The ``chunk`` step of a histogram: for each of underflow, the bins and overflow, the
+    exact sums of the weights and of the squared weights (quantities ``2 * slot`` and
+    ``2 * slot + 1``).  NaN values fall in no bin.
+
+    Examples
+    --------
+    >>> p = histogram_partials(np.array([0.5, 3.0]), np.array([2.0, 3.0]), np.array([0.0, 1.0]))
+    >>> p.to_floats().tolist()
+    [0.0, 0.0, 2.0, 4.0, 3.0, 9.0]
+    """
     slot = np.searchsorted(edges, values, side="right")  # 0: underflow, len(edges): overflow
-    keep = ~np.isnan(values)
-    out = []
-    for power in (1, 2):
-        w = weights if power == 1 else weights * weights
-        for k in range(len(edges) + 1):
-            out.append(exact_partials(w[keep & (slot == k)]))
-    return out
+    slot[np.isnan(values)] = -1
+    return ExactPartials.from_groups(slot, np.stack([weights, weights * weights]), len(edges) + 1)
 
 
 class Histogram:
@@ -108,7 +111,7 @@ class Histogram:
         x = np.asarray(values, dtype=np.float64)
         w = np.ones_like(x) if weights is None else np.asarray(weights, dtype=np.float64)
         edges = _edges(bin_edges)
-        return Histogram.from_partials(histogram_partials(x, w, edges), edges)
+        return Histogram.from_partials([histogram_partials(x, w, edges)], edges)
 
     @staticmethod
     def from_values(values: Sequence[float], *, bins: int, limits: tuple[float, float],
@@ -119,11 +122,11 @@ class Histogram:
         return Histogram.from_values_with_edges(values, bin_edges=edges, weights=weights)
 
     @staticmethod
-    def from_partials(partials: Sequence[Sequence[float]], edges: np.ndarray) -> Histogram:
-        """The histogram of merged :func:`histogram_partials` lists."""
+    def from_partials(partials: Sequence[ExactPartials], edges: np.ndarray) -> Histogram:
+        """The histogram of the :func:`histogram_partials` of every batch (the exact
+        ``combine`` and ``aggregate`` steps: merged, then rounded once)."""
         n = len(edges) + 1
-        sums = [math.fsum(p) for p in partials]
-        w, w2 = sums[:n], sums[n:]
+        w, w2 = ExactPartials.merge(partials, k=2 * n).to_floats().reshape(n, 2).T.tolist()
         out = Histogram(w[1:-1], bin_edges=edges, underflow=w[0], overflow=w[-1], errors=np.sqrt(w2[1:-1]))
         out._flow_squares = (w2[0], w2[-1])
         return out
@@ -168,7 +171,7 @@ class Histogram:
     def total_weight(self, *, include_flow: bool = False) -> float:
         """The sum of the counts (and of under- and overflow)."""
         flow = [self.underflow, self.overflow] if include_flow else []
-        return math.fsum([*self._counts.tolist(), *flow])
+        return exact_sum([*self._counts.tolist(), *flow])
 
     def scaled(self, factor: float) -> Histogram:
         """Counts and errors times ``factor`` (errors by its magnitude)."""

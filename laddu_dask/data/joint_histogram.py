@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from laddu_dask.data.weights import exact_partials
 from laddu_dask.errors import ModelError
+from laddu_dask.sums import ExactPartials, exact_sum
 
 __all__ = ["JointHistogram", "JointHistogramDiagnostics", "joint_partials"]
 
@@ -67,9 +67,11 @@ def check_axes(bin_edges: Sequence[Sequence[float]], n_axes: int) -> list[np.nda
 
 
 def joint_partials(values: Sequence[np.ndarray], weights: np.ndarray,
-                   axes: Sequence[np.ndarray]) -> tuple[list[list[float]], list[list[float]], list]:
-    """Exact partial sums of one batch: per flat bin of the weights and squared weights, and
-    the diagnostics' ``[count, partials of weights]`` of non-finite and out-of-range events."""
+                   axes: Sequence[np.ndarray]) -> tuple[ExactPartials, int, int]:
+    """The ``chunk`` step of one batch: the exact sums of the weights and squared weights
+    (quantities ``2 * g`` and ``2 * g + 1``) of every flat bin ``g``, then of the events
+    with a non-finite axis value or weight (their non-finite weights as 0) and of those
+    out of range; and the counts of those two kinds of events."""
     finite = np.isfinite(weights)
     index = np.zeros(weights.shape, dtype=np.int64)
     inside = np.ones(weights.shape, dtype=bool)
@@ -78,15 +80,12 @@ def joint_partials(values: Sequence[np.ndarray], weights: np.ndarray,
         slot = np.searchsorted(edges, x, side="right") - 1
         inside &= (slot >= 0) & (slot < edges.size - 1)
         index = index * (edges.size - 1) + np.clip(slot, 0, edges.size - 2)
-    keep = finite & inside
     n_bins = math.prod(e.size - 1 for e in axes)
     w = np.where(np.isfinite(weights), weights, 0.0)
-    sums = [exact_partials(weights[keep & (index == k)]) for k in range(n_bins)]
-    squares = [exact_partials(weights[keep & (index == k)] ** 2) for k in range(n_bins)]
-    outside = finite & ~inside
-    diagnostics = [int((~finite).sum()), exact_partials(w[~finite]), int(outside.sum()),
-                   exact_partials(weights[outside])]
-    return sums, squares, diagnostics
+    index[~inside] = n_bins + 1
+    index[~finite] = n_bins  # a non-finite event is never out of range
+    partials = ExactPartials.from_groups(index, np.stack([w, w * w]), n_bins + 2)
+    return partials, int((~finite).sum()), int((finite & ~inside).sum())
 
 
 class JointHistogram:
@@ -102,16 +101,16 @@ class JointHistogram:
         self._diagnostics, self._status = diagnostics, status
 
     @staticmethod
-    def from_partials(axes: Sequence[np.ndarray], parts: Sequence[tuple]) -> JointHistogram:
-        """The histogram of merged :func:`joint_partials` of every batch."""
+    def from_partials(axes: Sequence[np.ndarray], parts: Sequence[tuple[ExactPartials, int, int]]
+                      ) -> JointHistogram:
+        """The histogram of the :func:`joint_partials` of every batch (merged exactly, then
+        rounded once)."""
         n = math.prod(a.size - 1 for a in axes)
-        values = [math.fsum(p for part in parts for p in part[0][k]) for k in range(n)]
-        squares = [math.fsum(p for part in parts for p in part[1][k]) for k in range(n)]
-        d = [part[2] for part in parts]
-        diagnostics = JointHistogramDiagnostics(
-            sum(x[0] for x in d), math.fsum(p for x in d for p in x[1]),
-            sum(x[2] for x in d), math.fsum(p for x in d for p in x[3]))
-        return JointHistogram(axes, np.array(values), np.array(squares), diagnostics)
+        merged = ExactPartials.merge([p[0] for p in parts], k=2 * (n + 2)).to_floats().reshape(n + 2, 2)
+        (nonfinite, _), (outside, _) = merged[n:].tolist()
+        diagnostics = JointHistogramDiagnostics(sum(p[1] for p in parts), nonfinite,
+                                                sum(p[2] for p in parts), outside)
+        return JointHistogram(axes, merged[:n, 0], merged[:n, 1], diagnostics)
 
     @property
     def axes(self) -> list[list[float]]:
@@ -222,4 +221,4 @@ class JointHistogram:
                               JointHistogramDiagnostics(**d["diagnostics"]))
 
     def __repr__(self) -> str:
-        return f"JointHistogram(shape={self.shape}, total {math.fsum(self._values.ravel()):g})"
+        return f"JointHistogram(shape={self.shape}, total {exact_sum(self._values):g})"

@@ -42,6 +42,7 @@ from laddu_dask.errors import ModelError
 from laddu_dask.expr.node import Expr, walk
 from laddu_dask.expr.predicate import Predicate
 from laddu_dask.expr.value_type import real_valued
+from laddu_dask.sums import ExactPartials
 
 __all__ = ["Bin", "BinnedDataset", "DatasetOperations", "DatasetStats"]
 
@@ -340,15 +341,14 @@ class DatasetOperations:
         exprs = [expr] if weight is None else [expr, weight]
         columns = list(dict.fromkeys(n.attr for e in exprs for n in _columns_of(e)))
         self.schema.require(columns, self._source_label(), needed_by="histogram")
-        parts: list[list[float]] = [[] for _ in range(2 * (len(edges) + 1))]
+        parts = []
         for b in self.iter_batches(columns):
             x, w = (np.broadcast_to(expression_values(e, b.columns, n=b.n_events), (b.n_events,)) for e in
                     (expr, weight if weight is not None else expr))
             total = b.weights if event_weights else np.ones(b.n_events)
             if weight is not None:
                 total = total * w
-            for acc, p in zip(parts, histogram_partials(x, total, edges), strict=True):
-                acc.extend(p)
+            parts.append(histogram_partials(x, total, edges))
         return Histogram.from_partials(parts, edges)
 
     def joint_histogram(self, axes: Sequence[Expr], *, bin_edges: Sequence[Sequence[float]],
@@ -390,11 +390,12 @@ class DatasetOperations:
     def stats(self) -> DatasetStats:
         """Event count and exact weight totals (laddu's ``Dataset.stats``)."""
         w = self.weights()
-        total, squares = math.fsum(w), math.fsum(w * w)
+        terms = np.stack([w, w * w, np.where(w > 0, w, 0.0), np.where(w < 0, w, 0.0)])
+        total, squares, positive, negative = ExactPartials.from_terms(terms).to_floats().tolist()
         return DatasetStats(
             events=int(w.shape[0]), sum_weights=total, sum_squared_weights=squares,
             effective_entries=total * total / squares if squares > 0 else None,
-            positive_weights=math.fsum(w[w > 0]), negative_weights=math.fsum(w[w < 0]),
+            positive_weights=positive, negative_weights=negative,
         )
 
     def write_to(self, sink: ParquetSink | RootSink | FormatSink, *, output: str | None = None,

@@ -1,15 +1,19 @@
 """The exact sum of a dataset's weights, read partition by partition as Dask tasks.
 
+Each task is the ``chunk`` step of the exact reduction of :mod:`laddu_dask.sums` (the
+:class:`~laddu_dask.sums.ExactPartials` of its partitions' weights); the partials are merged
+exactly and rounded once, so the total does not depend on the partitioning.
+
 Examples
 --------
 >>> import numpy as np
->>> exact_partials(np.array([1e16, 1.0, -1e16]))
+>>> _batch_partials(EventBatch({}, np.array([1e16, 1.0, -1e16]))).to_floats().tolist()
 [1.0]
 """
 
 from __future__ import annotations
 
-import itertools
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -22,27 +26,19 @@ from laddu_dask.data.batch import EventBatch
 from laddu_dask.data.checks import split_rows
 from laddu_dask.data.partition import Partition
 from laddu_dask.errors import NonFiniteError
+from laddu_dask.sums import ExactPartials, combine_tree, exact_aggregate, exact_chunk
+
+#: The ``combine`` step of a weight sum: the exact merge of one quantity's partials.
+_combine = functools.partial(ExactPartials.merge, k=1)
 
 
-def exact_partials(values: np.ndarray) -> list[float]:
-    """Floats whose exact sum equals the exact sum of ``values`` (repeated fsum residuals)."""
-    vals = values.tolist()
-    parts: list[float] = []
-    while True:
-        s = math.fsum(vals)
-        if s == 0.0:
-            return parts
-        parts.append(s)
-        vals.append(-s)
+def _load_partials(*partitions: Partition) -> ExactPartials:
+    """The exact partial sum of the weights of ``partitions`` (read one at a time)."""
+    return _combine([exact_chunk(p.load([], np.float64).weights) for p in partitions])
 
 
-def _load_partials(*partitions: Partition) -> list[float]:
-    """Floats whose exact sum is that of the weights of ``partitions`` (read one at a time)."""
-    return [s for p in partitions for s in exact_partials(p.load([], np.float64).weights)]
-
-
-def _batch_partials(batch: EventBatch) -> list[float]:
-    return exact_partials(batch.weights)
+def _batch_partials(batch: EventBatch) -> ExactPartials:
+    return exact_chunk(batch.weights)
 
 
 def exact_weight_sum(partitions: Sequence[Partition],
@@ -76,11 +72,8 @@ def exact_weight_sum(partitions: Sequence[Partition],
         size = -(-len(partitions) // (2 * num_workers))
         tasks = [delayed(_load_partials)(*partitions[a:b])
                  for a, b in split_rows(len(partitions), size)]
-    try:
-        partials = compute(*tasks, what=f"the sum of the weights of {label}", **bounded)
-        total = math.fsum(itertools.chain.from_iterable(partials))
-    except OverflowError:
-        total = math.inf
+    partials = compute(*tasks, what=f"the sum of the weights of {label}", **bounded)
+    total = exact_aggregate(combine_tree(partials, _combine))
     if not math.isfinite(total):
         raise NonFiniteError(
             f"the weights of {label} sum to more than the largest double (the sum overflows)"

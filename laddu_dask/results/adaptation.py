@@ -49,12 +49,13 @@ Examples
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from laddu_dask.sums import exact_sum
 
 __all__ = ["BINS", "BIN_CHOICES", "DEFENSIVE", "MINIMUM_GAIN", "LearnedDensity", "efficiency", "learn"]
 
@@ -78,7 +79,7 @@ def efficiency(weights: np.ndarray) -> float:
     0.6666666666666666
     """
     largest = float(weights.max(initial=0.0))
-    return math.fsum(weights.tolist()) / (len(weights) * largest) if largest > 0.0 else 0.0
+    return exact_sum(weights) / (len(weights) * largest) if largest > 0.0 else 0.0
 
 
 @dataclass(frozen=True, eq=False)

@@ -66,6 +66,7 @@ from laddu_dask.likelihood.terms import NLL, ExtendedNLL
 from laddu_dask.options import FitMethod
 from laddu_dask.results.pseudo_data import GeneratorSource, PoolSource, event_count, replica_stream
 from laddu_dask.runtime.execution import Execution
+from laddu_dask.sums import exact_sum
 from laddu_dask.validate import integer
 from laddu_dask.views import format_bounds
 
@@ -284,7 +285,7 @@ def _mean_events(n_events: Any, extended: bool, model: Model, truth: dict[str, f
             raise ParameterError("n_events is needed (only an extended closure takes the expected yield "
                                  "sum_accmc w I(truth) by default)")
         intensity = np.asarray(model.evaluate(accepted_mc, parameters=truth, execution=execution, real=True))
-        mean = math.fsum((accepted_mc.weights() * intensity).tolist())
+        mean = exact_sum(accepted_mc.weights() * intensity)
         if not (math.isfinite(mean) and mean > 0.0):
             raise ParameterError(f"the expected yield sum_accmc w I(truth) is {mean}; give n_events")
         return mean

@@ -36,12 +36,12 @@ from laddu_dask.compile.dtypes import real_dtype
 from laddu_dask.data.batch import EventBatch
 from laddu_dask.data.dataset import Dataset
 from laddu_dask.errors import NonFiniteError
-from laddu_dask.runtime.accumulate import ExactPartials
 from laddu_dask.runtime.execution import Execution
 from laddu_dask.runtime.preparation import prepare_batch
 from laddu_dask.runtime.prepared import PreparedModel
 from laddu_dask.runtime.reducer import Params, PartitionReducer, PreparedPartition
 from laddu_dask.runtime.reduction import object_token
+from laddu_dask.sums import ExactPartials
 
 
 def host(array: Any) -> np.ndarray:

@@ -90,6 +90,7 @@ from laddu_dask.results.report import GenerationReport, merge_stats
 from laddu_dask.runtime.execution import Execution
 from laddu_dask.runtime.memory import MemoryPlan, decide_storage
 from laddu_dask.runtime.prepared import budget_chunk
+from laddu_dask.sums import exact_sum
 from laddu_dask.validate import integer, number
 
 __all__ = ["Generator"]
@@ -323,7 +324,7 @@ class Generator:
             _, weights = self._pilot(proposer, target, seed, ADAPTED_PILOT_KEY, pilot, False)
             drawn += pilot
         largest = float(weights.max())
-        mean = math.fsum(weights.tolist()) / pilot
+        mean = exact_sum(weights) / pilot
         if proven is not None:
             envelope = proven.maximum_weight
         elif max_weight is not None:

@@ -51,6 +51,7 @@ from laddu_dask.results.events import _block
 from laddu_dask.results.integrals import Selection, check_tags, find_term
 from laddu_dask.runtime.reducer import Params, PartitionReducer
 from laddu_dask.runtime.reduction import object_token
+from laddu_dask.sums import ExactPartials
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ class ProjectionHistograms:
 
 
 def _fill(batch: EventBatch, expr: Expr, edges: np.ndarray, reducer: PartitionReducer | None,
-          params: Params | None) -> list[list[float]]:
+          params: Params | None) -> ExactPartials:
     x = expression_values(expr, batch.columns, n=batch.n_events)
     x = np.broadcast_to(np.real(np.asarray(x)), (batch.n_events,)).astype(np.float64)
     if reducer is None:
@@ -94,12 +95,8 @@ def _fill(batch: EventBatch, expr: Expr, edges: np.ndarray, reducer: PartitionRe
     return histogram_partials(x, w, edges)
 
 
-def _merge(edges: np.ndarray, *parts: list[list[float]]) -> Histogram:
-    merged: list[list[float]] = [[] for _ in range(2 * (len(edges) + 1))]
-    for p in parts:
-        for acc, q in zip(merged, p, strict=True):
-            acc.extend(q)
-    return Histogram.from_partials(merged, edges)
+def _merge(edges: np.ndarray, *parts: ExactPartials) -> Histogram:
+    return Histogram.from_partials(parts, edges)
 
 
 def _layer(dataset: Dataset, expr: Expr, edges: np.ndarray, selection: Selection | None,

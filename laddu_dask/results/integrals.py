@@ -39,8 +39,8 @@ from laddu_dask.compile.plan import ReductionPlan
 from laddu_dask.data.dataset import Dataset
 from laddu_dask.errors import ModelError
 from laddu_dask.results.events import event_arrays
-from laddu_dask.runtime.accumulate import exact_sum
 from laddu_dask.runtime.prepared import PreparedModel, ReductionRequest, reduce_points
+from laddu_dask.sums import exact_sum
 
 #: The integral of an intensity: any finite intensity, weighted and summed.
 INTEGRAL = ReductionPlan.weighted_real()

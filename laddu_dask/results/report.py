@@ -1,11 +1,11 @@
 """Counts and weight statistics of a generation run (laddu's ``GenerationReport``).
 
-Each generation task returns a :class:`PartitionStats`; :func:`merge_stats` combines them
-in partition order and :meth:`GenerationReport.build` makes the report.  The weight sums
-are held as exact partial sums (:class:`~laddu_dask.runtime.accumulate.ExactPartials`) and
-rounded once, in the report, so ``sum_weights`` and ``sum_squared_weights`` are
-``math.fsum`` of every event's ``w`` and ``w * w``, bitwise the same however the events
-are partitioned.
+The report is the exact reduction of :mod:`laddu_dask.sums`: each generation task returns
+a :class:`PartitionStats` (the ``chunk`` step, :meth:`PartitionStats.of`), :func:`merge_stats`
+combines them and :meth:`GenerationReport.build` is the ``aggregate`` step.  The weight sums
+are held as exact partial sums (:class:`~laddu_dask.sums.ExactPartials`) and rounded once,
+in the report, so ``sum_weights`` and ``sum_squared_weights`` are ``math.fsum`` of every
+event's ``w`` and ``w * w``, bitwise the same however the events are partitioned.
 
 Examples
 --------
@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from laddu_dask.runtime.accumulate import ExactPartials
+from laddu_dask.sums import ExactPartials
 
 __all__ = ["GenerationReport", "PartitionStats", "merge_stats"]
 
@@ -93,11 +93,12 @@ class PartitionStats:
 
 
 def merge_stats(parts: Sequence[PartitionStats]) -> PartitionStats:
-    """Every partition's statistics, merged (the sums exactly, rounded only in the report)."""
+    """Every partition's statistics, merged (the ``combine`` step: the sums exactly, rounded
+    only in the report)."""
     return PartitionStats(sum(p.proposals for p in parts), sum(p.produced for p in parts),
                           max((p.maximum for p in parts), default=0.0),
                           min((p.minimum for p in parts), default=math.inf),
-                          ExactPartials.merge([_no_sums(), *(p.sums for p in parts)]))
+                          ExactPartials.merge([p.sums for p in parts], k=2))
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ Examples
 'cpu'
 """
 
-from laddu_dask.runtime.accumulate import ExactPartials, exact_sum
 from laddu_dask.runtime.execution import Execution
 from laddu_dask.runtime.memory import (
     MemoryBudget,
@@ -18,6 +17,7 @@ from laddu_dask.runtime.memory import (
 )
 from laddu_dask.runtime.preparation import PreparedDataset, PreparedStats
 from laddu_dask.runtime.prepared import PreparedModel, ReductionEvaluation
+from laddu_dask.sums import ExactPartials, exact_sum
 
 __all__ = [
     "ExactPartials",

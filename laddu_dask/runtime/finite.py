@@ -34,7 +34,7 @@ import numpy as np
 
 from laddu_dask.errors import NonFiniteError
 from laddu_dask.expr.arrayfuncs import array_module
-from laddu_dask.runtime.accumulate import ExactPartials
+from laddu_dask.sums import ExactPartials
 
 #: Powers of two (exponents) the weights of an event with a non-finite term are scaled
 #: down by, in turn, to recompute it: the first that gives a finite entry is kept.

@@ -3,7 +3,7 @@ weighted quantities), without a Python loop over the groups.
 
 Each term belongs to one group (a bin; ``-1``: none) and one quantity (a row).  The terms
 are split into high and low parts and binned by (group, row, sign and exponent) exactly as
-:class:`~laddu_dask.runtime.accumulate.ExactPartials` bins them by (row, sign and exponent):
+:class:`~laddu_dask.sums.ExactPartials` bins them by (row, sign and exponent):
 every such bin sum of at most ``2**20`` terms is exact.  When the keys span few bins (a
 single group: a fit fraction's totals) the terms are summed into every bin densely, a slice
 of columns at a time, with no sort and small temporaries.  The non-empty bin sums are kept as
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from laddu_dask.runtime.accumulate import _BLOCK, _HI_MASK, _NBINS, _SHIFT, _SUB, ExactPartials
+from laddu_dask.sums import _BLOCK, _HI_MASK, _NBINS, _SHIFT, _SUB, ExactPartials
 
 __all__ = ["WORK_BYTES", "GroupedPartials"]
 
@@ -72,7 +72,7 @@ class GroupedPartials:
                first_row: int) -> GroupedPartials:
         """:meth:`from_terms` when the keys span few bins (a fit fraction's single group):
         one ``bincount`` per slice of columns into every (key, sign, exponent) bin, as
-        :class:`~laddu_dask.runtime.accumulate.ExactPartials` bins a row's terms."""
+        :class:`~laddu_dask.sums.ExactPartials` bins a row's terms."""
         k, n = terms.shape
         g0 = int(groups.min())
         base = g0 * shape[1] + first_row  # the key of bin 0

@@ -32,11 +32,11 @@ from laddu_dask.compile.normalization import Decomposition
 from laddu_dask.compile.point_code import pack, point_sources
 from laddu_dask.data.dataset import Dataset
 from laddu_dask.errors import NonFiniteError
-from laddu_dask.runtime.accumulate import ExactPartials
 from laddu_dask.runtime.execution import Execution
 from laddu_dask.runtime.memory import MemoryDecision
 from laddu_dask.runtime.point_programs import point_program
 from laddu_dask.runtime.reduction import merge_list, tree_graph, unique_name
+from laddu_dask.sums import ExactPartials
 
 
 class NormalizationStatistics:

@@ -49,10 +49,11 @@ from laddu_dask.compile.point_code import backprop_sources
 from laddu_dask.errors import NonFiniteError
 from laddu_dask.expr.arrayfuncs import array_module
 from laddu_dask.options import Kernel
-from laddu_dask.runtime.accumulate import CertifiedPartials, ExactPartials, Uncertified
+from laddu_dask.runtime.accumulate import CertifiedPartials, Uncertified
 from laddu_dask.runtime.compilations import _COMPILING, numba_available
 from laddu_dask.runtime.finite import finite_terms
 from laddu_dask.runtime.point_programs import PointProgram, point_program
+from laddu_dask.sums import ExactPartials
 
 KERNELS = Kernel.values()
 

@@ -3,7 +3,7 @@
 This follows the chunk / combine / aggregate pattern of ``dask.array.reduction``,
 but the graph is built directly as a dictionary, so an evaluation costs no
 collection-level graph construction or optimisation.  Merges are exact
-(:class:`~laddu_dask.runtime.accumulate.ExactPartials`), so the result does not
+(:class:`~laddu_dask.sums.ExactPartials`), so the result does not
 depend on the shape of the tree.
 
 Examples
@@ -23,6 +23,8 @@ import uuid
 import weakref
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any
+
+from laddu_dask.sums import merge as merge_list  # the combine step: exact merge of one type
 
 _COUNTER = itertools.count()
 _TOKENS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -53,11 +55,6 @@ def object_token(obj: Any) -> str:
         if token is None:
             token = _TOKENS[obj] = uuid.uuid4().hex
         return token
-
-
-def merge_list(parts: list[Any]) -> Any:
-    """Combine step of the tree: exact merge of a list of partial sums (of one type)."""
-    return type(parts[0]).merge(parts)
 
 
 def tree_graph(
