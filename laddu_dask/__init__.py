@@ -21,6 +21,7 @@ Examples
 
 import logging
 
+from laddu_dask.analysis import BinFit, FitEnsemble, MCMCSummary, bootstrap_fit, fit_restarts
 from laddu_dask.compile import CompiledModel, ReductionPlan
 from laddu_dask.data import (
     Bin,
@@ -61,7 +62,6 @@ from laddu_dask.expr import (
     AllowedPartialWave,
     Angles,
     BarrierKind,
-    Channel,
     Edge,
     Expr,
     ExprNodeKind,
@@ -73,7 +73,6 @@ from laddu_dask.expr import (
     MandelstamChannel,
     MassProposal,
     Matrix,
-    Model,
     ParameterSpec,
     ParameterUpdate,
     Parity,
@@ -131,34 +130,21 @@ from laddu_dask.expr import (
     vector,
 )
 from laddu_dask.expr import complex_ as complex  # noqa: A001 - laddu's name
+
+# the public classes with the methods of the layers above theirs (laddu_dask.facade):
+# Likelihood's many fits, projections and yields, Model's evaluation, Channel's generation check
+from laddu_dask.facade import NLL, Channel, ExtendedNLL, Likelihood, Model, binned_likelihoods, fit_bins
 from laddu_dask.likelihood import (
-    NLL,
     Ensemble,  # laddu's named parameter draws (bootstrap_fit, Ensemble.from_mcmc)
-    ExtendedNLL,
     FitResult,
     LassoPenalty,
-    Likelihood,
     RidgePenalty,
     fit,
     ganesh,  # laddu's minimizer and sampler configurations
 )
-
-# isort: split
-# the analysis layer: many fits and MCMC (it registers Likelihood.fit_restarts, bootstrap_fit, sample)
-from laddu_dask.analysis import (
-    BinFit,
-    FitEnsemble,
-    MCMCSummary,
-    binned_likelihoods,
-    bootstrap_fit,
-    fit_bins,
-    fit_restarts,
-)
 from laddu_dask.options import Device, FitMethod, Kernel, MemoryPolicy, Normalization, Precision, Scheduler
 
-# the results layer: projections, fit fractions, yields, cross sections (it registers
-# Likelihood.projection, intensity_integrals, yield_context, cross_section, fit_fractions),
-# Monte Carlo generation
+# the results layer: projections, fit fractions, yields, cross sections, Monte Carlo generation
 from laddu_dask.results import (
     AreaUnit,
     Axis,

@@ -28,9 +28,20 @@ def _signature(obj: object) -> str:
     return _ADDRESS.sub("", text)
 
 
+def _declared(cls: type) -> dict[str, object]:
+    """The members ``cls`` declares: its own, and those of the lower layer's class of the same
+    name that it presents (``laddu_dask.facade``'s ``Likelihood`` adds the methods of the
+    layers above to ``laddu_dask.likelihood.Likelihood``); the nearer class wins."""
+    members: dict[str, object] = {}
+    for base in reversed(cls.__mro__):
+        if base.__name__ == cls.__name__ and base.__module__.startswith("laddu_dask."):
+            members.update(vars(base))
+    return members
+
+
 def _members(cls: type, prefix: str) -> list[str]:
     out = []
-    for name, value in sorted(vars(cls).items()):
+    for name, value in sorted(_declared(cls).items()):
         if name.startswith("_"):  # the class's own line gives __init__'s signature
             continue
         if isinstance(value, property):

@@ -1,4 +1,5 @@
-"""The layers of DESIGN.md, as import-linter checks them in CI (``.importlinter``).
+"""The layers of DESIGN.md, as import-linter checks them in CI (``.importlinter``), the facade of
+the public classes on top of those it assembles.
 
 The library keeps its contract, and the contract catches what it is for: an upward import,
 even one inside a function, in a copy of the library with one such import added.
@@ -32,13 +33,26 @@ def test_the_library_keeps_its_layers():
     assert "KEPT" in run.stdout and "BROKEN" not in run.stdout
 
 
-def test_an_upward_import_inside_a_function_breaks_them(tmp_path):
+def _lint_with_import(tmp_path: Path, module: str, statement: str) -> subprocess.CompletedProcess:
+    """:func:`_lint` on a copy of the library whose ``module`` (a path below ``laddu_dask/``)
+    ends with a function that runs the import ``statement``."""
     shutil.copytree(ROOT / "laddu_dask", tmp_path / "laddu_dask",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    checks = tmp_path / "laddu_dask" / "data" / "checks.py"
-    checks.write_text(checks.read_text() + "\n\ndef _upward():\n"
-                      "    from laddu_dask.likelihood import terms\n\n    return terms\n")
-    run = _lint(tmp_path)
+    path = tmp_path / "laddu_dask" / module
+    path.write_text(path.read_text() + f"\n\ndef _added():\n    {statement}\n")
+    return _lint(tmp_path)
+
+
+def test_an_upward_import_inside_a_function_breaks_them(tmp_path):
+    run = _lint_with_import(tmp_path, "data/checks.py", "from laddu_dask.likelihood import terms")
     assert run.returncode != 0
     assert "laddu_dask.data is not allowed to import laddu_dask.likelihood" in run.stdout
     assert "laddu_dask.data.checks -> laddu_dask.likelihood.terms" in run.stdout
+
+
+def test_a_layer_that_reaches_the_facade_breaks_them(tmp_path):
+    """The facade (the public classes) sits above every layer whose methods it assembles: a
+    layer below that imports it, to build a public object itself, is an upward import."""
+    run = _lint_with_import(tmp_path, "analysis/replicas.py", "from laddu_dask.facade import Likelihood")
+    assert run.returncode != 0
+    assert "laddu_dask.analysis is not allowed to import laddu_dask.facade" in run.stdout

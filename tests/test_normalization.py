@@ -15,12 +15,11 @@ import numpy as np
 import pytest
 
 import laddu_dask as ld
-from laddu_dask import ksks
+from laddu_dask import Model, ksks  # the public Model: its evaluate is a test's event loop
 from laddu_dask.compile.compiled import CompiledModel
 from laddu_dask.compile.normalization import decompose
 from laddu_dask.data.dataset import Dataset
 from laddu_dask.errors import NonFiniteError, NormalizationError
-from laddu_dask.expr.model import Model
 from laddu_dask.likelihood import terms as terms_module
 from laddu_dask.likelihood.likelihood import Likelihood
 from laddu_dask.likelihood.terms import NLL, ExtendedNLL

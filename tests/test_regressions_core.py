@@ -135,7 +135,7 @@ def test_corrected_yield_and_observed_cross_section_errors_by_hand():
     data = Dataset.from_arrays(scalars={"x": np.array([0.5, 1.0])}, weights=np.array([3.0, 4.0]))
     mc = Dataset.from_arrays(scalars={"x": np.array([0.0, 1.0])})
     gen = Dataset.from_arrays(scalars={"x": np.array([0.0, 0.5, 1.0, 2.0])})
-    lik = Likelihood([ld.ExtendedNLL(model, data=data, accepted_mc=mc, name="t")])
+    lik = ld.Likelihood([ld.ExtendedNLL(model, data=data, accepted_mc=mc, name="t")])
     y = lik.yield_context("t", generated_mc=gen, parameters=[2.0])
     assert y.selected_yield().central == 7.0
     assert y.selected_yield().components["data_fill"] == 5.0

@@ -47,7 +47,10 @@ from laddu_dask.likelihood.fit import check_fit_options
 from laddu_dask.likelihood.likelihood import Likelihood
 from laddu_dask.likelihood.terms import NLL, ExtendedNLL
 
-__all__ = ["BinFit", "binned_likelihoods", "fit_bins"]
+__all__ = ["BinFit", "TermKinds", "binned_likelihoods", "fit_bins"]
+
+#: The term classes a binned analysis builds, ``(nll, extended)``.
+TermKinds = tuple[type[NLL], type[ExtendedNLL]]
 
 
 @dataclass(frozen=True)
@@ -68,16 +71,21 @@ class BinFit:
 
 
 def binned_likelihoods(model: Any, *, data: Any, accepted_mc: Any, by: Expr, bins: Bin | Sequence[float],
-                       execution: Any = None, extended: bool = False,
-                       name: str = "bin") -> list[tuple[Any, Likelihood | Exception]]:
+                       execution: Any = None, extended: bool = False, name: str = "bin",
+                       kinds: TermKinds = (NLL, ExtendedNLL)) -> list[tuple[Any, Likelihood | Exception]]:
     """``(bin, likelihood)`` for every bin of ``by``: the data's ``BinnedDataset`` and a
     :class:`~laddu_dask.Likelihood` of one term on the bin's data and accepted MC (or the
-    error that kept it from being built, such as a bin without events)."""
-    term = ExtendedNLL if extended else NLL
+    error that kept it from being built, such as a bin without events).
+
+    ``kinds`` are the term classes, ``(nll, extended)``: the public ones when called as
+    ``ld.binned_likelihoods`` (:mod:`laddu_dask.facade`), whose likelihoods are
+    ``ld.Likelihood`` objects (the term's :meth:`~laddu_dask.likelihood.terms.NLL.likelihood_type`).
+    """
+    term = kinds[1] if extended else kinds[0]
     out: list[tuple[Any, Likelihood | Exception]] = []
     for b, mc in zip(data.bin_by(by, bins=bins), accepted_mc.bin_by(by, bins=bins), strict=True):
         try:
-            lik: Likelihood | Exception = Likelihood(
+            lik: Likelihood | Exception = term.likelihood_type()(
                 [term(model, data=b.dataset, accepted_mc=mc.dataset, name=f"{name} {b.index}")],
                 execution=execution)
         except FIT_FAILURES as exc:
@@ -89,7 +97,7 @@ def binned_likelihoods(model: Any, *, data: Any, accepted_mc: Any, by: Expr, bin
 def fit_bins(model: Any, *, data: Any, accepted_mc: Any, by: Expr, bins: Bin | Sequence[float],
              restarts: int = 1, initial: Any = None, seed: int = 0, execution: Any = None,
              extended: bool = False, method: str | None = None, progress: bool | Callable = False,
-             **options: Any) -> list[BinFit]:
+             kinds: TermKinds = (NLL, ExtendedNLL), **options: Any) -> list[BinFit]:
     """Fit every bin of ``by`` independently, ``restarts`` times each (see the module).
 
     Bin ``i`` samples its starts with seed ``replica_seeds(seed, n_bins)[i]``, so a bin's
@@ -102,7 +110,8 @@ def fit_bins(model: Any, *, data: Any, accepted_mc: Any, by: Expr, bins: Bin | S
     ``True`` keeps one display of the whole analysis up to date (bins done, fits done and
     valid, each finished bin's best -2 ln L; a terminal line, a notebook display, whole lines
     in a file), a callable gets ``(index, n, result)`` per fit of the analysis
-    (:class:`~laddu_dask.analysis.progress.BinsProgress`).
+    (:class:`~laddu_dask.analysis.progress.BinsProgress`).  ``kinds``: as
+    :func:`binned_likelihoods`'s.
 
     Returns
     -------
@@ -118,7 +127,7 @@ def fit_bins(model: Any, *, data: Any, accepted_mc: Any, by: Expr, bins: Bin | S
     """
     options = check_fit_options(options, method)
     built = binned_likelihoods(model, data=data, accepted_mc=accepted_mc, by=by, bins=bins,
-                               execution=execution, extended=extended)
+                               execution=execution, extended=extended, kinds=kinds)
     seeds = replica_seeds(seed, len(built))
     good = [(i, lik) for i, (_, lik) in enumerate(built) if not isinstance(lik, Exception)]
     starts = {i: [start_vector(lik, s) for s in restart_starts(lik, restarts, initial, seeds[i])]

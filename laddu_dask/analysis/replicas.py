@@ -36,9 +36,9 @@ def replica_seeds(seed: int, n: int) -> list[int]:
 def replica_likelihoods(likelihood: Likelihood, seeds: Sequence[int]) -> list[Likelihood]:
     """One likelihood per seed: every term's data a Poisson bootstrap of it with that seed
     (:meth:`~laddu_dask.Dataset.bootstrap`), its accepted MC the original's (prepared once,
-    :meth:`~laddu_dask.NLL.with_data`), on the likelihood's execution."""
-    return [Likelihood([*(t.with_data(t.data.bootstrap(seed=s)) for t in likelihood.terms),
-                        *likelihood.penalties], execution=likelihood.execution)
+    :meth:`~laddu_dask.NLL.with_data`), on the likelihood's execution, of its class."""
+    return [type(likelihood)([*(t.with_data(t.data.bootstrap(seed=s)) for t in likelihood.terms),
+                              *likelihood.penalties], execution=likelihood.execution)
             for s in seeds]
 
 

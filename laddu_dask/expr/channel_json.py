@@ -265,7 +265,9 @@ def channel_dict(channel: Any) -> dict[str, Any]:
     return {"name": channel.name, "edges": edges, "vertices": vertices}
 
 
-def channel_from(body: Any) -> Any:
+def channel_from(body: Any, channel: type | None = None) -> Any:
+    """The channel of a parsed JSON body, of the class ``channel`` (default :class:`Channel`;
+    the public ``ld.Channel.from_json`` passes its own)."""
     from laddu_dask.expr.exprjson import from_dict
     from laddu_dask.expr.particles import Particle
     from laddu_dask.expr.topology import Channel, Edge, Vertex
@@ -298,4 +300,4 @@ def channel_from(body: Any) -> Any:
         )
         for v in body["vertices"].values()
     ]
-    return Channel(body["name"], edges=edges, vertices=vertices)
+    return (channel or Channel)(body["name"], edges=edges, vertices=vertices)

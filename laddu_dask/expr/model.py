@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from laddu_dask.errors import ModelError
@@ -29,6 +29,11 @@ from laddu_dask.views import format_bounds, table
 
 class Model:
     """An intensity (or amplitude) expression and its parameters.
+
+    This is the expression layer's model. Per-event evaluation needs the compiled kernels of
+    the layers above, so the public ``ld.Model`` (:mod:`laddu_dask.facade`) is its subclass
+    with laddu's ``evaluate`` and ``value_and_gradient``. The models a model makes
+    (:meth:`projection`, :meth:`with_parameters`) are of its own class.
 
     Parameters
     ----------
@@ -106,7 +111,7 @@ class Model:
     def fixed_parameters(self) -> dict[str, float]:
         return {n: s.fixed for n, s in self.parameters.items() if s.fixed is not None}
 
-    # -- tags, parameter edits and per-event evaluation (laddu's Model methods) -----------------
+    # -- tags and parameter edits (laddu's Model methods) ----------------------------------------
     @property
     def parameter_specs(self) -> dict[str, ParameterSpec]:
         """Every parameter's definition, free and fixed, sorted by name (a new dict each time).
@@ -147,7 +152,7 @@ class Model:
         key = frozenset(tags)
         hit = self._projections.get(key)
         if hit is None:  # kept with the model, so that its compiled kernels stay cached too
-            hit = self._projections[key] = Model(projected)
+            hit = self._projections[key] = type(self)(projected)
         return hit
 
     def with_parameters(self, updates: Mapping[str, ParameterUpdate], *,
@@ -174,64 +179,7 @@ class Model:
         ['slope']
         """
         _check_seconds(exact_solver_seconds)
-        return Model(update_parameters(self.source, self.parameters, updates))
-
-    def evaluate(self, dataset: Any = None, *, parameters: Any = None, execution: Any = None,
-                 real: bool = False) -> Any:
-        """The model's value for every event of ``dataset`` (laddu's ``Model.evaluate``).
-
-        Parameters
-        ----------
-        dataset : Dataset or None
-            The events; ``None`` for a model that reads no event columns (one value).
-        parameters : sequence or dict, optional
-            Free values in :attr:`parameter_names` order, or a (partial) mapping by name;
-            omitted ones take their defaults.
-        execution : Execution, optional
-            Where and how to evaluate (device, precision, kernels); the default ``Execution()``.
-        real : bool, default False
-            Return the real parts (``float64``) instead of complex values.
-
-        Returns
-        -------
-        numpy.ndarray or cupy.ndarray or complex or float
-            ``(n_events,)`` values, ``complex128`` (``float64`` with ``real=True``), on
-            the execution's device; one Python number without a dataset.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> import laddu_dask as ld
-        >>> model = ld.Model(ld.parameter("a", initial=2.0) * ld.scalar("x"))
-        >>> events = ld.Dataset.from_arrays(scalars={"x": np.array([1.0, 3.0])})
-        >>> model.evaluate(events, parameters=[0.5], real=True).tolist()
-        [0.5, 1.5]
-        """
-        return _evaluator()(self, dataset, parameters, execution, real, False)
-
-    def value_and_gradient(self, dataset: Any = None, *, parameters: Any = None,
-                           execution: Any = None, real: bool = False) -> tuple[Any, Any]:
-        """Per-event values and derivatives by every free parameter (laddu's
-        ``Model.value_and_gradient``).
-
-        Returns
-        -------
-        values : array or number
-            As :meth:`evaluate`.
-        gradient : array
-            ``(n_events, n_free)`` (``(n_free,)`` without a dataset), the complex
-            derivatives of the value by each real free parameter in :attr:`parameter_names`
-            order (their real parts with ``real=True``).
-
-        Examples
-        --------
-        >>> import laddu_dask as ld
-        >>> z = ld.complex(ld.parameter("x"), ld.parameter("y"))
-        >>> value, gradient = ld.Model(z * z + 1.0).value_and_gradient(parameters={"x": 2.0, "y": 3.0})
-        >>> value, gradient.tolist()
-        ((-4+12j), [(4+6j), (-6+4j)])
-        """
-        return _evaluator()(self, dataset, parameters, execution, real, True)
+        return type(self)(update_parameters(self.source, self.parameters, updates))
 
     @property
     def optimization_diagnostics(self) -> dict[str, Any]:
@@ -308,23 +256,6 @@ class Model:
             f"<p>columns: {html.escape(columns)}</p>"
             + table(["parameter", "value", "bounds", "status"], rows)
         )
-
-
-#: The per-event evaluator ``f(model, dataset, parameters, execution, real, gradient)``.  It
-#: runs the compiled kernels, which live above this layer, so that layer installs it
-#: (:mod:`laddu_dask.likelihood.events`, imported with ``laddu_dask``).
-_EVALUATORS: list[Callable[..., Any]] = []
-
-
-def install_evaluator(function: Callable[..., Any]) -> None:
-    """Make ``function`` the evaluator of :meth:`Model.evaluate` and :meth:`Model.value_and_gradient`."""
-    _EVALUATORS[:] = [function]
-
-
-def _evaluator() -> Callable[..., Any]:
-    if not _EVALUATORS:
-        raise ModelError("Model.evaluate needs the evaluation layer: import laddu_dask")
-    return _EVALUATORS[0]
 
 
 def _check_seconds(value: object) -> None:

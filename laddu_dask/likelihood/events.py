@@ -1,6 +1,7 @@
-"""Per-event values and gradients of a model on a dataset (``Model.evaluate``,
-``Model.value_and_gradient``; the results layer's projections are Dask tasks of their own,
-:mod:`laddu_dask.results.events`).
+"""Per-event values and gradients of a model on a dataset: :func:`evaluate_model`, what the
+public ``ld.Model.evaluate`` and ``ld.Model.value_and_gradient`` return (the model is
+assembled with them in :mod:`laddu_dask.facade`; the results layer's projections are Dask
+tasks of their own, :mod:`laddu_dask.results.events`).
 
 Each partition is loaded with the columns the model reads, prepared and evaluated with
 the execution's kernels (:meth:`PreparedModel.evaluate_batch`, the reductions' own value
@@ -33,7 +34,7 @@ from laddu_dask.data.batch import EventBatch
 from laddu_dask.data.dataset import Dataset
 from laddu_dask.errors import ModelError
 from laddu_dask.expr.arrayfuncs import array_module
-from laddu_dask.expr.model import Model, install_evaluator
+from laddu_dask.expr.model import Model
 from laddu_dask.runtime.execution import Execution
 from laddu_dask.runtime.prepared import PreparedModel
 
@@ -114,5 +115,3 @@ def evaluate_model(model: Model, dataset: Dataset | None, parameters: ParameterV
         return (number, grad[0]) if gradient else number
     return (value, grad) if gradient else value
 
-
-install_evaluator(evaluate_model)

@@ -24,7 +24,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -45,29 +45,15 @@ from laddu_dask.runtime.prepared import run_jobs
 Term = NLL | ExtendedNLL
 
 
-#: Methods of :class:`Likelihood` that the analysis and results layers provide (laddu's
-#: ``fit_restarts``, ``bootstrap_fit``, ``sample``, ``walker_positions``; ``projection``,
-#: ``intensity_integrals``, ``yield_context``, ``cross_section``): registered when
-#: :mod:`laddu_dask.analysis` / :mod:`laddu_dask.results` are imported, which
-#: ``import laddu_dask`` does, because this layer never imports the ones above it.
-_METHODS: dict[str, Callable[..., Any]] = {}
-
-
-def register_method(name: str, function: Callable[..., Any]) -> None:
-    """Make ``function(likelihood, ...)`` the implementation of ``Likelihood.<name>``."""
-    _METHODS[name] = function
-
-
-def _method(name: str) -> Callable[..., Any]:
-    try:
-        return _METHODS[name]
-    except KeyError:
-        raise RuntimeError(f"Likelihood.{name} is provided by laddu_dask.analysis; "
-                           "import laddu_dask (or laddu_dask.analysis) first") from None
-
-
 class Likelihood(MinuitCost):
     """The sum of likelihood terms, evaluated on one execution; an iminuit cost.
+
+    This is the likelihood layer's class: values, gradients, fits. The public
+    ``ld.Likelihood`` (:mod:`laddu_dask.facade`) is its subclass with the methods of the
+    layers above (``fit_restarts``, ``bootstrap_fit``, ``sample``, ``walker_positions``;
+    ``project``, ``projection``, ``intensity_integrals``, ``yield_context``,
+    ``cross_section``, ``fit_fractions``). A sum (``a + b``, :meth:`combined`) has the class
+    of its more derived side.
 
     ``iminuit.Minuit(lik, a=1.0, ...)`` fits it directly (see
     :mod:`laddu_dask.likelihood.cost`); ``lik.fit()`` runs MIGRAD and HESSE with progress
@@ -167,8 +153,11 @@ class Likelihood(MinuitCost):
                 "cannot add likelihoods on two different executions; build "
                 "ld.Likelihood([...terms], execution=...) with the one to use"
             )
-        return Likelihood([*self.terms, *self.penalties, *other.terms, *other.penalties],
-                          execution=given[0] if given else None)
+        # the class of the more derived side: the public ld.Likelihood (laddu_dask.facade) when
+        # either is one, so that a sum carries its methods
+        cls = type(other) if issubclass(type(other), type(self)) else type(self)
+        return cls([*self.terms, *self.penalties, *other.terms, *other.penalties],
+                   execution=given[0] if given else None)
 
     @property
     def default_parameters(self) -> list[float]:
@@ -313,94 +302,11 @@ class Likelihood(MinuitCost):
         out = self._evaluate_points(points, True)
         return np.array([v for v, _ in out]), np.array([g for _, g in out]).reshape(len(out), -1)
 
-    def project(self, params: ParameterValues, term: str | None = None) -> np.ndarray:
-        """Accepted-MC weights ``w I`` at ``params``, scaled to the data (for plots).
-
-        See :func:`laddu_dask.results.integrals.project`.
-        """
-        return _method("project")(self, params, term)
-
-    def projection(self, term_name: str, *, generated_mc: Any = None,
-                   tags: Sequence[str] | None = None) -> Any:
-        """Per-event weights of a (tagged) projection of a term (laddu's ``projection``).
-        See :func:`laddu_dask.results.projection`."""
-        return _method("projection")(self, term_name, generated_mc=generated_mc, tags=tags)
-
-    def intensity_integrals(self, term_name: str, *, generated_mc: Any = None,
-                            tags: Sequence[str] | None = None) -> Any:
-        """Accepted and generated intensity integrals of a term (laddu's
-        ``intensity_integrals``). See :func:`laddu_dask.results.intensity_integrals`."""
-        return _method("intensity_integrals")(self, term_name, generated_mc=generated_mc, tags=tags)
-
-    def yield_context(self, term_name: str, *, generated_mc: Any, parameters: ParameterValues,
-                      ensemble: Any = None, covariance: Any = None, tags: Sequence[str] | None = None) -> Any:
-        """Observed and fitted yields of a term (laddu's ``yield_context``). See
-        :func:`laddu_dask.results.yield_context`."""
-        return _method("yield_context")(self, term_name, generated_mc=generated_mc, parameters=parameters,
-                                        ensemble=ensemble, covariance=covariance, tags=tags)
-
-    def cross_section(self, term_name: str, generated_mc: Any, luminosity: Any, parameters: ParameterValues,
-                      *, ensemble: Any = None, covariance: Any = None, tags: Sequence[str] | None = None,
-                      projections: Any = None, components: Any = None) -> Any:
-        """The fitted cross section of an extended term (laddu's ``cross_section``). See
-        :func:`laddu_dask.results.cross_section`."""
-        return _method("cross_section")(self, term_name, generated_mc, luminosity, parameters,
-                                        ensemble=ensemble, covariance=covariance, tags=tags,
-                                        projections=projections, components=components)
-
-    def fit_fractions(self, term_name: str, parameters: ParameterValues, *,
-                      waves: Sequence[str] | None = None, generated_mc: Any = None,
-                      ensemble: Any = None, covariance: Any = None) -> Any:
-        """Fit fractions and interference terms of the tagged waves of a term. See
-        :func:`laddu_dask.results.fit_fractions`."""
-        return _method("fit_fractions")(self, term_name, parameters, waves=waves, generated_mc=generated_mc,
-                                        ensemble=ensemble, covariance=covariance)
-
     def sample_parameters(self, *, seed: int = 0, n: int | None = None) -> list[float] | list[list[float]]:
         """Reproducible starts for the free parameters, in :attr:`parameter_names` order
         (laddu's ``Likelihood.sample_parameters``; the rules of
         :meth:`~laddu_dask.Model.sample_parameters`): ``n`` gives that many."""
         return draw_starts(self.parameters.values(), seed, n)
-
-    def fit_restarts(self, restarts: int, initial: ParameterValues | None = None, *, config: Any = None,
-                     seed: int = 0, terminators: Sequence[Any] = (), observers: Sequence[Any] = (),
-                     default_callbacks: bool = True, use_parameter_metadata: bool = True,
-                     **options: Any) -> Any:
-        """``restarts`` fits, the first from ``initial`` when given, the others from
-        reproducible sampled starts (laddu's ``fit_restarts``): a list of
-        :class:`~laddu_dask.likelihood.FitResult` (a :class:`~laddu_dask.analysis.FitEnsemble`,
-        which is a ``list``). See :func:`laddu_dask.analysis.fit_restarts`."""
-        return _method("fit_restarts")(self, restarts, initial, config=config, seed=seed,
-                                       terminators=terminators, observers=observers,
-                                       default_callbacks=default_callbacks,
-                                       use_parameter_metadata=use_parameter_metadata, **options)
-
-    def bootstrap_fit(self, samples: int, initial: ParameterValues | None = None, *, config: Any = None,
-                      seed: int = 0, terminators: Sequence[Any] = (), observers: Sequence[Any] = (),
-                      default_callbacks: bool = True, use_parameter_metadata: bool = True,
-                      **options: Any) -> Any:
-        """Refits of ``samples`` Poisson-bootstrap replicas of the data (laddu's
-        ``bootstrap_fit``); returns an :class:`~laddu_dask.Ensemble`. See
-        :func:`laddu_dask.analysis.bootstrap_fit`."""
-        return _method("bootstrap_fit")(self, samples, initial, config=config, seed=seed,
-                                        terminators=terminators, observers=observers,
-                                        default_callbacks=default_callbacks,
-                                        use_parameter_metadata=use_parameter_metadata, **options)
-
-    def sample(self, init: Any, *, config: Any = None, seed: int = 0, terminators: Sequence[Any] = (),
-               observers: Sequence[Any] = (), default_callbacks: bool = True,
-               use_parameter_metadata: bool = True) -> Any:
-        """MCMC of ``exp(-NLL / 2)`` with laddu's AIES or ensemble slice sampler (laddu's
-        ``Likelihood.sample``), the walkers' proposals one :meth:`values` round; returns a
-        ``ganesh.MCMCSummary``. See :func:`laddu_dask.analysis.sample`."""
-        return _method("sample")(self, init, config=config, seed=seed, terminators=terminators,
-                                 observers=observers, default_callbacks=default_callbacks,
-                                 use_parameter_metadata=use_parameter_metadata)
-
-    def walker_positions(self, center: Any, n_walkers: int, **options: Any) -> Any:
-        """Starting walkers around ``center`` (laddu's ``walker_positions``). See
-        :func:`laddu_dask.analysis.walker_positions`."""
-        return _method("walker_positions")(self, center, n_walkers, **options)
 
     def fit_stochastic(self, initial: ParameterValues | None = None, *, config: Any = None,
                        fraction: float = 0.1, seed: int = 0, terminators: Sequence[Any] = (),

@@ -38,7 +38,7 @@ from __future__ import annotations
 import copy
 import math
 import weakref
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -66,11 +66,11 @@ LOG = ReductionPlan.weighted_log_positive_real()
 ACCEPTED = ReductionPlan.weighted_real()
 
 
-def _as_model(model: Model | Expr) -> Model:
+def _as_model(model: Model | Expr, model_class: type[Model]) -> Model:
     if isinstance(model, Model):
         return model
     if isinstance(model, Expr):
-        return Model(model)
+        return model_class(model)
     raise TypeError(f"a likelihood term needs a Model or an expression, got {type(model).__name__}")
 
 
@@ -96,16 +96,28 @@ class _Prepared:
 
 
 class _Term(MinuitCost):
-    """Shared machinery of the model-backed terms; each term is an iminuit cost."""
+    """Shared machinery of the model-backed terms; each term is an iminuit cost.
+
+    A term builds two objects for its user: the :class:`Model` of an expression it is given,
+    and the likelihood of itself alone (for iminuit and ``+``). Their classes are class
+    attributes: this layer's own here, the public ones on the public terms that
+    :mod:`laddu_dask.facade` assembles (``ld.NLL``), so that ``ld.NLL(...) + ld.NLL(...)`` is
+    an ``ld.Likelihood`` without this layer knowing the layers above it.
+    """
 
     kind = "term"
+    #: The class of the model built from an expression.
+    model_class: ClassVar[type[Model]] = Model
+    #: The class of the likelihood of this term alone and of its sums; None: this layer's
+    #: :class:`~laddu_dask.likelihood.likelihood.Likelihood` (see :meth:`likelihood_type`).
+    likelihood_class: ClassVar[type | None] = None
 
     def __init__(self, model: Model | Expr, *, data: Dataset, accepted_mc: Dataset,
                  name: str = "nll") -> None:
         if not isinstance(name, str) or not name:
             raise ValueError(f"a term name must be a non-empty string, got {name!r}")
         self.name = name
-        self.model = _as_model(model)
+        self.model = _as_model(model, self.model_class)
         self.data = _as_dataset(data, "data", name)
         self.accepted_mc = _as_dataset(accepted_mc, "accepted_mc", name)
         for role, ds in (("data", self.data), ("accepted Monte Carlo (accepted_mc)", self.accepted_mc)):
@@ -161,13 +173,29 @@ class _Term(MinuitCost):
         preparation here then sums them no more (they are exact sums, so the same numbers)."""
         self._statistics = statistics
 
+    @classmethod
+    def likelihood_type(cls) -> type:
+        """The class of this term's likelihoods: :attr:`likelihood_class`, or this layer's
+        ``Likelihood``.
+
+        Examples
+        --------
+        >>> import laddu_dask as ld
+        >>> from laddu_dask.likelihood.terms import NLL
+        >>> ld.NLL.likelihood_type() is ld.Likelihood, NLL.likelihood_type() is ld.Likelihood
+        (True, False)
+        """
+        if cls.likelihood_class is not None:
+            return cls.likelihood_class
+        # the same package: likelihood.py imports this module, so the import waits until here
+        from laddu_dask.likelihood.likelihood import Likelihood
+
+        return Likelihood
+
     def _cost_likelihood(self) -> Any:
         """The likelihood of this term alone, on the default execution (for iminuit and ``+``)."""
         if self._alone is None:
-            # the same package: likelihood.py imports this module, so the import waits until here
-            from laddu_dask.likelihood.likelihood import Likelihood
-
-            self._alone = Likelihood([self])
+            self._alone = self.likelihood_type()([self])
             self._alone._execution_given = False
         return self._alone
 

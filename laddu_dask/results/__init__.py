@@ -5,10 +5,11 @@ fit fractions, yields and cross sections with propagated uncertainties (binned o
 (:class:`Generator`, :class:`ProvenEnvelopeReport`) and closure studies (:func:`closure_study`).
 
 This package sits above the likelihood and analysis layers (DESIGN.md) and may import
-them; nothing below imports it. It gives :class:`~laddu_dask.Likelihood` laddu's
-``projection``, ``intensity_integrals``, ``yield_context`` and ``cross_section`` methods
-(and ``fit_fractions``, ``project``) by registering them when it is imported, which
-``import laddu_dask`` does; likewise :class:`~laddu_dask.Channel` laddu's ``validate_generation``.
+them; nothing below imports it. Its functions take a likelihood (``projection(likelihood,
+...)``); the public ``ld.Likelihood`` has them as laddu's methods ``projection``,
+``intensity_integrals``, ``yield_context``, ``cross_section`` (and ``fit_fractions``,
+``project``), and ``ld.Channel`` has :func:`validate_generation`, because
+:mod:`laddu_dask.facade` assembles them so. Importing this package changes no class.
 
 Examples
 --------
@@ -17,8 +18,6 @@ Examples
 (True, 'laddu_dask.results.yields', 'laddu_dask.results.generation')
 """
 
-from laddu_dask.expr.topology import Channel
-from laddu_dask.likelihood.likelihood import register_method
 from laddu_dask.results.binned import Axis, BinnedEstimate, YieldHistogramView
 from laddu_dask.results.closure import ClosureResult, closure_study
 from laddu_dask.results.combination import CrossSectionProjection
@@ -42,18 +41,10 @@ from laddu_dask.results.report import GenerationReport
 from laddu_dask.results.yield_projection import ComponentYieldProjection, YieldProjection
 from laddu_dask.results.yields import CrossSection, Yield, cross_section, yield_context
 
-register_method("project", project)
-register_method("projection", projection)
-register_method("intensity_integrals", intensity_integrals)
-register_method("yield_context", yield_context)
-register_method("cross_section", cross_section)
-register_method("fit_fractions", fit_fractions)
-Channel.validate_generation = validate_generation  # laddu's method; generation plans live here
-
 __all__ = ["AreaUnit", "Axis", "BinnedEstimate", "ClosureResult", "ComponentYieldProjection", "CrossSection",
            "CrossSectionProjection", "Estimate", "FitFractions", "GenerationReport", "Generator",
            "IntensityIntegrals", "LikelihoodProjection", "Luminosity", "PhaseSpacePlan",
            "ProjectionHistograms", "ProvenEnvelopeReport", "RateClosure", "ScalarErrorView", "Yield",
            "YieldHistogramView", "YieldProjection", "closure_study", "cross_section", "fit_fractions",
            "intensity_integrals", "plot_projection", "project", "projection", "projection_histograms",
-           "yield_context"]
+           "validate_generation", "yield_context"]

@@ -60,6 +60,7 @@ from laddu_dask.data.dataset import Dataset
 from laddu_dask.errors import ClosureError, ParameterError
 from laddu_dask.expr.model import Model
 from laddu_dask.files import read_json, write_json
+from laddu_dask.likelihood.events import evaluate_model
 from laddu_dask.likelihood.fit import FitResult, check_fit_options
 from laddu_dask.likelihood.likelihood import Likelihood, require_free
 from laddu_dask.likelihood.terms import NLL, ExtendedNLL
@@ -284,7 +285,7 @@ def _mean_events(n_events: Any, extended: bool, model: Model, truth: dict[str, f
         if not extended:
             raise ParameterError("n_events is needed (only an extended closure takes the expected yield "
                                  "sum_accmc w I(truth) by default)")
-        intensity = np.asarray(model.evaluate(accepted_mc, parameters=truth, execution=execution, real=True))
+        intensity = np.asarray(evaluate_model(model, accepted_mc, truth, execution, True, False))
         mean = exact_sum(accepted_mc.weights() * intensity)
         if not (math.isfinite(mean) and mean > 0.0):
             raise ParameterError(f"the expected yield sum_accmc w I(truth) is {mean}; give n_events")

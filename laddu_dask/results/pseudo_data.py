@@ -41,6 +41,7 @@ from laddu_dask.data.dataset import Dataset
 from laddu_dask.errors import DataError, NonFiniteError, NonPositiveIntensityError, ParameterError
 from laddu_dask.expr.model import Model
 from laddu_dask.expr.topology import Channel
+from laddu_dask.likelihood.events import evaluate_model
 from laddu_dask.results.generation import Generator
 from laddu_dask.runtime.execution import Execution
 
@@ -107,7 +108,7 @@ class PoolSource:
                     for n in self.p4_names}
         self.scalars = {n: dataset.column(n) for n in self.scalar_names}
         weights = dataset.weights()
-        intensity = _host(model.evaluate(dataset, parameters=truth, execution=execution, real=True))
+        intensity = _host(evaluate_model(model, dataset, truth, execution, True, False))
         for what, bad in (("non-finite", ~np.isfinite(intensity)), ("negative", intensity < 0.0)):
             if bad.any():
                 i = int(np.argmax(bad))
