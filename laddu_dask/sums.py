@@ -1,37 +1,30 @@
 """Exact summation: one representation of exact partial sums and one generic reduction.
 
 Every sum over events in laddu-dask is the correctly rounded exact sum of its terms (what
-:func:`math.fsum` returns), the same to the last bit however the terms are partitioned
-and merged.  Terms become :class:`ExactPartials` (one exact sum per quantity), partials
-merge exactly in any grouping and order, and :meth:`ExactPartials.to_floats` rounds once.
-
-:func:`reduction` is the pattern of ``dask.array.reduction``: ``chunk`` maps one piece of
-the data to a partial, ``combine`` merges a list of partials into one, in a tree of
-``split_every`` at a time, and ``aggregate`` turns the last partial into the result.  It
-runs eagerly on a list; the same three functions are the tasks of a Dask graph
+:func:`math.fsum` returns), the same to the last bit however the terms are partitioned and
+merged: terms become :class:`ExactPartials` (one exact sum per quantity), which merge
+exactly in any grouping and order and round once (:meth:`ExactPartials.to_floats`).
+:func:`reduction` is ``dask.array.reduction``'s pattern: ``chunk`` maps a piece of the data
+to a partial, ``combine`` merges a list of partials (``split_every`` at a time, in a tree)
+and ``aggregate`` makes the result; eagerly on a list, or as the tasks of a Dask graph
 (:func:`combine_tree` merges partials computed elsewhere).
 
 How a block of terms becomes exact integers
 -------------------------------------------
 Each float64 term is split into a high part (its top 32 significant bits) and a low part
-(the remaining 21 bits), both exact, and binned by sign and 11-bit exponent field with
-one ``numpy.bincount`` for each, over all quantities at once.  Within one exponent bin a
-float64 sum of up to ``2**21`` such parts never rounds; blocks are kept to ``2**20``
-terms.  Each non-empty bin sum is an exact binary fraction added into one Python integer
-per quantity, scaled by ``2**1074`` (the float64 quantum): the fixed-point
-superaccumulator.  A bin sum can only overflow for terms above ``2**1003``; such a block
-is redone with those terms scaled down by an exact power of two.  Non-finite terms (nan,
-+-inf) are summed apart as plain floats, so a result is nan or inf exactly when a plain
-sum would be.
+(the other 21), both exact, binned by quantity, sign and 11-bit exponent field with one
+``numpy.bincount`` each: within one bin a float64 sum of up to ``2**21`` such parts never
+rounds (blocks are kept to ``2**20`` terms).  Each non-empty bin sum is added into one
+Python integer per quantity, scaled by ``2**1074`` (the float64 quantum): the fixed-point
+superaccumulator.  A block with terms above ``2**1003`` (whose bin sums can overflow) is
+redone with those terms scaled down by an exact power of two.  Non-finite terms are
+summed apart as plain floats: a result is nan or inf exactly when a plain sum would be.
 
 Examples
 --------
 >>> import math
 >>> terms = [1e16, 1.0, -1e16, 1e-3]
 >>> exact_sum(terms) == math.fsum(terms)
-True
->>> a, b = ExactPartials.from_terms([1e16, 1.0]), ExactPartials.from_terms([-1e16, 1e-3])
->>> float((b + a).to_floats()[0]) == math.fsum(terms)
 True
 >>> reduction([[1e16, 1.0], [-1e16], [1e-3]], ExactPartials.from_terms, ExactPartials.merge,
 ...           ExactPartials.to_floats, split_every=2).tolist() == [math.fsum(terms)]
@@ -134,19 +127,53 @@ def _overflowed(hi_bins: np.ndarray) -> bool:
     return not bool(np.isfinite(hi_bins[finite_fields]).all())
 
 
-def _accumulate_bins(bins: np.ndarray, fixed: list[int], specials: set[int], scale_huge: bool) -> None:
-    """Add the exact bin sums into ``fixed`` (one scaled integer per quantity)."""
-    for flat in np.flatnonzero(bins).tolist():
+def _accumulate_bins(bins: np.ndarray, fixed: list[int], specials: set[int], scale_huge: bool,
+                     ids: np.ndarray | None = None) -> None:
+    """Add the exact bin sums into ``fixed`` (one scaled integer per quantity); ``ids`` are
+    the bins' flat (quantity, sign and exponent) indices where not their positions."""
+    nonzero = np.flatnonzero(bins)
+    for flat, value in zip((nonzero if ids is None else ids[nonzero]).tolist(), bins[nonzero].tolist()):
         row, column = divmod(flat, _NBINS)
         field = column & _EXP_MASK
         if field == _SPECIAL_FIELD:
             specials.add(row)
             continue
-        numerator, denominator = float(bins[flat]).as_integer_ratio()
+        numerator, denominator = value.as_integer_ratio()
         shift = FIXED_SCALE_BITS - (denominator.bit_length() - 1)
         if scale_huge and field >= _HUGE_FIELD:
             shift += _HUGE_SHIFT
         fixed[row] += numerator << shift
+
+
+def _keyed_sums(matrix: np.ndarray, keys: np.ndarray, n_keys: int) -> tuple[list[int], set[int]]:
+    """The exact sums of the terms of each key (``keys`` as ``matrix``, below ``n_keys``), a
+    slice at a time binned sparsely by (key, sign, exponent): the cost is not per key."""
+    fixed, specials = [0] * n_keys, set()
+    with np.errstate(invalid="ignore", over="ignore"):
+        for start in range(0, matrix.shape[1], _SUB):
+            part = matrix[:, start : start + _SUB].astype(np.float64).ravel()
+            fields = (part.view(np.uint64) >> _SHIFT).astype(np.int64)
+            ids, inverse = np.unique(keys[:, start : start + _SUB].ravel() * _NBINS + fields,
+                                     return_inverse=True)
+            field = fields & _EXP_MASK
+            scale_huge = bool(np.any((field >= _HUGE_FIELD) & (field != _SPECIAL_FIELD)))
+            if scale_huge:  # as _block_bins splits them
+                part = np.where(np.abs(part) >= _HUGE_ABS, part * 2.0**-_HUGE_SHIFT, part)
+            hi = (part.view(np.uint64) & _HI_MASK).view(np.float64)
+            for w in (hi, part - hi):
+                sums = np.bincount(inverse, weights=w, minlength=ids.size)
+                _accumulate_bins(sums, fixed, specials, scale_huge, ids)
+    return fixed, specials
+
+
+def _special_sums(k: int, specials: set[int], values_of: Any) -> list[float]:
+    """The plain sums of the non-finite terms of the quantities in ``specials``."""
+    special = [0.0] * k
+    for row in specials:
+        values = values_of(row)
+        with np.errstate(invalid="ignore"):
+            special[row] = float(values[~np.isfinite(values)].astype(np.float64).sum())
+    return special
 
 
 @dataclass(frozen=True, eq=True)
@@ -214,12 +241,7 @@ class ExactPartials:
                 hi_bins, lo_bins = _block_bins(block, scale_huge=True)
             _accumulate_bins(hi_bins, fixed, specials, scale_huge)
             _accumulate_bins(lo_bins, fixed, set(), scale_huge)
-        special = [0.0] * k
-        for row in specials:
-            values = matrix[row]
-            with np.errstate(invalid="ignore"):
-                special[row] = float(values[~np.isfinite(values)].astype(np.float64).sum())
-        return cls(tuple(fixed), tuple(special))
+        return cls(tuple(fixed), tuple(_special_sums(k, specials, matrix.__getitem__)))
 
     @classmethod
     def from_groups(cls, groups: Any, terms: Any, n_groups: int) -> ExactPartials:
@@ -238,14 +260,10 @@ class ExactPartials:
         groups = np.asarray(groups, dtype=np.int64).ravel()
         if groups.shape != (n,) or (n and not -1 <= int(groups.min()) <= int(groups.max()) < n_groups):
             raise ValueError(f"groups must be {n} integers in [-1, {n_groups}), got shape {groups.shape}")
-        order = np.argsort(groups, kind="stable")
-        starts = np.searchsorted(groups[order], np.arange(n_groups + 1)).tolist()
-        fixed, special = [0] * (n_groups * k), [0.0] * (n_groups * k)
-        for g in range(n_groups):
-            if starts[g] < starts[g + 1]:
-                part = cls.from_terms(matrix[:, order[starts[g] : starts[g + 1]]])
-                fixed[g * k : (g + 1) * k], special[g * k : (g + 1) * k] = part.fixed, part.special
-        return cls(tuple(fixed), tuple(special))
+        matrix, groups = matrix[:, groups >= 0], groups[groups >= 0]
+        keys = groups * k + np.arange(k, dtype=np.int64)[:, np.newaxis]
+        fixed, specials = _keyed_sums(matrix, keys, n_groups * k)
+        return cls(tuple(fixed), tuple(_special_sums(len(fixed), specials, lambda key: matrix[keys == key])))
 
     @classmethod
     def zeros(cls, k: int) -> ExactPartials:
@@ -415,13 +433,7 @@ Result = TypeVar("Result")
 
 
 def merge(parts: Sequence[Any]) -> Any:
-    """The default ``combine``: the exact merge of partials of one type (``type.merge``).
-
-    Examples
-    --------
-    >>> merge([ExactPartials.from_terms([1.0]), ExactPartials.from_terms([2.0])]).to_floats().tolist()
-    [3.0]
-    """
+    """The default ``combine``: the exact merge of partials of one type (``type.merge``)."""
     return type(parts[0]).merge(parts)
 
 

@@ -112,7 +112,7 @@ def test_the_runtime_names_the_base_types_without_defining_them_again():
 # -- exact sums by group (histograms) -----------------------------------------------------------
 
 
-@pytest.mark.parametrize("n_groups", [1, 4, 9])
+@pytest.mark.parametrize("n_groups", [1, 4, 9, 45, 100])  # 90 and 200 quantities: binned in passes
 def test_group_sums_are_fsum_of_each_groups_terms(n_groups):
     rng = np.random.default_rng(n_groups)
     terms = np.stack([_ill_conditioned(50, n_groups), _ill_conditioned(50, n_groups + 10)])
@@ -131,6 +131,14 @@ def test_group_sums_merge_across_chunks_exactly():
                                                                 np.array_split(terms, 7), strict=True)]
     got = ExactPartials.merge(parts).to_floats().tolist()
     assert got == [math.fsum(terms[groups == g].tolist()) for g in range(3)]
+
+
+def test_non_finite_terms_make_only_their_groups_sum_non_finite():
+    terms = [[np.inf, 1.0, 2.0, np.nan, 1e308, 1e308, np.nan]]  # group 2 overflows; the nan counts nowhere
+    got = ExactPartials.from_groups([0, 1, 0, 1, 2, 2, -1], terms, 4)
+    assert [str(v) for v in got.to_floats().tolist()] == ["inf", "nan", "inf", "0.0"]
+    huge = [[1e308, 1e308, -1e308, 2.0**977, -(2.0**977), 1.0]]  # bin sums above the float range
+    assert ExactPartials.from_groups([0, 0, 0, 1, 1, 1], huge, 2).to_floats().tolist() == [1e308, 1.0]
 
 
 def test_group_sums_refuse_groups_out_of_range():
