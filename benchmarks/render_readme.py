@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Render the README's Benchmarks section from ``benchmarks/results/*.json``.
+"""Render the documentation's Benchmarks page, ``docs/benchmarks.md``, from ``benchmarks/results/*.json``.
 
 See :mod:`laddu_dask_bench.readme`.  Usage::
 

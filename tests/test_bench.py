@@ -1,4 +1,5 @@
-"""The benchmarks' honesty: README figures from results files, like-for-like checks, fresh processes."""
+"""The benchmarks' honesty: the Benchmarks page's figures from results files, like-for-like checks,
+fresh processes."""
 
 from __future__ import annotations
 
@@ -16,22 +17,32 @@ from laddu_dask_bench.compare import Counted, NotComparableError, migrad, same_f
 from laddu_dask_bench.first_eval import first_evaluations
 from laddu_dask_bench.results import RESULTS_DIR, ROOT, command_line
 
-# -- every README figure comes from a committed results file -----------------------------------
+# -- every figure of the Benchmarks page comes from a committed results file ---------------------
 
 
 def _readme_section() -> str:
-    with open(os.path.join(ROOT, "README.md")) as f:
-        return readme.section(f.read()).rstrip("\n")
+    """The documentation's Benchmarks page (``docs/benchmarks.md``) as committed."""
+    with open(readme.PAGE) as f:
+        return f.read().rstrip("\n")
 
 
-def test_readme_benchmarks_section_is_what_the_committed_results_render():
+def test_benchmarks_page_is_what_the_committed_results_render():
     rendered = readme.render(RESULTS_DIR).rstrip("\n")
     current = _readme_section()
-    diff = "\n".join(difflib.unified_diff(current.splitlines(), rendered.splitlines(), "README.md",
+    diff = "\n".join(difflib.unified_diff(current.splitlines(), rendered.splitlines(), "docs/benchmarks.md",
                                           "rendered", lineterm=""))
     assert current == rendered, (
-        "README's Benchmarks section differs from what benchmarks/results/*.json give; "
+        "docs/benchmarks.md differs from what benchmarks/results/*.json give; "
         f"run `python3 benchmarks/render_readme.py --write`:\n{diff}")
+
+
+def test_the_readme_holds_no_benchmark_figure_and_links_the_page():
+    """The README links to the rendered page instead of copying figures that could go stale."""
+    with open(os.path.join(ROOT, "README.md")) as f:
+        text = f.read()
+    assert "](docs/benchmarks.md)" in text
+    assert not any(line.startswith("| ") and " ms |" in line for line in text.splitlines())
+    assert readme.PAGE == os.path.join(ROOT, "docs", "benchmarks.md")
 
 
 def _render_edited(tmp_path, name, edit):

@@ -1,12 +1,14 @@
-"""Every code block of the README runs as written.
+"""Every code block of the README and of the documentation's pages runs as written.
 
 The Python blocks run in order, in one namespace (the tour builds on itself), in an empty
-folder, and the tour's fit must be valid and recover its sample's truth within its errors;
-the same blocks, pasted into one file, run as a plain script (``python3 tour.py``), each
-line of the tour printed once (no worker process re-runs the script).
-The batch-job block runs command by command from a folder holding a copy of examples/.
-The set-up block is what .ci/run runs (checked against it), and the marked test subsets
-name markers and a Hypothesis profile that exist.
+folder: the README's tour first, then the blocks of the documentation's pages in the order of
+the site's tables of contents (``docs/index.md`` and the toctrees of the pages it lists: the
+user guide continues the tour). The tour's fit must be valid and recover its sample's truth
+within its errors; the same blocks, pasted into one file, run as a plain script
+(``python3 tour.py``), each line of the tour printed once (no worker process re-runs the script).
+The batch-job block of the guide runs command by command from a folder holding a copy of
+examples/. The set-up block and the site's build command are what .ci/run runs (checked against
+it), and the marked test subsets name markers and a Hypothesis profile that exist.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
 
 
 def code_blocks(text: str, language: str) -> list[str]:
@@ -28,21 +31,57 @@ def code_blocks(text: str, language: str) -> list[str]:
     return re.findall(rf"^```{language}\n(.*?)^```", text, flags=re.S | re.M)
 
 
+def toctree_pages(page: str = "index", seen: set[str] | None = None) -> list[str]:
+    """The site's pages (``docs/``-relative, without ``.md``) in the order of its tables of
+    contents, depth first from ``page``: the order a reader of the site meets them."""
+    seen = set() if seen is None else seen
+    seen.add(page)
+    order = [page]
+    folder = Path(page).parent
+    text = (DOCS / f"{page}.md").read_text()
+    for tree in re.findall(r"^```\{toctree\}\n(.*?)^```", text, flags=re.S | re.M):
+        for entry in tree.splitlines():
+            entry = entry.strip()
+            if entry and not entry.startswith(":"):
+                child = (folder / entry).as_posix()
+                if child not in seen:
+                    order += toctree_pages(child, seen)
+    return order
+
+
+def python_blocks() -> list[tuple[str, str]]:
+    """``(where, code)`` of every Python block: the README's, then the site's pages' in order."""
+    sources = [("README.md", README)] + [(f"docs/{p}.md", DOCS / f"{p}.md") for p in toctree_pages()]
+    return [(f"{name} python block {i + 1}", block) for name, path in sources
+            for i, block in enumerate(code_blocks(path.read_text(), "python"))]
+
+
 def test_code_blocks_are_found():
     text = README.read_text()
-    assert len(code_blocks(text, "python")) >= 2
+    assert len(code_blocks(text, "python")) >= 1
     assert code_blocks("x\n```python\na = 1\n```\n```bash\nls\n```\n", "python") == ["a = 1\n"]
+    pages = toctree_pages()
+    assert pages[:2] == ["index", "getting-started"] and len(pages) == len(set(pages))
+    assert {"guide/models", "guide/fits", "guide/clusters", "api/index", "api/models"} <= set(pages)
+    assert {"differences", "design", "benchmarks", "testing"} <= set(pages)
+    # every page with Python blocks is in the site, so its blocks run here
+    for path in DOCS.rglob("*.md"):
+        page = path.relative_to(DOCS).with_suffix("").as_posix()
+        assert page in pages or not code_blocks(path.read_text(), "python"), page
+    where = [w for w, _ in python_blocks()]
+    assert where[0] == "README.md python block 1"
+    assert any(w.startswith("docs/guide/many-fits.md") for w in where)
 
 
 def test_readme_python_blocks_run(tmp_path, monkeypatch, capsys):
     """The blocks as notebook cells: one namespace whose ``__name__`` is ``"__main__"``."""
     monkeypatch.chdir(tmp_path)
     namespace: dict = {"__name__": "__main__"}
-    for i, block in enumerate(code_blocks(README.read_text(), "python")):
+    for where, block in python_blocks():
         try:
-            exec(compile(block, f"README.md python block {i + 1}", "exec"), namespace)  # noqa: S102
+            exec(compile(block, where, "exec"), namespace)  # noqa: S102
         except Exception as exc:  # pragma: no cover - the failure message is the point
-            pytest.fail(f"README python block {i + 1} failed: {type(exc).__name__}: {exc}")
+            pytest.fail(f"{where} failed: {type(exc).__name__}: {exc}")
     from laddu_dask import ksks
 
     fit = namespace["fit"]
@@ -68,7 +107,7 @@ def test_readme_python_blocks_run_as_a_script(tmp_path, form):
     """
     from batch_helpers import command_env
 
-    tour = "\n".join(code_blocks(README.read_text(), "python"))
+    tour = "\n".join(block for _, block in python_blocks())
     if form != "as-written":
         assert tour.count("processes=False") == 1
         body = tour.replace("processes=False", "processes=True")
@@ -95,7 +134,8 @@ def _commands(block: str) -> list[str]:
 
 
 def test_setup_and_test_commands_are_what_ci_runs():
-    """The set-up block installs and tests exactly as .ci/run does; its marked subsets exist."""
+    """The set-up block installs and tests exactly as .ci/run does, the README's command builds the
+    site as .ci/run does; the marked subsets of the testing page exist."""
     import tomllib
 
     blocks = code_blocks(README.read_text(), "bash")
@@ -111,7 +151,12 @@ def test_setup_and_test_commands_are_what_ci_runs():
     assert "-n" not in project["tool"]["pytest"]["ini_options"]["addopts"].split()
     markers = project["tool"]["pytest"]["ini_options"]["markers"]
     declared = {m.split(":")[0] for m in markers}
-    subsets = _commands(blocks[1])
+    build = next(_commands(b) for b in blocks if "sphinx" in b)
+    assert build == ["python3 -m sphinx -W --keep-going -b html docs /tmp/laddu-dask-docs"]
+    assert any(line.startswith(build[0].rsplit(" ", 1)[0] + " ") for line in ci), "CI builds the site so"
+    assert "laddu-dask[docs]" in test_extra  # the test extra installs the docs extra
+    testing = code_blocks((DOCS / "testing.md").read_text(), "bash")
+    subsets = _commands(next(b for b in testing if "-m slow" in b))
     used = re.findall(r'pytest -q -m "?(?:not )?(\w+)', " ".join(subsets))
     assert set(used) == {"slow", "gpu"}
     assert set(used) <= declared
@@ -122,13 +167,14 @@ def test_setup_and_test_commands_are_what_ci_runs():
 
 
 def test_readme_batch_job_block_runs(tmp_path):
-    """The batch-job commands, as written, from a folder holding a copy of examples/."""
+    """The batch-job commands of the guide, as written, from a folder holding a copy of examples/."""
     import shutil
 
     from batch_helpers import command_env
 
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
-    block = next(b for b in code_blocks(README.read_text(), "bash") if "laddu-dask fit" in b)
+    block = next(b for b in code_blocks((DOCS / "guide" / "batch-jobs.md").read_text(), "bash")
+                 if "laddu-dask fit" in b)
     commands = _commands(block)
     assert commands and all(c.startswith("laddu-dask ") for c in commands)
     for command in commands:

@@ -1,15 +1,16 @@
-"""The README's Benchmarks section, rendered from the results files.
+"""The documentation's Benchmarks page, rendered from the results files.
 
-``python3 benchmarks/render_readme.py`` prints the section (Markdown) from
+``python3 benchmarks/render_readme.py`` prints the page (Markdown, ``docs/benchmarks.md``) from
 ``benchmarks/results/bench_ksks.json``, ``overhead.json``, ``streaming.json``,
 ``cluster.json``, ``first_eval.json``, ``models.json``, ``binned.json``, ``generation.json``,
 ``closure.json``, ``projection.json``, ``ganesh_methods.json``, ``small_eval.json`` and ``fanout.json``;
-``--write`` puts it in
-``README.md`` in place of the current one.  The renderers live in
+``--write`` writes it to ``docs/benchmarks.md`` (the README links to it and holds no figure).
+The renderers live in
 :mod:`~laddu_dask_bench.readme_laddu` (against laddu and TensorWaves),
 :mod:`~laddu_dask_bench.readme_runtime` (analysis, overhead, streaming, cluster) and the
-benchmarks' own modules (generation, closure, projection, ganesh methods).  The tests check that
-the README's section is exactly what this renders from the committed files, so no
+benchmarks' own modules (generation, closure, projection, ganesh methods); they write their
+tables under ``###`` headings, which the page raises to ``##`` below its ``#`` title.  The tests
+check that the page is exactly what this renders from the committed files, so no
 figure in it can be edited by hand or left behind by a new run.
 
 Examples
@@ -17,6 +18,8 @@ Examples
 >>> from laddu_dask_bench.readme import ratio, seconds
 >>> seconds(0.0123), seconds(2.5), ratio(0.456)
 ('12.30 ms', '2.50 s', '0.46x')
+>>> page_headings(["### KsKs", "| ### not a heading |", "text"])
+['## KsKs', '| ### not a heading |', 'text']
 """
 
 from __future__ import annotations
@@ -36,54 +39,49 @@ from laddu_dask_bench.readme_runtime import binned_lines, cluster_lines, overhea
 from laddu_dask_bench.results import RESULTS_DIR, ROOT, read_results
 from laddu_dask_bench.small_eval_bench import readme_lines as _small_eval
 
-__all__ = ["FILES", "HEADING", "README", "main", "ratio", "render", "run_line", "seconds", "section"]
+__all__ = ["FILES", "HEADING", "PAGE", "main", "page_headings", "ratio", "render", "run_line", "seconds"]
 
-README = os.path.join(ROOT, "README.md")
-HEADING = "## Benchmarks"
+PAGE = os.path.join(ROOT, "docs", "benchmarks.md")
+HEADING = "# Benchmarks"
 FILES = ("bench_ksks.json", "overhead.json", "streaming.json", "cluster.json", "first_eval.json",
          "models.json", "binned.json", "generation.json", "closure.json", "projection.json",
          "ganesh_methods.json", "small_eval.json", "fanout.json")
 
 
+def page_headings(lines: list[str]) -> list[str]:
+    """The renderers' ``###`` headings raised to ``##``: the page's sections under its title."""
+    return [line[1:] if line.startswith("### ") else line for line in lines]
+
+
 def render(folder: str = RESULTS_DIR) -> str:
-    """The Benchmarks section (heading included) from the results files in ``folder``."""
+    """The Benchmarks page (its title included) from the results files in ``folder``."""
     (ksks, overhead, streaming, cluster, first, models, binned, generation, closure, projection, ganesh,
      small, fanout) = (read_results(name, folder) for name in FILES)
     lines = [
         HEADING, "",
         "<!-- Rendered by `python3 benchmarks/render_readme.py --write` from benchmarks/results/*.json; "
-        "tests/test_bench.py fails when this section differs. Do not edit by hand. -->", "",
-        "Every figure in this section comes from a results file in `benchmarks/results/`, written by "
+        "tests/test_bench.py fails when this page differs. Do not edit by hand. -->", "",
+        "Every figure on this page comes from a results file in `benchmarks/results/`, written by "
         "the benchmark that measured it with the machine, the package versions, the date, the command "
         "and its parameters. Ratios are laddu-dask / competitor (below 1: laddu-dask is faster), both "
         "sides measured in the same run on the same files. Absolute times depend on the machine and "
         "on its load; compare the ratios. To measure again, run the command given with each table, "
         "then `python3 benchmarks/render_readme.py --write`.", "",
-        *ksks_lines(ksks), *first_eval_lines(first), *models_lines(models), *_ganesh(ganesh),
-        *_small_eval(small), *binned_lines(binned),
-        *overhead_lines(overhead), *streaming_lines(streaming), *cluster_lines(cluster), *_fanout(fanout),
-        *_generation(generation), *_closure(closure), *_projection(projection),
-        "`benchmarks/gpu_check.py` is the one-shot check for a GPU machine (see GPUs above).",
+        *page_headings([
+            *ksks_lines(ksks), *first_eval_lines(first), *models_lines(models), *_ganesh(ganesh),
+            *_small_eval(small), *binned_lines(binned),
+            *overhead_lines(overhead), *streaming_lines(streaming), *cluster_lines(cluster), *_fanout(fanout),
+            *_generation(generation), *_closure(closure), *_projection(projection)]),
+        "`benchmarks/gpu_check.py` is the one-shot check for a GPU machine (see [GPUs](guide/gpu.md)).",
     ]
     return "\n".join(wrap(line) for line in lines) + "\n"
-
-
-def section(text: str) -> str:
-    """The Benchmarks section of a README's text: from its heading to the next ``## `` or the end.
-
-    Compare it with :func:`render` after stripping trailing newlines (the blank line
-    before a following section belongs to neither).
-    """
-    start = text.index(HEADING + "\n")
-    end = text.find("\n## ", start + len(HEADING))
-    return text[start:] if end < 0 else text[start:end + 1]
 
 
 def main(argv: list[str] | None = None) -> int:
     """``python3 benchmarks/render_readme.py [--write]``."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--results", default=RESULTS_DIR, help="folder of the results files")
-    ap.add_argument("--write", action="store_true", help=f"replace the section in {README}")
+    ap.add_argument("--write", action="store_true", help=f"write the page to {PAGE}")
     a = ap.parse_args(argv)
     rendered = render(a.results)
     if not a.write:
@@ -91,12 +89,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from laddu_dask.files import atomic_write
 
-    with open(README) as f:
-        text = f.read()
-    old = section(text).rstrip("\n")
-    with atomic_write(README) as f:
-        f.write(text.replace(old, rendered.rstrip("\n"), 1))
-    print(f"rewrote the Benchmarks section of {README}")
+    with atomic_write(PAGE) as f:
+        f.write(rendered)
+    print(f"wrote {PAGE}")
     return 0
 
 
