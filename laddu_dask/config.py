@@ -40,6 +40,11 @@ key                                         default          meaning
 ``laddu-dask.analysis.tasks-per-thread``    ``2``            those tasks, at most this many per worker
                                                              thread: the likelihoods of one task (bins
                                                              of one analysis) read their sources once
+``laddu-dask.disk.directory``               ``None``         folder of the disk tier's prepared partitions
+                                                             (``None``: ``laddu-dask-<user id>`` in the
+                                                             system's temporary folder); kept private
+``laddu-dask.disk.budget``                  ``"50%           bytes the disk tier may fill: a size, a
+                                            available"``     percentage of the disk, or of its free space
 =========================================== ================ ===========================================
 
 Examples
@@ -83,6 +88,7 @@ DEFAULTS: dict[str, Any] = {
             "fan-in": 16,
         },
         "analysis": {"task-bytes": "256 MiB", "tasks-per-thread": 2},
+        "disk": {"directory": None, "budget": "50% available"},
     }
 }
 

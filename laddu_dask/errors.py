@@ -75,6 +75,11 @@ class KernelCacheError(LadduDaskError, PermissionError):
     """The kernel cache folder is unsafe (writable by others) or cannot be written."""
 
 
+class DiskTierError(LadduDaskError, PermissionError):
+    """The disk tier's folder is unsafe (writable by others) or cannot be written, or a
+    prepared partition cannot be kept there."""
+
+
 class GenerationError(LadduDaskError, RuntimeError):
     """Monte Carlo generation could not finish: a weight exceeded the unweighting envelope,
     or the proposal limit was reached."""

@@ -38,12 +38,14 @@ import contextlib
 import os
 import secrets
 import shutil
+import stat
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
 from laddu_dask.errors import UnsafeOutputError
 
-__all__ = ["OUTPUT_MARKER", "atomic_folder", "atomic_path", "atomic_write", "check_output", "temporary_name"]
+__all__ = ["OUTPUT_MARKER", "atomic_folder", "atomic_path", "atomic_write", "check_output", "private_folder",
+           "temporary_name"]
 
 #: The file laddu-dask writes into every folder it writes (JSON: the names of the files
 #: written with it); a folder holding it and nothing else but those files is laddu-dask's
@@ -79,6 +81,56 @@ def _create_exclusive(path: str) -> tuple[int, str]:
         except FileExistsError:  # pragma: no cover - 64 random bits
             continue
     raise FileExistsError(f"cannot create a temporary file beside {path}")  # pragma: no cover
+
+
+def private_folder(path: str | os.PathLike[str], what: str, why: str, fix: str,
+                   error: type[Exception] = PermissionError) -> str:
+    """Create ``path`` (``0o700``) if missing and check that only the current user may
+    write it; returns its absolute path.
+
+    laddu-dask keeps files it reads back later (compiled kernels, prepared partitions)
+    only in such folders: nobody else can plant or swap a file in them.
+
+    Parameters
+    ----------
+    what : str
+        The folder's name in messages (``"the kernel cache folder"``).
+    why : str
+        What another user could do with a folder they may write (``"plant code that
+        laddu-dask would run"``).
+    fix : str
+        How the user chooses another folder.
+    error : type
+        The exception raised (with ``what``, the path, the cause and ``fix``).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = private_folder(os.path.join(tempfile.mkdtemp(), "mine"), "the folder",
+    ...                         "plant files", "choose another")
+    >>> oct(os.stat(folder).st_mode & 0o777)
+    '0o700'
+    """
+    folder = os.path.abspath(os.fspath(path))
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+    except OSError as err:
+        raise error(f"cannot create {what} {folder}: {err.strerror}; {fix}") from err
+    try:
+        st = os.stat(folder)
+    except OSError as err:  # pragma: no cover - removed between the two calls
+        raise error(f"cannot use {what} {folder}: {err.strerror}; {fix}") from err
+    if not stat.S_ISDIR(st.st_mode):
+        raise error(f"{what} {folder} is not a folder; {fix}")
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    if uid is not None and st.st_uid != uid:
+        raise error(f"{what} {folder} belongs to user id {st.st_uid}, not to you (user id {uid}): "
+                    f"another user could {why}; {fix}")
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise error(f"{what} {folder} is writable by its group or others "
+                    f"(mode {stat.S_IMODE(st.st_mode):#o}): another user could {why}; "
+                    f"run `chmod go-w {folder}` or {fix}")
+    return folder
 
 
 def _real(path: str) -> str:

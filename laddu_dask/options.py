@@ -13,7 +13,7 @@ Examples
 >>> Kernel.check(Kernel.NUMPY, "kernel")
 'numpy'
 >>> MemoryPolicy.values()
-('resident', 'streaming', 'fastest')
+('resident', 'disk', 'streaming', 'fastest')
 >>> Precision.check("f16", "precision")
 Traceback (most recent call last):
 ...
@@ -111,9 +111,12 @@ class Normalization(Option):
 
 
 class MemoryPolicy(Option):
-    """Whether a dataset's prepared partitions are kept, streamed, or whichever is faster within budget."""
+    """Where a dataset's prepared partitions live: in memory, on the local disk (read back
+    each evaluation), re-prepared from the source each evaluation, or the fastest of these
+    the memory and disk budgets allow."""
 
     RESIDENT = "resident"
+    DISK = "disk"
     STREAMING = "streaming"
     FASTEST = "fastest"
 

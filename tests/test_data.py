@@ -199,7 +199,7 @@ def test_from_arrays_name_clashes():
 
 @pytest.mark.parametrize("policy", ["fast", "RESIDENT", None])
 def test_bad_memory_policy(policy, tmp_path):
-    msg = r"memory_policy must be one of 'resident', 'streaming', 'fastest'"
+    msg = r"memory_policy must be one of 'resident', 'disk', 'streaming', 'fastest'"
     with pytest.raises(ValueError, match=msg):
         Dataset.from_arrays(scalars={"x": np.ones(2)}, memory_policy=policy)
     path = _write(tmp_path / "a.parquet", {"x": np.ones(2)})

@@ -181,10 +181,10 @@ def test_a_reads_memory_budget_bounds_its_preparation(files):
 
 
 BAD = [
-    ({"cache": "memory"}, ValueError, "cache must be one of 'resident', 'streaming', 'fastest', got 'memory'",
-     ValueError),
-    ({"cache": 1}, TypeError, r"cache must be a str \('fastest', 'resident' or 'streaming'\), got int",
-     TypeError),
+    ({"cache": "memory"}, ValueError,
+     "cache must be one of 'resident', 'disk', 'streaming', 'fastest', got 'memory'", ValueError),
+    ({"cache": 1}, TypeError,
+     r"cache must be a str \('fastest', 'resident', 'disk' or 'streaming'\), got int", TypeError),
     ({"nulls": "zero"}, ValueError, "nulls must be 'error' or 'nan', got 'zero'", ValueError),
     ({"nulls": None}, TypeError, r"nulls must be a str \('error' or 'nan'\), got NoneType", TypeError),
     ({"validate": 1}, TypeError, "validate must be a bool, got int", TypeError),

@@ -238,7 +238,7 @@ def test_no_budget(policy, strategy):
 
 
 def test_bad_arguments():
-    with pytest.raises(ValueError, match="'resident', 'streaming', 'fastest', got 'fast'"):
+    with pytest.raises(ValueError, match="'resident', 'disk', 'streaming', 'fastest', got 'fast'"):
         _decide("fast", GiB)
     with pytest.raises(ValueError, match="'host', 'device', got 'disk'"):
         _decide("fastest", GiB, resource="disk")

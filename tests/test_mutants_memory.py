@@ -191,8 +191,8 @@ def test_an_unknown_resource_lists_the_allowed_ones():
 
 
 def test_an_unknown_policy_is_named_as_the_memory_policy():
-    with pytest.raises(ValueError, match=r"^memory policy must be one of 'resident', 'streaming', 'fastest', "
-                                         r"got 'fast'$"):
+    with pytest.raises(ValueError, match=r"^memory policy must be one of 'resident', 'disk', 'streaming', "
+                                         r"'fastest', got 'fast'$"):
         decide_storage("d", "fast", 1, 1, 1, 1, None)
 
 

@@ -11,6 +11,7 @@ import ast
 import math
 from pathlib import Path
 
+import dask
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -238,7 +239,8 @@ def test_fastest_streams_under_a_small_budget_and_says_why(grouped_accmc):
     assert chunk_bytes < resident
     budget = (chunk_bytes + resident) // 2
     ex = Execution(memory=MemoryPlan(host=budget))
-    pm, pd = _prepare(ds, model, ex, name="mc")
+    with dask.config.set({"laddu-dask.disk.budget": 0}):  # no disk tier (tests/test_disk_tier.py)
+        pm, pd = _prepare(ds, model, ex, name="mc")
     assert pd.stats.storage == "streaming"
     assert pd.stats.resident_bytes == 0
     (decision,) = ex.memory_decisions()
@@ -523,8 +525,8 @@ RUNTIME = Path(__file__).resolve().parents[1] / "laddu_dask" / "runtime"
 
 #: The runtime's modules, lowest first: each may import only those before it.
 LAYERS = ("compilations", "point_programs", "heap", "accumulate", "finite", "grouped", "memory", "reduction",
-          "direct_calls", "cuda_backend", "reducer", "preparation", "jobs", "wire", "tree", "placement",
-          "fit_board", "dashboard_page", "dashboard",
+          "direct_calls", "cuda_backend", "reducer", "disk_tier", "preparation", "jobs", "wire", "tree",
+          "placement", "fit_board", "dashboard_page", "dashboard",
           "worker", "threaded", "local", "cluster", "execution", "capabilities",
           "normalization", "prepared", "__init__")
 

@@ -62,17 +62,20 @@ def big_sample(tmp_path_factory):
     return path
 
 
-def _probe(path, budget, policy):
-    # the laddu_dask beside this test
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "DASK_NUM_WORKERS": str(WORKERS)}
+def _probe(path, budget, policy, disk=None):
+    # the laddu_dask beside this test; the disk tier only where a folder is given
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "DASK_NUM_WORKERS": str(WORKERS),
+           "DASK_LADDU_DASK__DISK__BUDGET": "None" if disk else "0"}
+    if disk:
+        env["DASK_LADDU_DASK__DISK__DIRECTORY"] = str(disk)
     out = subprocess.run([sys.executable, str(PROBE), str(path), str(budget), policy, str(WORKERS)],
                          capture_output=True, text=True, timeout=600, check=True, env=env)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1200)  # four subprocesses over 8 M events (about 2 minutes under load)
-def test_sample_four_times_the_budget_streams_within_it(big_sample):
+@pytest.mark.timeout(1200)  # five subprocesses over 8 M events (about 3 minutes under load)
+def test_sample_four_times_the_budget_streams_within_it(big_sample, tmp_path):
     runs = [_probe(big_sample, BUDGET, "fastest") for _ in range(REPEATS)]
     added = [(r["peak"] - r["base"]) / 2**20 for r in runs]
     for streamed in runs:
@@ -86,8 +89,14 @@ def test_sample_four_times_the_budget_streams_within_it(big_sample):
     resident = _probe(big_sample, 4 * 2**30, "fastest")
     assert resident["storage"][-1] == "resident"
     assert resident["peak"] - resident["base"] > 3 * BUDGET  # the resident path really holds it
+    # with a disk tier, fastest keeps the prepared partitions on the disk, and the mapped
+    # partitions stay within the same budget
+    disk = _probe(big_sample, BUDGET, "fastest", disk=tmp_path / "tier")
+    assert disk["storage"][-1] == "disk" and disk["reason"].startswith("disk: resident storage would need")
+    grew = disk["peak"] - disk["base"]
+    assert grew < BUDGET + ALLOWANCE, f"peak RSS grew by {grew / 2**20} MiB"
     # the same numbers, to the last bit (JSON floats round-trip exactly)
-    for streamed in runs:
+    for streamed in [*runs, disk]:
         assert streamed["value"] == resident["value"]
         assert streamed["gradient"] == resident["gradient"]
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from laddu_dask import config
 from laddu_dask.errors import KernelCacheError
-from laddu_dask.files import atomic_write
+from laddu_dask.files import atomic_write, private_folder
 
 __all__ = ["cache_dir", "load_module", "safe_cache_dir"]
 
@@ -76,30 +76,6 @@ def cache_dir() -> str:
 _FIX = "set LADDU_DASK_CACHE to a private folder of your own"
 
 
-def _check_private(folder: str) -> None:
-    """Raise :class:`KernelCacheError` unless ``folder`` is a folder only its owner, the
-    current user, may write."""
-    try:
-        st = os.stat(folder)
-    except OSError as err:
-        raise KernelCacheError(f"cannot use the kernel cache folder {folder}: {err.strerror}; {_FIX}") \
-            from err
-    if not stat.S_ISDIR(st.st_mode):
-        raise KernelCacheError(f"the kernel cache folder {folder} is not a folder; {_FIX}")
-    uid = os.getuid() if hasattr(os, "getuid") else None
-    if uid is not None and st.st_uid != uid:
-        raise KernelCacheError(
-            f"the kernel cache folder {folder} belongs to user id {st.st_uid}, not to you "
-            f"(user id {uid}): laddu-dask runs code from it; {_FIX}"
-        )
-    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        raise KernelCacheError(
-            f"the kernel cache folder {folder} is writable by its group or others "
-            f"(mode {stat.S_IMODE(st.st_mode):#o}): another user could plant code that "
-            f"laddu-dask would run; run `chmod go-w {folder}` or {_FIX}"
-        )
-
-
 def safe_cache_dir() -> str:
     """:func:`cache_dir`, created (``0o700``) and checked private, with its ``__pycache__``.
 
@@ -115,15 +91,9 @@ def safe_cache_dir() -> str:
     True
     """
     folder = os.path.abspath(cache_dir())
-    numba_folder = os.path.join(folder, "__pycache__")
-    for path in (folder, numba_folder):
-        try:
-            os.makedirs(path, mode=0o700, exist_ok=True)
-        except OSError as err:
-            raise KernelCacheError(
-                f"cannot create the kernel cache folder {path}: {err.strerror}; {_FIX}"
-            ) from err
-        _check_private(path)
+    for path in (folder, os.path.join(folder, "__pycache__")):
+        private_folder(path, "the kernel cache folder", "plant code that laddu-dask would run", _FIX,
+                       KernelCacheError)
     return folder
 
 

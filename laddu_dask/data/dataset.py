@@ -107,7 +107,7 @@ class Dataset(DatasetCollection, DatasetOperations, DatasetDisplay, DecisionReco
         The event blocks, in order; never spanning two files or two blocks of a Dask
         collection.
     memory_policy : str
-        ``"resident"``, ``"streaming"`` or ``"fastest"`` (a hint to the runtime).
+        ``"resident"``, ``"disk"``, ``"streaming"`` or ``"fastest"`` (a hint to the runtime).
     memory : MemoryBudget or None
         The host budget this dataset was read with (laddu's ``memory=``); a preparation
         keeps within it as well as within the execution's.
@@ -189,7 +189,7 @@ class Dataset(DatasetCollection, DatasetOperations, DatasetDisplay, DecisionReco
         chunk_size : int, optional
             Events per partition (default: the Dask config's ``laddu-dask.chunk-size``,
             else :data:`DEFAULT_CHUNK_SIZE`).
-        memory_policy : {"fastest", "resident", "streaming"}
+        memory_policy : {"fastest", "resident", "disk", "streaming"}
             Hint for the runtime.
         columns : dict of str to array of shape (n,), optional
             laddu's exact integer columns (8- to 64-bit, signed or not): scalars here, held
@@ -254,7 +254,7 @@ class Dataset(DatasetCollection, DatasetOperations, DatasetDisplay, DecisionReco
         length : int, optional
             The number of events; without it one traversal counts them now.
         memory : MemoryBudget, int or str, optional
-        cache : {"fastest", "resident", "streaming"}
+        cache : {"fastest", "resident", "disk", "streaming"}
 
         Raises
         ------
@@ -322,7 +322,7 @@ class Dataset(DatasetCollection, DatasetOperations, DatasetDisplay, DecisionReco
             ``dd.read_parquet`` (from the files' metadata), ``dd.from_pandas``, column
             selections and element-wise operations on these, Dask arrays with known
             chunks, and ``uproot.dask`` arrays.
-        memory_policy : {"fastest", "resident", "streaming"}
+        memory_policy : {"fastest", "resident", "disk", "streaming"}
             Hint for the runtime.
 
         Raises

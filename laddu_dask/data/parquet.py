@@ -335,14 +335,14 @@ def read_parquet(path: PathArg | Sequence[PathArg], chunk_size: int | None = Non
         Maximum events per partition (default: the Dask config's
         ``laddu-dask.chunk-size``, else ``DEFAULT_CHUNK_SIZE``); partitions never span
         two files.
-    memory_policy : {"fastest", "resident", "streaming"}, optional
+    memory_policy : {"fastest", "resident", "disk", "streaming"}, optional
         laddu-dask's name of ``cache`` (an alias; give one or the other).
     storage_options : dict, optional
         Options of the fsspec filesystem of URLs (credentials, endpoints), as in Dask.
     memory : MemoryBudget, int or str, optional
         laddu's host-memory budget of this dataset (``"8 GiB"``, ``"60% available"``): a
         preparation holds the dataset within it as well as within the execution's budget.
-    cache : {"fastest", "resident", "streaming"}, optional
+    cache : {"fastest", "resident", "disk", "streaming"}, optional
         laddu's cache policy (case-insensitive, ``"auto"`` is ``"fastest"``; default
         ``"fastest"``): keep the prepared partitions, stream them, or whichever fits.
     nulls : {"error", "nan"}

@@ -46,7 +46,7 @@ def check_cache(cache: Any, memory_policy: Any) -> str:
     if cache is None:
         return policy or MemoryPolicy.FASTEST.value
     if not isinstance(cache, str):
-        raise TypeError(f"cache must be a str ('fastest', 'resident' or 'streaming'), got "
+        raise TypeError(f"cache must be a str ('fastest', 'resident', 'disk' or 'streaming'), got "
                         f"{type(cache).__name__}")
     word = cache.strip().lower()
     word = MemoryPolicy.FASTEST.value if word == "auto" else word

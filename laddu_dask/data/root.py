@@ -423,7 +423,7 @@ def read_root(path: PathArg | Sequence[PathArg], tree: str | None = None, *,
         Maximum events per partition (default as for :func:`read_parquet`). When the
         tree's baskets are no larger, a partition ends at the last basket boundary within
         it, so that no basket is decompressed twice; it never spans two files.
-    memory_policy : {"fastest", "resident", "streaming"}, optional
+    memory_policy : {"fastest", "resident", "disk", "streaming"}, optional
         laddu-dask's name of ``cache`` (an alias; give one or the other).
     storage_options : dict, optional
         Options of the fsspec filesystem of URLs.

@@ -35,6 +35,7 @@ import numpy as np
 from laddu_dask.compile.plan import ReductionPlan
 from laddu_dask.data.dataset import Dataset
 from laddu_dask.runtime.accumulate import CertifiedPartials
+from laddu_dask.runtime.disk_tier import DiskPartition
 from laddu_dask.runtime.memory import MemoryDecision
 from laddu_dask.runtime.preparation import PreparedDataset, prepare_partition
 from laddu_dask.runtime.reducer import Params, PartitionReducer, PreparedPartition
@@ -118,6 +119,23 @@ def stream_partitions(reducer: PartitionReducer, dataset: Dataset, indices: list
     for index in indices:
         part = prepare_partition(reducer.compiled, dataset, index, reducer.precision,
                                  reducer.device, reducer.gpu)
+        out.append(at_points(reducer, part, points, plan, with_gradient, exact))
+        del part
+    return PointPartials.merge(out)
+
+
+def disk_partitions(reducer: PartitionReducer, dataset: Dataset, handles: list[DiskPartition],
+                    points: tuple[Params, ...], plan: ReductionPlan, with_gradient: bool,
+                    exact: bool) -> PointPartials:
+    """Task: map a group of disk-tier partitions back one at a time and reduce each at every
+    point, keeping nothing; a partition whose file is lost is prepared again from
+    ``dataset`` (and its file written again when its folder still exists)."""
+    out = []
+    for handle in handles:
+        part = handle.load()
+        if part is None:
+            part = prepare_partition(reducer.compiled, dataset, handle.index, reducer.precision)
+            handle.restore(part)
         out.append(at_points(reducer, part, points, plan, with_gradient, exact))
         del part
     return PointPartials.merge(out)

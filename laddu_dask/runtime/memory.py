@@ -1,12 +1,13 @@
-"""Memory budgets and the resident-or-streaming decision for prepared datasets.
+"""Memory budgets and the resident, disk or streaming decision for prepared datasets.
 
 A :class:`MemoryPlan` holds one :class:`MemoryBudget` for host memory and one for
 device (GPU) memory. A budget is a number of bytes (``1024``, ``"500 MB"``,
 ``"2 GiB"``), a share of the machine's memory (``"70%"``), a share of the memory
 free right now (``"70% available"``), or ``None`` for no limit.
 :func:`decide_storage` turns a budget and the sizes of a dataset into a
-:class:`MemoryDecision`: keep the prepared dataset resident, or stream it one
-chunk at a time; the decision records its numbers and one sentence saying why.
+:class:`MemoryDecision`: keep the prepared dataset resident, on the local disk
+(:mod:`~laddu_dask.runtime.disk_tier`), or stream it from its source one chunk at a
+time; the decision records its numbers and one sentence saying why.
 
 Examples
 --------
@@ -221,15 +222,17 @@ def decide_storage(
     workers: int = 1,
     resource: str = "host",
     chunk_keyword: str = "chunk_size",
+    disk_bytes: int | None = 0,
 ) -> MemoryDecision:
-    """Choose resident or streaming storage for a prepared dataset.
+    """Choose resident, disk or streaming storage for a prepared dataset.
 
     Parameters
     ----------
     dataset : str
         Name of the prepared dataset, for messages (e.g. ``"signal/data"``).
-    policy : {"resident", "streaming", "fastest"}
-        What the user asked for; ``"fastest"`` keeps the data resident when they fit.
+    policy : {"resident", "disk", "streaming", "fastest"}
+        What the user asked for; ``"fastest"`` keeps the data resident when they fit the
+        budget, else on the local disk when they fit the disk budget, else streams them.
     resident_bytes : int
         Bytes the prepared dataset needs when held in memory.
     partition_bytes : int
@@ -244,6 +247,11 @@ def decide_storage(
         Which memory the budget is for.
     chunk_keyword : str
         The keyword that sets the chunk size, named in the hint of a ``BudgetError``.
+    disk_bytes : int or None
+        What the disk tier may hold (``laddu-dask.disk.budget``); ``None``: unlimited, ``0``:
+        no disk tier (a device's data, or a caller that offers none).  The disk tier holds
+        the prepared data (``resident_bytes``) on disk and, in memory, the partitions being
+        reduced (as streaming does).
 
     Raises
     ------
@@ -260,6 +268,10 @@ def decide_storage(
     ...                    budget_bytes=2**30, workers=4)
     >>> d.strategy, d.peak_bytes
     ('streaming', 4194304)
+    >>> decide_storage("signal/data", "fastest", resident_bytes=2**31, partition_bytes=2**20,
+    ...                chunk_size=4096, partitions=2048, budget_bytes=2**30, workers=4,
+    ...                disk_bytes=2**33).strategy
+    'disk'
     """
     policy = MemoryPolicy.check(policy, "memory policy")
     if resource not in _RESOURCES:
@@ -272,6 +284,8 @@ def decide_storage(
     _check_count("workers", workers, minimum=1)
     if budget_bytes is not None:
         _check_count("budget_bytes", budget_bytes)
+    if disk_bytes is not None:
+        _check_count("disk_bytes", disk_bytes)
 
     concurrent = max(1, min(workers, partitions))
     stream_peak = concurrent * partition_bytes
@@ -291,7 +305,20 @@ def decide_storage(
             reason=reason,
         )
 
+    disk_fits = disk_bytes is None or resident_bytes <= disk_bytes
+    disk_text = ("no disk budget" if disk_bytes is None
+                 else f"the disk budget of {format_bytes(disk_bytes)} (laddu-dask.disk.budget)")
+    if policy == "disk" and not disk_fits:
+        why = (f"{resource} data have no disk tier" if disk_bytes == 0 else f"{disk_text} is smaller")
+        raise BudgetError(
+            f"dataset {dataset!r} needs {format_bytes(resident_bytes)} of disk to keep its "
+            f"prepared partitions there, but {why}; raise the disk budget or use "
+            f"memory_policy='streaming'"
+        )
     if budget_bytes is None:
+        if policy == "disk":
+            return decision("disk", f"disk as requested: the prepared data ({format_bytes(resident_bytes)}) "
+                                    f"fit {disk_text}; no {resource} memory budget is set")
         strategy = "streaming" if policy == "streaming" else "resident"
         kept = (
             f"the prepared data ({format_bytes(resident_bytes)}) stay in memory"
@@ -338,11 +365,20 @@ def decide_storage(
         )
 
     working_set = f"{concurrent} chunk(s) of {chunk_size} events at once need {format_bytes(stream_peak)}"
+    on_disk = f"the prepared data ({format_bytes(resident_bytes)}) fit {disk_text}"
+    if policy == "disk":
+        return decision("disk", f"disk as requested: {on_disk}, read back each evaluation: "
+                                f"{working_set}, within {budget_text}")
+    if policy == "fastest" and disk_fits:
+        return decision("disk", f"disk: resident storage would need {format_bytes(resident_bytes)}, "
+                                f"more than {budget_text}; {on_disk}, read back each evaluation: "
+                                f"{working_set}")
     if policy == "streaming":
         reason = f"streaming as requested: {working_set}, within {budget_text}"
     else:
+        beyond_disk = "" if disk_bytes == 0 else f", and {disk_text} is smaller too"
         reason = (
             f"streaming: resident storage would need {format_bytes(resident_bytes)}, more than "
-            f"{budget_text}; {working_set}"
+            f"{budget_text}{beyond_disk}; {working_set}"
         )
     return decision("streaming", reason)

@@ -36,9 +36,10 @@ from dask.sizeof import sizeof
 from laddu_dask.compile.compiled import CompiledModel, real_dtype
 from laddu_dask.data.batch import EventBatch
 from laddu_dask.data.dataset import Dataset
-from laddu_dask.runtime.accumulate import ExactPartials
+from laddu_dask.runtime.disk_tier import DiskPartition, DiskStore
 from laddu_dask.runtime.memory import MemoryDecision
 from laddu_dask.runtime.reducer import PartitionReducer, PreparedPartition
+from laddu_dask.sums import ExactPartials
 
 
 def prepare_batch(compiled: CompiledModel, batch: EventBatch, precision: str,
@@ -107,6 +108,25 @@ def preparation_graph(reducer: PartitionReducer, dataset: Dataset, name: str,
     return HighLevelGraph(layers, dependencies), list(tasks)
 
 
+def write_prepared(store: DiskStore, index: int, part: PreparedPartition
+                   ) -> tuple[DiskPartition, ExactPartials]:
+    """Task of :func:`disk_graph`: write a prepared partition to the disk tier; returns its
+    handle and the exact sum of its weights (the partition itself is then released)."""
+    return store.write(part, index), weight_sum(part)
+
+
+def disk_graph(reducer: PartitionReducer, dataset: Dataset, name: str, store: DiskStore,
+               ) -> tuple[HighLevelGraph, list[tuple[str, int]]]:
+    """:func:`preparation_graph` with one more task a partition: writing it to ``store``
+    (:func:`write_prepared`), so that only the partitions being written are in memory."""
+    graph, keys = preparation_graph(reducer, dataset, name)
+    layer = keys[0][0].replace("prepared-", "disk-", 1) if keys else f"disk-{key_label(name)}"
+    tasks = {(layer, i): (write_prepared, store, i, key) for i, key in enumerate(keys)}
+    layers = {**graph.layers, layer: tasks}
+    dependencies = {**graph.dependencies, layer: {keys[0][0]} if keys else set()}
+    return HighLevelGraph(layers, dependencies), list(tasks)
+
+
 def weight_sum(part: PreparedPartition | EventBatch) -> ExactPartials:
     """The exact sum of a prepared partition's (or a loaded batch's) weights."""
     return ExactPartials.from_terms(np.asarray(part.weights, dtype=np.float64))
@@ -132,9 +152,11 @@ class PreparedStats:
         Exact sum of the event weights.
     resident_bytes : int
         Bytes held by the prepared partitions, as Dask's ``sizeof`` measures them (0 when
-        streaming).
-    storage : {"resident", "streaming"}
+        streaming or on the disk).
+    storage : {"resident", "disk", "streaming"}
         Where the prepared partitions live.
+    disk_bytes : int
+        Bytes of the disk tier's files (0 unless on the disk).
     """
 
     local_events: int
@@ -143,6 +165,7 @@ class PreparedStats:
     sum_weights: float
     resident_bytes: int
     storage: str
+    disk_bytes: int = 0
 
 
 class PreparedDataset:
@@ -158,9 +181,11 @@ class PreparedDataset:
         Events, batches, weights, bytes and storage.
     decision : MemoryDecision
         Why this storage was chosen.
-    partitions : list of PreparedPartition, or of distributed futures
+    partitions : list of PreparedPartition, of DiskPartition, or of distributed futures
         The resident partitions (empty when streaming): in this process, or as Dask
-        data on a cluster's workers.
+        data on a cluster's workers; on the disk, the handles of their files.
+    store : DiskStore or None
+        The disk tier's folder of the partitions (removed with the prepared dataset).
     stream_workers : int
         Partitions streamed at once (per worker on a cluster) within the budget.
     traversals : int
@@ -185,10 +210,11 @@ class PreparedDataset:
         self.traversals = traversals
         self.preparation_passes = traversals  # those of the preparation alone
         self.groups: dict[int, tuple] = {}
+        self.store: DiskStore | None = None
 
     @property
     def storage(self) -> str:
-        """``"resident"`` or ``"streaming"``."""
+        """``"resident"``, ``"disk"`` or ``"streaming"``."""
         return self.stats.storage
 
     @property

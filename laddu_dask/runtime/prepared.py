@@ -3,8 +3,10 @@
 Preparing a dataset maps the event-only part of the model over every partition
 (:mod:`laddu_dask.runtime.preparation`).  Under ``resident`` storage the cached
 columns are computed once and kept (in this process, or as Dask data on the workers
-of a cluster); under ``streaming`` each evaluation re-reads and re-prepares one
-partition at a time, so memory stays bounded.  The choice, with its numbers, is
+of a cluster); under ``disk`` they are computed once and written to the local disk
+(:mod:`~laddu_dask.runtime.disk_tier`), mapped back one partition at a time by every
+evaluation; under ``streaming`` each evaluation re-reads and re-prepares one
+partition at a time.  Both keep memory bounded.  The choice, with its numbers, is
 recorded on the execution.
 
 An evaluation is then one round of the execution's runner for all its reductions
@@ -43,12 +45,14 @@ from laddu_dask.compile.layout import ParameterValues
 from laddu_dask.compile.plan import ReductionPlan
 from laddu_dask.data.batch import EventBatch
 from laddu_dask.data.dataset import Dataset
-from laddu_dask.runtime.accumulate import Uncertified, work_bytes
+from laddu_dask.runtime.accumulate import Uncertified
+from laddu_dask.runtime.disk_tier import disk_budget_bytes
 from laddu_dask.runtime.execution import Execution
 from laddu_dask.runtime.jobs import ReductionJob
 from laddu_dask.runtime.memory import MemoryPlan, decide_storage
 from laddu_dask.runtime.preparation import PreparedDataset, prepare_batch
 from laddu_dask.runtime.reducer import Params, PartitionReducer
+from laddu_dask.sums import work_bytes
 
 #: Bounds of the chunk size the runtime picks when the user chose none: partitions
 #: small enough that every worker gets two, large enough that a task's fixed cost
@@ -336,9 +340,12 @@ class PreparedModel:
             stream_workers = 1
             budget = execution.memory.device_bytes()
             partition_bytes = stream_bpe * max(chunk, 1)
+        policy = dataset.memory_policy
+        wants_disk = policy == "disk" or (policy == "fastest" and budget is not None
+                                          and resident_bytes > budget)
         decision = decide_storage(
             dataset=name,
-            policy=dataset.memory_policy,
+            policy=policy,
             resident_bytes=resident_bytes,
             partition_bytes=partition_bytes,
             chunk_size=chunk,
@@ -346,7 +353,13 @@ class PreparedModel:
             budget_bytes=budget,
             workers=stream_workers,
             resource="device" if self.device == "gpu" else "host",
+            disk_bytes=disk_budget_bytes() if wants_disk and self.device != "gpu" else 0,
         )
+        if decision.strategy == "disk" and execution.client is not None:
+            decision = replace(decision, strategy="resident", peak_bytes=resident_bytes, reason=(
+                f"{decision.reason}; on a cluster the disk tier is Dask's own: the prepared "
+                f"partitions are worker data, which each worker spills to its local disk past "
+                f"distributed.worker.memory.spill of its memory limit"))
         execution.record(decision)
         given.note_memory_decision(decision.as_dict())
         return execution.runner.prepare(self.reducer, dataset, name, decision, stream_workers)

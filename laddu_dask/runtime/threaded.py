@@ -30,11 +30,12 @@ from dask.sizeof import sizeof
 from dask.task_spec import TaskRef
 
 from laddu_dask.data.dataset import Dataset
-from laddu_dask.runtime.accumulate import ExactPartials
+from laddu_dask.runtime.disk_tier import DiskStore
 from laddu_dask.runtime.jobs import (
     PointPartials,
     ReductionJob,
     Runner,
+    disk_partitions,
     reduce_partitions,
     resident_groups,
     stream_partitions,
@@ -44,11 +45,13 @@ from laddu_dask.runtime.memory import MemoryDecision
 from laddu_dask.runtime.preparation import (
     PreparedDataset,
     PreparedStats,
+    disk_graph,
     preparation_graph,
     weight_sum,
 )
 from laddu_dask.runtime.reducer import PartitionReducer
 from laddu_dask.runtime.reduction import merge_list, tree_graph, unique_name
+from laddu_dask.sums import ExactPartials
 from laddu_dask.views import on_terminal
 
 
@@ -73,11 +76,19 @@ def evaluation_graph(jobs: list[ReductionJob], threads: int, split_every: int
             }
         else:
             groups = task_groups(pd.stats.batches, pd.stream_workers)
-            leaves = {
-                (token, g): (stream_partitions, job.reducer, pd.dataset, list(group), job.points,
-                             job.plan, job.with_gradient, job.exact)
-                for g, group in enumerate(groups)
-            }
+            if pd.storage == "disk":  # mapped back from the local disk, one partition a thread
+                leaves = {
+                    (token, g): (disk_partitions, job.reducer, pd.dataset,
+                                 [pd.partitions[i] for i in group], job.points, job.plan,
+                                 job.with_gradient, job.exact)
+                    for g, group in enumerate(groups)
+                }
+            else:
+                leaves = {
+                    (token, g): (stream_partitions, job.reducer, pd.dataset, list(group), job.points,
+                                 job.plan, job.with_gradient, job.exact)
+                    for g, group in enumerate(groups)
+                }
             workers = pd.stream_workers if workers is None else min(workers, pd.stream_workers)
         if not leaves:
             roots.append(None)
@@ -153,8 +164,21 @@ class ThreadedRunner(Runner):
 
     def prepare(self, reducer: PartitionReducer, dataset: Dataset, name: str,
                 decision: MemoryDecision, stream_workers: int) -> PreparedDataset:
-        """Prepare every partition in this process (resident), or only sum the weights."""
-        if decision.strategy == "resident":
+        """Prepare every partition in this process (resident), or onto the local disk (at
+        most ``stream_workers`` partitions in memory at once), or only sum the weights."""
+        store = None
+        disk_bytes = 0
+        if decision.strategy == "disk":
+            store = DiskStore.create(name)
+            graph, keys = disk_graph(reducer, dataset, name, store)
+            written = self.get(dict(graph), keys, progress=f"preparing {name} onto the disk",
+                               num_workers=stream_workers)
+            parts = [handle for handle, _ in written]
+            sum_w = float(ExactPartials.merge([s for _, s in written]).to_floats()[0]) if written else 0.0
+            nbytes = 0
+            disk_bytes = sum(handle.size for handle in parts)
+            reads = 1
+        elif decision.strategy == "resident":
             graph, keys = preparation_graph(reducer, dataset, name)
             parts = self.get(dict(graph), keys, progress=f"preparing {name}",
                              num_workers=1 if reducer.device == "gpu" else None)
@@ -170,8 +194,11 @@ class ThreadedRunner(Runner):
             sum_w = dataset.sum_weights(num_workers=stream_workers)  # as many reads at once
         stats = PreparedStats(local_events=dataset.n_events, global_events=dataset.n_events,
                               batches=dataset.n_partitions, sum_weights=sum_w,
-                              resident_bytes=int(nbytes), storage=decision.strategy)
-        return PreparedDataset(dataset, name, stats, decision, list(parts), stream_workers, reads)
+                              resident_bytes=int(nbytes), storage=decision.strategy,
+                              disk_bytes=disk_bytes)
+        prepared = PreparedDataset(dataset, name, stats, decision, list(parts), stream_workers, reads)
+        prepared.store = store  # the disk tier's files live as long as the prepared dataset
+        return prepared
 
     def run(self, jobs: list[ReductionJob]) -> list[PointPartials]:
         """One graph for all ``jobs``, on the threaded scheduler."""
