@@ -3,7 +3,7 @@
 laddu 0.28.1 lists the wgpu adapters of its graphics backend (Vulkan, Metal, DX12, GL; a
 software renderer counts); laddu-dask evaluates on CUDA devices through CuPy, so
 :func:`devices` lists those, with laddu's :class:`Device` properties, and is empty where
-CuPy, a driver or a device is missing (see the README's difference table).
+CuPy, a driver or a device is missing (see docs/differences.md, the differences with laddu).
 
 Examples
 --------

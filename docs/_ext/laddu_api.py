@@ -73,6 +73,12 @@ def rst_lines(names: list[str]) -> list[str]:
                 lines.append(f"   :members: {', '.join(members)}")
         elif inspect.isclass(obj):
             lines += [f".. autoclass:: {target}", "   :members:"]
+            # a public class assembled over a layer's class (the facade) shows the layer's members
+            # too, but never those of Python's own bases (object, Exception, Enum, ...)
+            bases = obj.__mro__[1:]
+            if any(c.__module__.startswith("laddu_dask") for c in bases):
+                foreign = [c.__name__ for c in bases if not c.__module__.startswith("laddu_dask")]
+                lines.append(f"   :inherited-members: {', '.join(foreign)}")
         elif callable(obj):
             lines += [f".. autofunction:: {target}"]
         else:
