@@ -4,8 +4,8 @@ Modules: :mod:`~laddu_dask_bench.ksks_bench` (the KsKs benchmark),
 :mod:`~laddu_dask_bench.compare` (one fit driver for every side, checks that both sides
 compute and reach the same thing), :mod:`~laddu_dask_bench.first_eval` (first evaluation
 in fresh processes, cold and warm caches), :mod:`~laddu_dask_bench.results` (results
-files and their provenance), :mod:`~laddu_dask_bench.readme` (the README's Benchmarks
-section rendered from them), and the overhead and streaming benchmarks.  The library
+files and their provenance), :mod:`~laddu_dask_bench.readme` (the documentation's Benchmarks
+page, ``docs/benchmarks.md``, rendered from them), and the overhead and streaming benchmarks.  The library
 never imports this package.
 
 Examples

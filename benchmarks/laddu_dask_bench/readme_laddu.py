@@ -1,4 +1,4 @@
-"""README renderers of the benchmarks against laddu's JIT and TensorWaves: the KsKs
+"""Benchmarks-page renderers of the benchmarks against laddu's JIT and TensorWaves: the KsKs
 tables (steady state, first evaluation, fit, TensorWaves), the cold start and the
 polarized Zlm / K-matrix models (``bench_ksks.json``, ``first_eval.json``, ``models.json``).
 

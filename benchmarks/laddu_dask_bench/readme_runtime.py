@@ -1,4 +1,4 @@
-"""README renderers of the runtime benchmarks: the mass-independent analysis (bins x
+"""Benchmarks-page renderers of the runtime benchmarks: the mass-independent analysis (bins x
 restarts), the scheduling overhead, streaming and the LocalCluster (``binned.json``,
 ``overhead.json``, ``streaming.json``, ``cluster.json``).
 

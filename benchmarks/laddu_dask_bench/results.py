@@ -1,7 +1,7 @@
 """Benchmark results files: what was measured, where, when, with what, and how.
 
-Every benchmark writes one JSON file under ``benchmarks/results/``; the README's
-Benchmarks section is rendered from these files (:mod:`laddu_dask_bench.readme`).
+Every benchmark writes one JSON file under ``benchmarks/results/``; the documentation's
+Benchmarks page is rendered from these files (:mod:`laddu_dask_bench.readme`).
 Each file carries a ``provenance`` record:
 
 * ``machine``: CPU model, logical cores, memory, platform, and the load average
