@@ -66,6 +66,7 @@ from laddu_dask.runtime.preparation import (
     preparation_graph,
     weight_sum,
 )
+from laddu_dask.runtime.protocol import Member, Reply, Request
 from laddu_dask.runtime.reducer import PartitionReducer
 from laddu_dask.runtime.reduction import merge_list, tree_graph
 from laddu_dask.runtime.tree import members, plan_tree, with_children
@@ -403,7 +404,7 @@ class ClusterRunner(Runner):
                                 {"dataset": name, "workers": workers})
 
     def _payload(self, jobs: list[ReductionJob], share: list[tuple[int, list[int]]], addr: str,
-                 label: str) -> dict[str, Any]:
+                 label: str) -> Request:
         """The request to ``addr``: its share's layout by token (with the objects it lacks,
         pickled) and the points of every job (:mod:`~laddu_dask.runtime.wire`)."""
         sent = self.sent.setdefault(addr, set())
@@ -429,9 +430,9 @@ class ClusterRunner(Runner):
         objects = {t: obj for t, obj in used.items() if t not in sent}
         sent.update(objects)
         first = jobs[share[0][0]].points[0].array.dtype.str if share and jobs[share[0][0]].points else "<f8"
-        return {"label": label, "layout": token, "jobs": [j for j, _ids in share],
-                "objects": pickle.dumps(objects, protocol=pickle.HIGHEST_PROTOCOL) if objects else None,
-                "points": [encode_points(jobs[j].points) for j, _ids in share], "dtype": first}
+        return Request(label=label, layout=token, jobs=[j for j, _ids in share],
+                       objects=pickle.dumps(objects, protocol=pickle.HIGHEST_PROTOCOL) if objects else None,
+                       points=[encode_points(jobs[j].points) for j, _ids in share], dtype=first)
 
     def _worker_job(self, job: ReductionJob, ids: list[int]) -> WorkerJob:
         """``job``'s share of partitions ``ids`` on one worker, as it travels."""
@@ -442,19 +443,19 @@ class ClusterRunner(Runner):
         return WorkerJob(*head, dataset=self._token(pd.dataset), indices=ids,
                          stream_threads=pd.stream_workers)
 
-    async def _call_all(self, rpc: Any, payloads: dict[str, dict[str, Any]], deadline: Deadline
-                        ) -> dict[str, Any]:
+    async def _call_all(self, rpc: Any, payloads: dict[str, Request], deadline: Deadline
+                        ) -> dict[str, Reply | Exception]:
         """Call every worker at once through the connection pool ``rpc``; a reply, or the
         error of a broken call, per worker."""
 
-        async def one(addr: str, payload: dict[str, Any]) -> Any:
+        async def one(addr: str, payload: Request) -> Reply | Exception:
             try:
                 return await rpc(addr).laddu_reduce(request=payload)
             except Exception as err:  # noqa: BLE001 - a broken call is sorted out by the caller
                 return err
 
         tasks = {addr: asyncio.ensure_future(one(addr, p)) for addr, p in payloads.items()}
-        out: dict[str, Any] = {}
+        out: dict[str, Reply | Exception] = {}
         while tasks:
             done, _ = await asyncio.wait(list(tasks.values()), timeout=min(POLL, deadline.remaining()),
                                          return_when=asyncio.FIRST_COMPLETED)
@@ -522,23 +523,22 @@ class ClusterRunner(Runner):
             replies = self.direct.run(self._call_all, requests, deadline) if requests else {}
             calls += len(replies)
             todo, failed = {}, []
-            answered: dict[str, Any] = {}
+            answered: dict[str, Member] = {}
             for top, reply in replies.items():
                 sums, per_member = members(top, reply)
                 for j, partial in sums:
                     partials[j].append(partial)
                 answered.update(per_member)
             for addr in payloads.keys() - answered.keys():  # below a call that broke: ask again
-                answered[addr] = {"unanswered": True}
+                answered[addr] = Member(lost=None)
             for addr, reply in answered.items():
                 again = shares[addr]
-                if "unanswered" in reply:
-                    pass
-                elif "lost" in reply:  # the worker, or the call through its parent, broke
+                if "lost" in reply:  # the worker, or the call through its parent, broke
                     lost = reply["lost"]
                     if isinstance(lost, BaseException) and not is_lost_worker_error(lost):
                         raise lost
-                    failed.append(addr)
+                    if lost is not None:  # None: unanswered below a call that broke, asked again
+                        failed.append(addr)
                 elif "error" in reply:
                     raise reply["error"]
                 elif "need" in reply:  # the worker restarted at the same address

@@ -31,13 +31,10 @@ from typing import Any
 from distributed.protocol import to_serialize
 
 from laddu_dask.runtime.jobs import PointPartials
+from laddu_dask.runtime.protocol import ANSWERS, Member, Reply, Request, answers
 from laddu_dask.runtime.wire import decode_partials, encode_partials
 
 __all__ = ["members", "merge_replies", "plan_tree", "with_children"]
-
-#: A member's reply kept as it is (no partial sums to merge).
-_PLAIN = ("need", "error", "lost")
-
 
 def plan_tree(addresses: list[str], fan_in: int) -> dict[str, dict]:
     """Who calls whom: ``{address: its children's tree}``, at most ``fan_in`` calls per
@@ -55,31 +52,31 @@ def plan_tree(addresses: list[str], fan_in: int) -> dict[str, dict]:
     return out
 
 
-def with_children(payloads: dict[str, dict[str, Any]], tree: dict[str, dict]) -> dict[str, dict[str, Any]]:
+def with_children(payloads: dict[str, Request], tree: dict[str, dict]) -> dict[str, Request]:
     """The requests the caller sends: each top address's payload, its subtree's requests
     under ``"children"``."""
     out = {}
     for addr, below in tree.items():
-        request = dict(payloads[addr])
+        request = Request(payloads[addr])
         if below:
             request["children"] = with_children(payloads, below)
         out[addr] = request
     return out
 
 
-def merge_replies(own_address: str, own: dict[str, Any], children: dict[str, Any]) -> dict[str, Any]:
+def merge_replies(own_address: str, own: Reply, children: dict[str, Reply | Exception]) -> Reply:
     """A leader's reply: its own and its children's partial sums merged per job, and every
     member's bookkeeping under ``"members"`` (a child's exception as ``{"lost": ...}``)."""
     by_job: dict[int, list[PointPartials]] = {}
-    out_members: dict[str, dict[str, Any]] = {}
+    out_members: dict[str, Member] = {}
 
     def take(addr: str, reply: Any) -> None:
         if isinstance(reply, BaseException):
             out_members[addr] = {"lost": f"{type(reply).__name__}: {reply}"}
             return
-        if any(k in reply for k in _PLAIN):
+        if answers(reply):
             out_members[addr] = {k: to_serialize(reply[k]) if k == "error" else reply[k]
-                                 for k in _PLAIN if k in reply}
+                                 for k in ANSWERS if k in reply}
             return
         for j, partial in zip(reply["jobs"], decode_partials(reply["shapes"], reply["data"]), strict=True):
             if partial is not None:
@@ -95,15 +92,15 @@ def merge_replies(own_address: str, own: dict[str, Any], children: dict[str, Any
         take(addr, reply)
     jobs = sorted(by_job)
     shapes, data = encode_partials([PointPartials.merge(by_job[j]) for j in jobs])
-    return {"jobs": jobs, "shapes": shapes, "data": data, "members": out_members}
+    return Reply(jobs=jobs, shapes=shapes, data=data, members=out_members)
 
 
-def members(addr: str, reply: Any) -> tuple[list[tuple[int, PointPartials]], dict[str, Any]]:
+def members(addr: str, reply: Reply | Exception) -> tuple[list[tuple[int, PointPartials]], dict[str, Member]]:
     """What the client reads of one call's reply: the partial sums as ``(job, sums)`` and each
     member's bookkeeping (for a flat call, the worker itself; an exception: ``"lost"``)."""
     if isinstance(reply, BaseException):
         return [], {addr: {"lost": reply}}
-    if any(k in reply for k in _PLAIN):
+    if answers(reply):
         return [], {addr: reply}
     partials = [(j, p) for j, p in zip(reply["jobs"], decode_partials(reply["shapes"], reply["data"]),
                                        strict=True) if p is not None]

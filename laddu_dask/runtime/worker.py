@@ -11,18 +11,11 @@ release the GIL) and returns one exact partial sum per job and point.  It owns n
 reducers and the streamed datasets the client sent it, under a token each, so that an
 evaluation carries only parameters.
 
-A request is ``{"label": str, "layout": token, "objects": pickled {token: object} or None,
-"points": [bytes per job], "dtype": str, "jobs": [the client's index of each job]}``: the
-layout (a list of :class:`WorkerJob`, this worker's share of every job) is one of the
-objects, sent once and then named by its token, so that an evaluation carries only its
-points; with ``"children"`` (a reduction tree, :mod:`~laddu_dask.runtime.tree`) it also
-carries the requests of the workers below, which this one forwards, and its reply merges
-theirs.  The reply is ``{"jobs": [...], "shapes": ..., "data": bytes, "events": n,
-"counts": [partitions reduced per job]}`` with the partial sums of every job
-(:func:`~laddu_dask.runtime.wire.encode_partials`) and, when some partitions were not
-held, ``"missing"``: their keys, pickled; ``{"need": [tokens]}`` when the worker lacks
-an object (it restarted, or dropped it), or ``{"error": exception}`` when a reduction
-failed (a bad file, a non-positive intensity), raised again on the client.
+A call carries a :class:`~laddu_dask.runtime.protocol.Request` (this worker's share of every
+job, and in a reduction tree its children's requests, which it forwards and whose replies
+it merges, :mod:`~laddu_dask.runtime.tree`) and returns a
+:class:`~laddu_dask.runtime.protocol.Reply`: one exact partial sum per job and point, or
+why it has none (:mod:`~laddu_dask.runtime.protocol`).
 
 Examples
 --------
@@ -54,6 +47,7 @@ from laddu_dask.runtime.jobs import (
     thread_groups,
 )
 from laddu_dask.runtime.placement import TOPIC
+from laddu_dask.runtime.protocol import Reply, Request, needs
 from laddu_dask.runtime.tree import merge_replies
 from laddu_dask.runtime.wire import decode_points, encode_partials
 
@@ -95,7 +89,7 @@ class LadduWorker(WorkerPlugin):
             del worker.handlers[HANDLER]
         self.pool.shutdown(wait=False, cancel_futures=True)
 
-    async def reduce(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def reduce(self, request: Request) -> Reply:
         """The handler: reduce this worker's share of every job of one evaluation, and, for a
         request with ``"children"`` (a reduction tree, :mod:`laddu_dask.runtime.tree`),
         forward theirs meanwhile and merge their replies into this one."""
@@ -109,15 +103,15 @@ class LadduWorker(WorkerPlugin):
         replies = {addr: await call for addr, call in relays.items()}
         return merge_replies(self.worker.address, own, replies)
 
-    async def _relay(self, addr: str, request: dict[str, Any], timeout: float) -> Any:
+    async def _relay(self, addr: str, request: Request, timeout: float) -> Reply | Exception:
         """A child's reply, or the exception of a call that broke or took longer than ``timeout``."""
-        request = {**request, "timeout": timeout}
+        request = Request(request, timeout=timeout)
         try:
             return await asyncio.wait_for(self.worker.rpc(addr).laddu_reduce(request=request), timeout)
         except Exception as err:  # noqa: BLE001 - reported as lost: the client asks again
             return err
 
-    async def _reduce_own(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def _reduce_own(self, request: Request) -> Reply:
         """This worker's own share of the request."""
         self.calls += 1
         start = time.perf_counter()
@@ -125,12 +119,12 @@ class LadduWorker(WorkerPlugin):
             self.objects.update(pickle.loads(request["objects"]))
         layout = self.objects.get(request["layout"])
         if layout is None:
-            return {"need": [request["layout"]]}
+            return needs([request["layout"]])
         jobs: list[WorkerJob] = layout
         tokens = {t for job in jobs for t in (job.reducer, job.dataset) if t is not None}
         need = sorted(t for t in tokens if t not in self.objects)
         if need:
-            return {"need": [request["layout"], *need]}
+            return needs([request["layout"], *need])
         tokens.add(request["layout"])
         points = [decode_points(raw, job.n_points, request["dtype"])
                   for raw, job in zip(request["points"], jobs)]
@@ -189,7 +183,7 @@ class LadduWorker(WorkerPlugin):
                                         return_exceptions=True)
         errors = [d for d in done if isinstance(d, BaseException)]
         if errors:
-            return {"error": to_serialize(errors[0])}
+            return Reply(error=to_serialize(errors[0]))
         per_job: list[list[PointPartials]] = [[] for _ in jobs]
         for share in done:
             for j, partial in share:
@@ -199,8 +193,8 @@ class LadduWorker(WorkerPlugin):
         _on_worker_evaluation(self.worker, request.get("label", ""), time.perf_counter() - start, events)
         # one buffer of doubles: far cheaper to send than the arrays of every partial sum
         shapes, data = encode_partials(results)
-        reply: dict[str, Any] = {"jobs": request.get("jobs", list(range(len(jobs)))), "shapes": shapes,
-                                 "data": data, "events": events, "counts": counts}
+        reply = Reply(jobs=request.get("jobs", list(range(len(jobs)))), shapes=shapes, data=data,
+                      events=events, counts=counts)
         if missing:
             reply["missing"] = pickle.dumps(missing, protocol=pickle.HIGHEST_PROTOCOL)
         return reply
