@@ -526,7 +526,7 @@ RUNTIME = Path(__file__).resolve().parents[1] / "laddu_dask" / "runtime"
 #: The runtime's modules, lowest first: each may import only those before it.
 LAYERS = ("compilations", "point_programs", "heap", "accumulate", "finite", "grouped", "memory", "reduction",
           "direct_calls", "cuda_backend", "reducer", "disk_tier", "preparation", "jobs", "wire", "protocol",
-          "tree", "placement", "fit_board", "dashboard_page", "dashboard",
+          "tree", "worker_calls", "placement", "fit_board", "dashboard_page", "dashboard",
           "worker", "threaded", "local", "cluster", "execution", "capabilities",
           "normalization", "prepared", "__init__")
 

@@ -24,14 +24,13 @@ every merge is exact.  Every wait has a timeout and a typed error
 
 Examples
 --------
->>> from laddu_dask.runtime.cluster import is_lost_worker_error
->>> is_lost_worker_error(OSError("Timed out trying to connect"))
-True
+>>> from laddu_dask.runtime.cluster import fan_in
+>>> fan_in()
+16
 """
 
 from __future__ import annotations
 
-import asyncio
 import pickle
 import time
 import uuid
@@ -66,16 +65,14 @@ from laddu_dask.runtime.preparation import (
     preparation_graph,
     weight_sum,
 )
-from laddu_dask.runtime.protocol import Member, Reply, Request
+from laddu_dask.runtime.protocol import Member, Request
 from laddu_dask.runtime.reducer import PartitionReducer
 from laddu_dask.runtime.reduction import merge_list, tree_graph
 from laddu_dask.runtime.tree import members, plan_tree, with_children
 from laddu_dask.runtime.wire import encode_points
+from laddu_dask.runtime.worker_calls import call_all, is_lost_worker_error
 from laddu_dask.views import on_terminal
 
-#: Errors that mean "the worker (or its connection) is gone", not "the work failed".
-_LOST = ("CommClosedError", "KilledWorker", "FutureCancelledError", "StreamClosedError",
-         "OSError", "ConnectionError", "TimeoutError", "CancelledError")
 #: Worker states whose data an evaluation may read (a paused worker still answers calls).
 SERVING = ("running", "paused")
 #: Rounds an evaluation may take to reach all its partitions (each after a move or loss).
@@ -109,29 +106,6 @@ def fan_in() -> int:
         raise ParameterError("the Dask config laddu-dask.cluster.fan-in must be an integer >= 2, got "
                              f"{value!r}")
     return value
-
-
-class WorkerLostError(ClusterError):
-    """A worker went away while it served an evaluation; the evaluation asks again."""
-
-
-def is_lost_worker_error(err: BaseException) -> bool:
-    """Whether ``err`` means a worker or its connection went away."""
-    if isinstance(err, WorkerLostError):
-        return True
-    if isinstance(err, ClusterError):  # a lost scheduler, a timeout: final
-        return False
-    names = {type(e).__name__ for e in _chain(err)}
-    text = str(err).lower()
-    return bool(names & set(_LOST)) or "worker" in text and ("lost" in text or "died" in text)
-
-
-def _chain(err: BaseException) -> list[BaseException]:
-    out = []
-    while err is not None and err not in out:
-        out.append(err)
-        err = err.__cause__ or err.__context__
-    return out
 
 
 def _show_progress(futures: list[Any]) -> None:
@@ -443,46 +417,6 @@ class ClusterRunner(Runner):
         return WorkerJob(*head, dataset=self._token(pd.dataset), indices=ids,
                          stream_threads=pd.stream_workers)
 
-    async def _call_all(self, rpc: Any, payloads: dict[str, Request], deadline: Deadline
-                        ) -> dict[str, Reply | Exception]:
-        """Call every worker at once through the connection pool ``rpc``; a reply, or the
-        error of a broken call, per worker."""
-
-        async def one(addr: str, payload: Request) -> Reply | Exception:
-            try:
-                return await rpc(addr).laddu_reduce(request=payload)
-            except Exception as err:  # noqa: BLE001 - a broken call is sorted out by the caller
-                return err
-
-        tasks = {addr: asyncio.ensure_future(one(addr, p)) for addr, p in payloads.items()}
-        out: dict[str, Reply | Exception] = {}
-        while tasks:
-            done, _ = await asyncio.wait(list(tasks.values()), timeout=min(POLL, deadline.remaining()),
-                                         return_when=asyncio.FIRST_COMPLETED)
-            known: Any = ()
-            if not done and self.client.status == "running":  # a slow call: is its worker still there?
-                try:
-                    info = await asyncio.wait_for(rpc(self.client.scheduler.address).identity(n_workers=-1),
-                                                  POLL)
-                    known = info.get("workers", {})
-                except (TimeoutError, OSError):
-                    known = tasks  # the scheduler is slow: assume they are
-            for addr, task in list(tasks.items()):
-                if task.done():
-                    out[addr] = task.result()
-                elif addr in self.watch.removed or (not done and addr not in known):
-                    task.cancel()  # it left: its call would never return
-                    out[addr] = WorkerLostError(f"worker {addr} left during an evaluation")
-                else:
-                    continue
-                del tasks[addr]
-            if tasks and (deadline.expired() or self.client.status != "running"):
-                for task in tasks.values():
-                    task.cancel()
-                check_scheduler(self.client)
-                raise deadline.error("an evaluation", f"worker(s) {', '.join(sorted(tasks))}")
-        return out
-
     def run(self, jobs: list[ReductionJob]) -> list[PointPartials]:
         """One call per worker for all ``jobs``; partitions moved or lost are asked for again.
 
@@ -520,7 +454,8 @@ class ClusterRunner(Runner):
             requests = with_children(payloads, plan_tree(sorted(payloads), fan_in()))
             for request in requests.values():
                 request["timeout"] = deadline.remaining()
-            replies = self.direct.run(self._call_all, requests, deadline) if requests else {}
+            replies = (self.direct.run(call_all, self.client, self.watch.removed, requests, deadline)
+                       if requests else {})
             calls += len(replies)
             todo, failed = {}, []
             answered: dict[str, Member] = {}
