@@ -43,7 +43,8 @@ from laddu_dask.errors import DataError, NonFiniteError, ParameterError
 from laddu_dask.expr.ops import OPS, REAL, Term, call, conj
 from laddu_dask.runtime.accumulate import ExactPartials
 from laddu_dask.runtime.cuda_backend import CudaKernels
-from laddu_dask.runtime.reducer import CertifiedPartials, Params, PartitionReducer, PreparedPartition
+from laddu_dask.runtime.partition import Params, PreparedPartition
+from laddu_dask.runtime.reducer import CertifiedPartials, PartitionReducer
 
 NVCC = shutil.which("nvcc")
 GXX = shutil.which("g++")

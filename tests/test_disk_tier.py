@@ -31,7 +31,7 @@ from laddu_dask import (
 )
 from laddu_dask.errors import BudgetError, DiskTierError, NonFiniteError
 from laddu_dask.runtime.disk_tier import MAGIC, DiskStore
-from laddu_dask.runtime.reducer import PreparedPartition
+from laddu_dask.runtime.partition import PreparedPartition
 
 
 @pytest.fixture

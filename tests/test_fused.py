@@ -30,8 +30,9 @@ from laddu_dask.data.dataset import Dataset
 from laddu_dask.errors import NonFiniteError, NonPositiveIntensityError
 from laddu_dask.runtime.compilations import numba_available
 from laddu_dask.runtime.execution import Execution
+from laddu_dask.runtime.partition import Params
 from laddu_dask.runtime.prepared import PreparedModel, ReductionEvaluation, prepare_batch
-from laddu_dask.runtime.reducer import Params, PartitionReducer
+from laddu_dask.runtime.reducer import PartitionReducer
 
 pytestmark = pytest.mark.skipif(not numba_available(), reason="the fused kernels need Numba")
 

@@ -25,8 +25,8 @@ from laddu_dask.runtime import jobs
 from laddu_dask.runtime import worker as worker_module
 from laddu_dask.runtime.accumulate import CertifiedPartials, ExactPartials
 from laddu_dask.runtime.jobs import INLINE_EVENTS, WorkerJob
+from laddu_dask.runtime.partition import Params, PreparedPartition
 from laddu_dask.runtime.placement import TOPIC
-from laddu_dask.runtime.reducer import Params, PreparedPartition
 from laddu_dask.runtime.wire import decode_partials, encode_points
 from laddu_dask.runtime.worker import HANDLER, MAX_OBJECTS, LadduWorker, _run_share, _split
 

@@ -524,7 +524,8 @@ def test_execution_takes_laddus_signature():
 RUNTIME = Path(__file__).resolve().parents[1] / "laddu_dask" / "runtime"
 
 #: The runtime's modules, lowest first: each may import only those before it.
-LAYERS = ("compilations", "point_programs", "heap", "accumulate", "finite", "grouped", "memory", "reduction",
+LAYERS = ("compilations", "point_programs", "heap", "accumulate", "finite", "grouped", "memory", "partition",
+          "reduction",
           "direct_calls", "cuda_backend", "reducer", "disk_tier", "preparation", "jobs", "wire", "protocol",
           "tree", "worker_calls", "placement", "fit_board", "dashboard_page", "dashboard",
           "worker", "threaded", "local", "cluster", "execution", "capabilities",
@@ -635,7 +636,7 @@ def test_cluster_wire_carries_points_and_partial_sums_exactly():
     buffer of doubles) comes back bit for bit, subnormals, signed zeros and all."""
     from laddu_dask.runtime.accumulate import CertifiedPartials
     from laddu_dask.runtime.jobs import PointPartials
-    from laddu_dask.runtime.reducer import Params
+    from laddu_dask.runtime.partition import Params
     from laddu_dask.runtime.wire import decode_partials, decode_points, encode_partials, encode_points
 
     rng = np.random.default_rng(5)

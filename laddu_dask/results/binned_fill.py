@@ -50,8 +50,9 @@ from laddu_dask.results.events import host, intensity, prepare
 from laddu_dask.runtime.grouped import WORK_BYTES as GROUPED_WORK_BYTES
 from laddu_dask.runtime.grouped import GroupedPartials
 from laddu_dask.runtime.memory import decide_storage, format_bytes
+from laddu_dask.runtime.partition import Params
 from laddu_dask.runtime.prepared import auto_chunk_size, budget_chunk
-from laddu_dask.runtime.reducer import Params, PartitionReducer
+from laddu_dask.runtime.reducer import PartitionReducer
 from laddu_dask.runtime.reduction import object_token
 
 #: The rows every fill sums first: ``w``, ``1`` (the events) and ``w^2``.

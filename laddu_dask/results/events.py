@@ -37,9 +37,10 @@ from laddu_dask.data.batch import EventBatch
 from laddu_dask.data.dataset import Dataset
 from laddu_dask.errors import NonFiniteError
 from laddu_dask.runtime.execution import Execution
+from laddu_dask.runtime.partition import Params, PreparedPartition
 from laddu_dask.runtime.preparation import prepare_batch
 from laddu_dask.runtime.prepared import PreparedModel
-from laddu_dask.runtime.reducer import Params, PartitionReducer, PreparedPartition
+from laddu_dask.runtime.reducer import PartitionReducer
 from laddu_dask.runtime.reduction import object_token
 from laddu_dask.sums import ExactPartials
 

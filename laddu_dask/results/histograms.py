@@ -49,7 +49,8 @@ from laddu_dask.expr.node import Expr
 from laddu_dask.likelihood.terms import ExtendedNLL
 from laddu_dask.results.events import _block
 from laddu_dask.results.integrals import Selection, check_tags, find_term
-from laddu_dask.runtime.reducer import Params, PartitionReducer
+from laddu_dask.runtime.partition import Params
+from laddu_dask.runtime.reducer import PartitionReducer
 from laddu_dask.runtime.reduction import object_token
 from laddu_dask.sums import ExactPartials
 

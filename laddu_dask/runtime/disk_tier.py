@@ -20,7 +20,7 @@ writable arrays and nothing they do reaches the file.
 Examples
 --------
 >>> import numpy as np
->>> from laddu_dask.runtime.reducer import PreparedPartition
+>>> from laddu_dask.runtime.partition import PreparedPartition
 >>> store = DiskStore.create()
 >>> part = PreparedPartition([np.arange(3.0), np.array([1j, 2j, 3j])], np.ones(3), 3, 10, "x.parquet")
 >>> handle = store.write(part, 0)
@@ -47,7 +47,7 @@ from laddu_dask import config
 from laddu_dask.budgets import MemoryBudget
 from laddu_dask.errors import DiskTierError
 from laddu_dask.files import atomic_write, private_folder
-from laddu_dask.runtime.reducer import PreparedPartition
+from laddu_dask.runtime.partition import PreparedPartition
 
 __all__ = ["MAGIC", "DiskPartition", "DiskStore", "disk_budget_bytes", "disk_folder"]
 

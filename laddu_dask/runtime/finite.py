@@ -15,7 +15,7 @@ with its magnitude.
 Examples
 --------
 >>> import numpy as np
->>> from laddu_dask.runtime.reducer import PreparedPartition
+>>> from laddu_dask.runtime.partition import PreparedPartition
 >>> part = PreparedPartition([np.array([1e-200, 1.0])], np.array([1e300, 1.0]), 2, 0, "arrays")
 >>> def rows(p):  # w * (x * 1e200) * 1e-200: the middle product overflows for event 0
 ...     with np.errstate(over="ignore"):

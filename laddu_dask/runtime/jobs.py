@@ -37,8 +37,9 @@ from laddu_dask.data.dataset import Dataset
 from laddu_dask.runtime.accumulate import CertifiedPartials
 from laddu_dask.runtime.disk_tier import DiskPartition
 from laddu_dask.runtime.memory import MemoryDecision
+from laddu_dask.runtime.partition import Params, PreparedPartition
 from laddu_dask.runtime.preparation import PreparedDataset, prepare_partition
-from laddu_dask.runtime.reducer import Params, PartitionReducer, PreparedPartition
+from laddu_dask.runtime.reducer import PartitionReducer
 
 #: An evaluation (or a worker's share of one) of at most this many resident events runs
 #: in the thread that asked for it: thread hand-overs would cost more than the work.

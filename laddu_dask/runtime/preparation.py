@@ -1,7 +1,7 @@
 """Partition preparation: the event-only part of a model mapped over a dataset.
 
 A partition is prepared once: its columns are loaded and the model's event-only
-nodes are evaluated into a :class:`~laddu_dask.runtime.reducer.PreparedPartition`
+nodes are evaluated into a :class:`~laddu_dask.runtime.partition.PreparedPartition`
 (the cached columns and the weights).  :func:`preparation_graph` is the Dask graph
 of it, one task per partition on top of :meth:`Dataset.partition_graph
 <laddu_dask.data.dataset.Dataset.partition_graph>`, under keys that name the dataset
@@ -38,7 +38,8 @@ from laddu_dask.data.batch import EventBatch
 from laddu_dask.data.dataset import Dataset
 from laddu_dask.runtime.disk_tier import DiskPartition, DiskStore
 from laddu_dask.runtime.memory import MemoryDecision
-from laddu_dask.runtime.reducer import PartitionReducer, PreparedPartition
+from laddu_dask.runtime.partition import PreparedPartition
+from laddu_dask.runtime.reducer import PartitionReducer
 from laddu_dask.sums import ExactPartials
 
 

@@ -50,8 +50,9 @@ from laddu_dask.runtime.disk_tier import disk_budget_bytes
 from laddu_dask.runtime.execution import Execution
 from laddu_dask.runtime.jobs import ReductionJob
 from laddu_dask.runtime.memory import MemoryPlan, decide_storage
+from laddu_dask.runtime.partition import Params
 from laddu_dask.runtime.preparation import PreparedDataset, prepare_batch
-from laddu_dask.runtime.reducer import Params, PartitionReducer
+from laddu_dask.runtime.reducer import PartitionReducer
 from laddu_dask.sums import work_bytes
 
 #: Bounds of the chunk size the runtime picks when the user chose none: partitions

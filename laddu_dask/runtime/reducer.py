@@ -37,7 +37,6 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from dask.sizeof import sizeof
 
 from laddu_dask import config
 from laddu_dask.arrays import all_finite
@@ -52,79 +51,11 @@ from laddu_dask.options import Kernel
 from laddu_dask.runtime.accumulate import CertifiedPartials, Uncertified
 from laddu_dask.runtime.compilations import _COMPILING, numba_available
 from laddu_dask.runtime.finite import finite_terms
+from laddu_dask.runtime.partition import Params, PreparedPartition
 from laddu_dask.runtime.point_programs import PointProgram, point_program
 from laddu_dask.sums import ExactPartials
 
 KERNELS = Kernel.values()
-
-
-class PreparedPartition:
-    """The cached event-only columns and weights of one partition."""
-
-    __slots__ = ("cache", "weights", "n", "offset", "source")
-
-    def __init__(self, cache: list, weights: Any, n: int, offset: int, source: str) -> None:
-        self.cache = cache
-        self.weights = weights
-        self.n = n
-        self.offset = offset
-        self.source = source
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes held."""
-        return int(sum(c.nbytes for c in self.cache) + self.weights.nbytes)
-
-
-@sizeof.register(PreparedPartition)
-def _sizeof_prepared(part: PreparedPartition) -> int:
-    """Dask's size of a prepared partition (managed memory on a worker): its arrays' bytes."""
-    return part.nbytes + 64 * (len(part.cache) + 2)
-
-
-class Params:
-    """A parameter point travelling in a task graph (opaque to Dask's graph parsing)."""
-
-    __slots__ = ("_values", "array")
-
-    def __init__(self, values: tuple) -> None:
-        self._values = values
-        self.array = np.array(values, dtype=type(values[0]) if values else np.float64)
-
-    @property
-    def values(self) -> tuple:
-        """The values as a tuple of scalars (what the array kernels take), built on first use:
-        the fused kernels read :attr:`array` only."""
-        if self._values is None:
-            self._values = tuple(self.array)
-        return self._values
-
-    @classmethod
-    def trusted(cls, array: np.ndarray) -> Params:
-        """A point wrapping ``array`` (1-D, of its precision's dtype) without a copy: for
-        arrays that were checked and that nobody mutates while the point is in use."""
-        out = cls.__new__(cls)
-        out.array = array
-        out._values = None
-        return out
-
-    def __reduce__(self) -> tuple:
-        # the array alone travels (its values are rebuilt from it): a point is pickled on
-        # every cluster evaluation, and a tuple of NumPy scalars costs several times more
-        return _params_from_bytes, (self.array.tobytes(), self.array.dtype.str)
-
-    @classmethod
-    def from_array(cls, array: np.ndarray) -> Params:
-        """A point from a 1-D array of its precision's dtype (copied)."""
-        out = cls.__new__(cls)
-        out.array = array.copy()
-        out._values = None
-        return out
-
-
-def _params_from_bytes(raw: bytes, dtype: str) -> Params:
-    """The point :meth:`Params.__reduce__` pickled: its array's bytes and dtype."""
-    return Params.from_array(np.frombuffer(raw, dtype=dtype))
 
 
 class PartitionReducer:

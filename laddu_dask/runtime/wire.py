@@ -26,7 +26,7 @@ import numpy as np
 
 from laddu_dask.runtime.accumulate import CertifiedPartials
 from laddu_dask.runtime.jobs import PointPartials
-from laddu_dask.runtime.reducer import Params
+from laddu_dask.runtime.partition import Params
 
 
 def encode_points(points: Sequence[Params]) -> bytes:
