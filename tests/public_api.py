@@ -29,12 +29,14 @@ def _signature(obj: object) -> str:
 
 
 def _declared(cls: type) -> dict[str, object]:
-    """The members ``cls`` declares: its own, and those of the lower layer's class of the same
-    name that it presents (``laddu_dask.facade``'s ``Likelihood`` adds the methods of the
-    layers above to ``laddu_dask.likelihood.Likelihood``); the nearer class wins."""
+    """The members ``cls`` presents from laddu-dask's own classes: its own, those of the mixins
+    it is assembled from (``Dataset``'s operations and writers), and those of the lower
+    layer's class of the same name (``laddu_dask.facade``'s ``Likelihood`` adds the methods of
+    the layers above to ``laddu_dask.likelihood.Likelihood``); the nearer class wins.  Members
+    of other packages' bases (Dask's collection protocol) are theirs to keep."""
     members: dict[str, object] = {}
     for base in reversed(cls.__mro__):
-        if base.__name__ == cls.__name__ and base.__module__.startswith("laddu_dask."):
+        if base.__module__.startswith("laddu_dask."):
             members.update(vars(base))
     return members
 

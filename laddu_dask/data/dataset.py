@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import functools
 import numbers
-import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -51,14 +50,13 @@ from laddu_dask.data.dask_input import dask_origin
 from laddu_dask.data.decisions import DecisionRecord
 from laddu_dask.data.display import DatasetDisplay
 from laddu_dask.data.operations import DatasetOperations
-from laddu_dask.data.parquet_writer import write_parquet
 from laddu_dask.data.partition import DataOrigin, Partition
 from laddu_dask.data.plans import ReadPlan
 from laddu_dask.data.read_options import check_cache, check_memory
-from laddu_dask.data.root_writer import write_root
 from laddu_dask.data.schema import Schema
 from laddu_dask.data.sources import FormatSource
 from laddu_dask.data.weights import exact_weight_sum
+from laddu_dask.data.writing import DatasetWriting
 from laddu_dask.errors import SchemaError
 
 __all__ = ["DEFAULT_CHUNK_SIZE", "MEMORY_POLICIES", "ArrayPartition", "DataOrigin", "Dataset",
@@ -85,7 +83,7 @@ def _holds_dask(*groups: Any) -> bool:
 # ----------------------------------------------------------------------------- dataset
 
 
-class Dataset(DatasetCollection, DatasetOperations, DatasetDisplay, DecisionRecord):
+class Dataset(DatasetCollection, DatasetOperations, DatasetWriting, DatasetDisplay, DecisionRecord):
     """Weighted events in partitions, from arrays, Parquet files or a Dask collection.
 
     Build one with :meth:`from_arrays`, :meth:`from_dask` or
@@ -477,45 +475,3 @@ class Dataset(DatasetCollection, DatasetOperations, DatasetDisplay, DecisionReco
                 self._sum_weights = exact_weight_sum(self.partitions, loads, num_workers,
                                                      self._source_label())
         return self._sum_weights
-
-    def write_parquet(self, path: str | os.PathLike[str], precision: str = "f64") -> None:
-        """Write every column and the weights to one Parquet file, atomically.
-
-        Parameters
-        ----------
-        path : path-like
-            Output file; written to a temporary file in the same folder, then renamed.
-        precision : {"f64", "f32"}
-            Storage precision.
-
-        Raises
-        ------
-        ValueError
-            If ``precision`` is not ``"f64"`` or ``"f32"`` (nothing is written).
-        """
-        write_parquet(self, path, precision=precision)
-
-    def write_root(self, path: str | os.PathLike[str], tree: str = "tree",
-                   precision: str | None = None, amptools: Sequence[str] | None = None) -> None:
-        """Write every column and the weights to one ROOT TTree, atomically (through uproot).
-
-        Parameters
-        ----------
-        path : path-like
-            Output file; written to a temporary file in the same folder, then renamed.
-        tree : str, default "tree"
-            The TTree's name.
-        precision : {"f64", "f32"}, optional
-            Storage precision (``"f64"``; ``"f32"`` with ``amptools``).
-        amptools : sequence of str, optional
-            Write the AmpTools flat-tree convention: the four-vectors' names, the beam's
-            first (see :func:`~laddu_dask.data.root_writer.write_root`).
-
-        Raises
-        ------
-        ValueError
-            A bad ``precision`` or ``tree`` (nothing is written).
-        SchemaError
-            ``amptools`` does not name exactly the dataset's four-vectors.
-        """
-        write_root(self, path, tree=tree, precision=precision, amptools=amptools)

@@ -36,8 +36,6 @@ from laddu_dask.data.checks import check_execution, resolve_chunk_size
 from laddu_dask.data.derived import DerivedOrigin, RowRule, map_batches
 from laddu_dask.data.histogram import Histogram, histogram_partials
 from laddu_dask.data.joint_histogram import JointHistogram, check_axes, joint_partials
-from laddu_dask.data.registry import format_named
-from laddu_dask.data.sinks import FormatSink, ParquetSink, RootSink, WriteResult
 from laddu_dask.errors import ModelError
 from laddu_dask.expr.node import Expr, walk
 from laddu_dask.expr.predicate import Predicate
@@ -397,61 +395,6 @@ class DatasetOperations:
             effective_entries=total * total / squares if squares > 0 else None,
             positive_weights=positive, negative_weights=negative,
         )
-
-    def write_to(self, sink: ParquetSink | RootSink | FormatSink, *, output: str | None = None,
-                 chunk_size: int | None = None, execution: Any = None) -> WriteResult:
-        """Write every event to ``sink`` (laddu's ``Dataset.write_to``): a
-        :class:`~laddu_dask.ParquetSink`, :class:`~laddu_dask.RootSink` or a format's
-        :class:`~laddu_dask.io.FormatSink`, atomically, through the registered format.
-
-        Parameters
-        ----------
-        sink : ParquetSink, RootSink or FormatSink
-            The format, path and precision (or a format's options).
-        output : {"auto", "single", "sharded"}, optional
-            One file at the sink's path (``"auto"``, ``"single"``), or laddu's shard of rank
-            0 of 1 (``NAME.rank00000-of00001.EXT``, or ``PATH/part-rank00000-of00001.EXT``
-            for a path without a suffix).
-        chunk_size : int, optional
-            Events per write (a Parquet row group; default: the dataset's partitions).
-        execution : Execution, optional
-            Accepted for laddu's signature (writing runs in this process).
-
-        Returns
-        -------
-        WriteResult
-            The file written and its event count (``paths``, ``counts``, ``events``).
-
-        Raises
-        ------
-        TypeError, ValueError
-            Another kind of sink, or a bad keyword (naming it: ``output``, ``chunk_size``).
-
-        Examples
-        --------
-        >>> import os, tempfile
-        >>> import numpy as np
-        >>> import laddu_dask as ld
-        >>> ds = ld.Dataset.from_arrays(scalars={"x": np.arange(3.0)})
-        >>> result = ds.write_to(ld.ParquetSink(os.path.join(tempfile.mkdtemp(), "x.parquet")))
-        >>> result.counts, result.events
-        ([3], 3)
-        """
-        check_execution(execution, "write_to")
-        if isinstance(sink, FormatSink):
-            return sink.format.write(self, sink.target, options=sink.options,  # type: ignore[attr-defined]
-                                     output=sink.output if output is None else output,
-                                     chunk_size=sink.chunk_size if chunk_size is None else chunk_size,
-                                     execution=execution)
-        if not isinstance(sink, (ParquetSink, RootSink)):
-            raise TypeError(f"write_to needs a ParquetSink, RootSink or FormatSink, got "
-                            f"{type(sink).__name__}")
-        if isinstance(sink, ParquetSink):
-            name, options = "parquet", {"precision": sink.precision}
-        else:
-            name, options = "root", {"tree": sink.tree, "precision": sink.precision}
-        return format_named(name).write(self, sink.path, options=options, output=output,  # type: ignore[arg-type]
-                                        chunk_size=chunk_size, execution=execution)
 
     def batches(self, *, chunk_size: int | None = None, execution: Any = None) -> BatchIterator:
         """The events in batches of at most ``chunk_size`` (default: the partitions), one
