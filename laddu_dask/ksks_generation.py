@@ -53,8 +53,9 @@ import numpy as np
 from laddu_dask.data.dataset import Dataset
 from laddu_dask.errors import ParameterError
 from laddu_dask.expr import particles
+from laddu_dask.expr.functions import atan2
 from laddu_dask.expr.model import Model
-from laddu_dask.expr.node import Expr, atan2
+from laddu_dask.expr.node import Expr
 from laddu_dask.expr.particles import Particle
 from laddu_dask.expr.proposals import InitialMomentum, MassProposal, VertexProposal
 from laddu_dask.expr.topology import Channel, Edge, Vertex

@@ -30,7 +30,7 @@ from laddu_dask.compile.compiled import CompiledModel
 from laddu_dask.compile.plan import ReductionPlan
 from laddu_dask.data.parquet import DECODE_BYTES_PER_ROW, ParquetPartition, read_parquet
 from laddu_dask.expr import parameter, scalar
-from laddu_dask.expr.node import complex_
+from laddu_dask.expr.functions import complex_
 from laddu_dask.runtime.compilations import numba_available
 from laddu_dask.runtime.execution import Execution
 from laddu_dask.runtime.jobs import stream_partitions

@@ -17,7 +17,8 @@ import math
 from fractions import Fraction
 
 from laddu_dask.errors import ModelError
-from laddu_dask.expr.node import Expr, ExprLike, as_expr, complex_, constant
+from laddu_dask.expr.functions import complex_
+from laddu_dask.expr.node import Expr, ExprLike, as_expr, constant
 from laddu_dask.expr.quantum import doubled
 
 

@@ -31,7 +31,8 @@ from fractions import Fraction
 from typing import Any
 
 from laddu_dask.errors import ModelError
-from laddu_dask.expr.node import Expr, ExprLike, as_expr, cis, powi
+from laddu_dask.expr.functions import cis
+from laddu_dask.expr.node import Expr, ExprLike, as_expr, powi
 from laddu_dask.expr.quantum import J, M, doubled
 
 

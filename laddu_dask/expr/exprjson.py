@@ -44,10 +44,12 @@ import json as _json
 from typing import Any
 
 from laddu_dask.errors import ModelError
+from laddu_dask.expr.functions import atan2, complex_
 from laddu_dask.expr.linalg import Matrix, Vector, dot, expr_sum, matmul, matvec, solve
-from laddu_dask.expr.node import Expr, apply, atan2, column, complex_, constant, is_nonnegative, powi, walk
+from laddu_dask.expr.node import Expr, apply, column, constant, powi, walk
 from laddu_dask.expr.ops import COMPLEX, OPS, REAL
 from laddu_dask.expr.parameter import ParameterSpec, parameter
+from laddu_dask.expr.positivity import is_nonnegative
 from laddu_dask.expr.tags import TAG, tag
 
 _P4 = {"e": "E", "px": "Px", "py": "Py", "pz": "Pz"}

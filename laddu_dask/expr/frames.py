@@ -39,7 +39,8 @@ import enum
 from typing import TYPE_CHECKING
 
 from laddu_dask.errors import ModelError
-from laddu_dask.expr.node import Expr, acos, atan2
+from laddu_dask.expr.functions import acos, atan2
+from laddu_dask.expr.node import Expr
 from laddu_dask.expr.vectors import Vec3, Vec4
 
 if TYPE_CHECKING:  # pragma: no cover - typing only

@@ -26,8 +26,9 @@ from collections.abc import Sequence
 
 from laddu_dask.errors import ModelError
 from laddu_dask.expr.amplitudes import _integer, _real
+from laddu_dask.expr.functions import complex_
 from laddu_dask.expr.linalg import Matrix, Vector, matrix
-from laddu_dask.expr.node import Expr, ExprLike, as_expr, complex_, constant
+from laddu_dask.expr.node import Expr, ExprLike, as_expr, constant
 
 #: Reference momentum of the Blatt-Weisskopf barrier factors (GeV), laddu's default.
 Q_R = 0.1973

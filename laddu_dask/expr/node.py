@@ -32,6 +32,7 @@ import numpy as np
 from laddu_dask.errors import ModelError
 from laddu_dask.expr.expr_views import ExprViews
 from laddu_dask.expr.ops import COMPLEX, LEAVES, OPS, REAL, evaluate
+from laddu_dask.expr.positivity import is_nonnegative
 
 Number = int | float | complex
 ExprLike = Union["Expr", int, float, complex]
@@ -224,7 +225,7 @@ class Expr(ExprViews):
     def acos(self) -> Expr:
         """Inverse cosine of a real expression, of the argument clipped to ``[-1, 1]`` (laddu's
         ``acos``: 0 above 1, pi below -1)."""
-        return acos(self)
+        return apply("acos", self)
 
     def abs(self) -> Expr:
         """Absolute value (the modulus for complex values)."""
@@ -466,126 +467,12 @@ def powi(base: ExprLike, n: int) -> Expr:
     return Expr._intern("powi", (base,), int(n), base.kind)
 
 
-_NONNEGATIVE_OPS = ("abs", "norm_sqr", "exp")
-_CLOSED_OPS = ("add", "mul", "div", "sqrt")  # non-negative arguments give a non-negative result
-
-
-def is_nonnegative(node: Expr) -> bool:
-    """Whether a real expression is non-negative (or NaN) for every event by construction.
-
-    True for non-negative constants, ``x * x``, even powers, moduli, ``norm_sqr``,
-    exponentials, and sums, products, quotients and square roots of such expressions.
-    ``sqrt`` and ``log`` use it to stay real where laddu's complex value is real anyway.
-
-    Examples
-    --------
-    >>> import laddu_dask as ld
-    >>> x = ld.scalar("x")
-    >>> is_nonnegative(x * x + 2.0), is_nonnegative(x - 1.0)
-    (True, False)
-    """
-    memo: dict[int, bool] = {}
-
-    def check(n: Expr) -> bool:
-        hit = memo.get(n.serial)
-        if hit is None:
-            hit = memo[n.serial] = _nonnegative_node(n, check)
-        return hit
-
-    return node.kind == REAL and check(node)
-
-
-def _nonnegative_node(n: Expr, check) -> bool:
-    if n.kind != REAL:
-        return False
-    if n.op == "tag":  # a projection tag is the value of its argument
-        return check(n.args[0])
-    if n.op == "const":
-        return not n.attr < 0.0
-    if n.op in _NONNEGATIVE_OPS:
-        return True
-    if n.op == "mul" and n.args[0] is n.args[1]:
-        return True
-    if n.op == "powi":
-        return n.attr % 2 == 0 or check(n.args[0])
-    if n.op in _CLOSED_OPS:
-        return all(check(a) for a in n.args)
-    return False
-
-
 def _compare(op: str, left: Expr, right: object) -> Any:
     if not isinstance(right, (Expr, int, float, complex, np.number)) or isinstance(right, (bool, np.bool_)):
         return NotImplemented
     from laddu_dask.expr.predicate import compare  # the predicates build on this module
 
     return compare(op, left, as_expr(right))
-
-
-def acos(value: ExprLike) -> Expr:
-    """The inverse cosine of a real expression, of the argument clipped to ``[-1, 1]``
-    (laddu's ``acos``: 0 above 1, pi below -1).
-
-    Examples
-    --------
-    >>> import laddu_dask as ld
-    >>> ld.acos(-1.0).attr == math.pi, ld.acos(2.0).attr
-    (True, 0.0)
-    """
-    return apply("acos", as_expr(value))
-
-
-def cis(phase: ExprLike) -> Expr:
-    """The unit complex number ``exp(i phase)`` (laddu's ``cis``): ``cos + i sin`` of a real
-    phase, ``exp(i z)`` of a complex one.
-
-    Examples
-    --------
-    >>> import laddu_dask as ld
-    >>> ld.cis(0.0)
-    Expr(const (1+0j))
-    """
-    phase = as_expr(phase)
-    if phase.kind == COMPLEX:
-        return (1j * phase).exp()
-    return apply("cis", phase)
-
-
-def atan2(y: ExprLike, x: ExprLike) -> Expr:
-    """The quadrant-aware angle ``atan2(y, x)`` of two real expressions.
-
-    Examples
-    --------
-    >>> import laddu_dask as ld
-    >>> ld.atan2(1.0, 1.0)
-    Expr(const 0.7853981633974483)
-    """
-    return apply("atan2", as_expr(y), as_expr(x))
-
-
-def complex_(re: ExprLike, im: ExprLike) -> Expr:
-    """The complex expression ``re + i im`` from two real expressions (``ld.complex``).
-
-    Examples
-    --------
-    >>> import laddu_dask as ld
-    >>> c = ld.complex(ld.parameter("re"), ld.parameter("im"))
-    >>> c.kind
-    'complex'
-    """
-    return apply("complex", as_expr(re), as_expr(im))
-
-
-def polar_complex(magnitude: ExprLike, phase: ExprLike) -> Expr:
-    """The complex expression ``magnitude * exp(i phase)``.
-
-    Examples
-    --------
-    >>> import laddu_dask as ld
-    >>> ld.polar_complex(2.0, 0.0)
-    Expr(const (2+0j))
-    """
-    magnitude, phase = as_expr(magnitude), as_expr(phase)
-    return magnitude * complex_(phase.cos(), phase.sin())
 
 
 def walk(root: Expr) -> list[Expr]:

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from laddu_dask.errors import ParameterError
-from laddu_dask.expr.node import Expr, complex_, polar_complex
+from laddu_dask.expr.functions import complex_, polar_complex
+from laddu_dask.expr.node import Expr
 from laddu_dask.expr.ops import REAL
 from laddu_dask.views import format_bounds
 

@@ -30,7 +30,8 @@ from typing import Any
 
 from laddu_dask.errors import ModelError
 from laddu_dask.expr.amplitudes import spherical_harmonic
-from laddu_dask.expr.node import Expr, ExprLike, as_expr, atan2, cis, complex_, scalar
+from laddu_dask.expr.functions import atan2, cis, complex_
+from laddu_dask.expr.node import Expr, ExprLike, as_expr, scalar
 from laddu_dask.expr.quantum import Parity
 from laddu_dask.expr.vectors import Vec3, Vec4
 

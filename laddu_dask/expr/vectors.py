@@ -25,8 +25,9 @@ from collections.abc import Iterator
 
 from laddu_dask.errors import ModelError
 from laddu_dask.expr.exprjson import from_dict, parse_json, to_dict
+from laddu_dask.expr.functions import atan2
 from laddu_dask.expr.linalg import Vector
-from laddu_dask.expr.node import Expr, ExprLike, apply, as_expr, atan2, column
+from laddu_dask.expr.node import Expr, ExprLike, apply, as_expr, column
 
 P4_COMPONENTS = ("e", "px", "py", "pz")
 
