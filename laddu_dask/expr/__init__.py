@@ -16,18 +16,13 @@ from laddu_dask.expr.linalg import Matrix, Vector, dot, matmul, matrix, matvec, 
 from laddu_dask.expr.lineshapes import (
     Q_R,
     BarrierKind,
-    Sheet,
     blatt_weisskopf,
     blatt_weisskopf_barriers,
     blatt_weisskopf_custom,
-    breakup_momentum,
     breit_wigner,
-    chew_mandelstam,
     flatte,
-    q,
     relativistic_breit_wigner,
     relativistic_breit_wigner_custom,
-    rho,
 )
 from laddu_dask.expr.model import Model
 from laddu_dask.expr.node import (
@@ -45,6 +40,7 @@ from laddu_dask.expr.parameter import ParameterSpec, cparameter, merge_parameter
 from laddu_dask.expr.positivity import is_nonnegative
 from laddu_dask.expr.predicate import Predicate
 from laddu_dask.expr.tags import project, strip_tags, tags_of
+from laddu_dask.expr.two_body import Sheet, breakup_momentum, chew_mandelstam, q, rho
 from laddu_dask.expr.updates import ParameterUpdate
 from laddu_dask.expr.vectors import Vec3, Vec4
 
@@ -64,8 +60,8 @@ from laddu_dask.expr.rules import (
     RuleCheck,
     RuleReport,
     RuleSet,
-    SelectionRules,
 )
+from laddu_dask.expr.selection_rules import SelectionRules
 from laddu_dask.expr.topology import Channel, Edge, Vertex
 
 __all__ = [
