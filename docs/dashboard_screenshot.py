@@ -3,7 +3,7 @@
 page after real fits of the KsKs sample.
 
 Starts a two-process ``LocalCluster`` with its dashboard on 127.0.0.1, writes the KsKs
-sample (``laddu_dask.ksks.write_sample``), fits it with MIGRAD again and again for a while,
+sample (``laddu_dask.datasets.ksks.write_sample``), fits it with MIGRAD again and again for a while,
 then captures the dashboard's ``/status`` page and laddu-dask's ``/laddu-dask`` page with
 headless Chromium (after the fits, so that the browser's rendering does not slow them on a
 small machine and the Task Stream holds still under the mouse that shows one rectangle's

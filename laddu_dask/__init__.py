@@ -38,6 +38,9 @@ from laddu_dask.data import (
     read_parquet,
     read_root,
 )
+
+# the demo's toy reaction, `from laddu_dask import ksks` (laddu_dask.datasets)
+from laddu_dask.datasets import ksks  # noqa: F401
 from laddu_dask.errors import (
     BudgetError,
     ClosureError,
@@ -134,6 +137,7 @@ from laddu_dask.expr import complex_ as complex  # noqa: A001 - laddu's name
 # the public classes with the methods of the layers above theirs (laddu_dask.facade):
 # Likelihood's many fits, projections and yields, Model's evaluation, Channel's generation check
 from laddu_dask.facade import NLL, Channel, ExtendedNLL, Likelihood, Model, binned_likelihoods, fit_bins
+from laddu_dask.generation import GenerationReport, Generator, ProvenEnvelopeReport
 from laddu_dask.likelihood import (
     Ensemble,  # laddu's named parameter draws (bootstrap_fit, Ensemble.from_mcmc)
     FitResult,
@@ -144,7 +148,7 @@ from laddu_dask.likelihood import (
 )
 from laddu_dask.options import Device, FitMethod, Kernel, MemoryPolicy, Normalization, Precision, Scheduler
 
-# the results layer: projections, fit fractions, yields, cross sections, Monte Carlo generation
+# the results layer: projections, fit fractions, yields, cross sections, closure studies
 from laddu_dask.results import (
     AreaUnit,
     Axis,
@@ -155,13 +159,10 @@ from laddu_dask.results import (
     CrossSectionProjection,
     Estimate,
     FitFractions,
-    GenerationReport,
-    Generator,
     IntensityIntegrals,
     LikelihoodProjection,
     Luminosity,
     ProjectionHistograms,
-    ProvenEnvelopeReport,
     RateClosure,
     ScalarErrorView,
     Yield,

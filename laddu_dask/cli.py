@@ -67,9 +67,9 @@ def run_demo(
     quiet : bool
         Print nothing.
     generator : bool
-        Draw the sample with laddu-dask's ``Generator`` (:func:`laddu_dask.ksks.generate_datasets`,
+        Draw the sample with laddu-dask's ``Generator`` (:func:`laddu_dask.datasets.ksks.generate_datasets`,
         folders ``data/`` and ``accmc/``) instead of the reference sampler
-        (:func:`laddu_dask.ksks.write_sample`, ``data.parquet`` and ``accmc.parquet``).
+        (:func:`laddu_dask.datasets.ksks.write_sample`, ``data.parquet`` and ``accmc.parquet``).
     """
     import laddu_dask as ld
     from laddu_dask import ksks

@@ -1,4 +1,4 @@
-"""An independent reference for the K_S K_S toy (``laddu_dask.ksks``), written for the tests.
+"""An independent reference for the K_S K_S toy (``laddu_dask.datasets.ksks``), written for the tests.
 
 The toy is specified by its physics (the benchmark's definition): gamma p -> p X, X -> K_S K_S,
 beam 8.5 GeV along +z on a proton at rest, X flat in mass on [1, 2] GeV, |t| exponential with
@@ -6,7 +6,7 @@ slope 3 GeV^-2 between its kinematic limits, the decay angles of kshort1 in the 
 with axes z = unit(X.vec3), y = unit(beam.vec3 x z), x = y x z (lab three-vectors), and the
 intensity |BW_S Y_0^0 + BW_D sum_m c_m Y_2^m|^2 with BW(s; M, G) = 1 / (M^2 - s - i M G).
 
-Everything here is computed another way than in ``laddu_dask.ksks``: the rest-frame boost as a
+Everything here is computed another way than in ``laddu_dask.datasets.ksks``: the rest-frame boost as a
 4x4 Lorentz matrix, cos(theta) also from Lorentz invariants alone, the spherical harmonics from
 SciPy, the two-body momenta from the Kallen function, and the expectations of |t| and of the
 proton's lab momentum as integrals (SciPy quadrature) of the generating densities rather than

@@ -18,8 +18,8 @@ from laddu_dask.data.batch import EventBatch
 from laddu_dask.data.dataset import DEFAULT_CHUNK_SIZE, Dataset, Partition
 from laddu_dask.data.parquet import read_parquet
 from laddu_dask.data.schema import Schema
+from laddu_dask.datasets.ksks import write_sample
 from laddu_dask.errors import DataError, SchemaError, UnsafeOutputError
-from laddu_dask.ksks import write_sample
 
 P4_NAMES = ("beam", "proton", "kshort1", "kshort2")
 

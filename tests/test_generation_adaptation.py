@@ -1,7 +1,7 @@
 """Unweighted generation with proposals adapted to the model (issue 24, point 6).
 
 ``Generator.unweighted`` learns the model's marginals in the channel's mass, ``t`` and decay
-angle from its pilot and proposes from a defensive mixture (:mod:`laddu_dask.results.adaptation`).
+angle from its pilot and proposes from a defensive mixture (:mod:`laddu_dask.generation.adaptation`).
 What a user relies on: the acceptance on laddu's polarized photoproduction tutorial is at
 least laddu 0.28.1's (measured with laddu's own generator on the same channel and model),
 and the accepted events still follow the model exactly, checked against a closed form and
@@ -19,7 +19,7 @@ import pytest
 import scipy.stats
 
 import laddu_dask as ld
-from laddu_dask.results.adaptation import DEFENSIVE, LearnedDensity, efficiency, learn
+from laddu_dask.generation.adaptation import DEFENSIVE, LearnedDensity, efficiency, learn
 
 try:
     from tests import laddu_reference as lr

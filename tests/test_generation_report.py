@@ -15,7 +15,7 @@ import pytest
 
 import laddu_dask as ld
 from laddu_dask.errors import BudgetError
-from laddu_dask.results.report import GenerationReport, PartitionStats, merge_stats
+from laddu_dask.generation.report import GenerationReport, PartitionStats, merge_stats
 
 
 def _photoproduction() -> ld.Channel:

@@ -104,7 +104,7 @@ def test_the_proven_envelope_bounds_shaped_proposals_as_laddus(name):
 
 
 def test_a_pole_inside_the_sampled_range_is_refused():
-    from laddu_dask.results.shaped_proposals import sample_pole
+    from laddu_dask.generation.shaped_proposals import sample_pole
 
     with pytest.raises(ModelError, match="must lie above the physical t range"):
         sample_pole(0.5, 2.0, np.array([-1.0]), np.array([0.5]), np.random.default_rng(1), 1)

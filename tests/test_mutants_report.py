@@ -1,4 +1,4 @@
-"""Tests that kill the surviving mutants of ``laddu_dask/results/report.py`` (docs/mutation.md).
+"""Tests that kill the surviving mutants of ``laddu_dask/generation/report.py`` (docs/mutation.md).
 
 References are hand-computed cases and ``math.fsum`` over the weights.
 """
@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from laddu_dask.results.report import GenerationReport, PartitionStats, merge_stats
+from laddu_dask.generation.report import GenerationReport, PartitionStats, merge_stats
 
 
 def _report(**changes) -> GenerationReport:

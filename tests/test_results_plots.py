@@ -124,26 +124,3 @@ def test_on_a_cluster_the_partitions_are_projected_on_the_workers():
         assert any("laddu-hist-fit" in k for k in names)
         workers = {t["worker"] for t in stream.data}
         assert workers <= set(client.scheduler_info()["workers"])
-
-
-def test_no_layer_below_imports_the_results_layer():
-    """DESIGN.md: results sits above likelihood and analysis; nothing below imports it,
-    not even inside a function.  Above it: the facade (the public classes, which carry its
-    functions as Likelihood's methods), jobs, cli, the benchmarks and the KsKs toy (``ksks.py``,
-    ``ksks_generation.py``: the demo's, the tests' and the benchmarks' sample, drawn by the
-    Generator too)."""
-    import ast
-    from pathlib import Path
-
-    root = Path(ld.__file__).resolve().parent
-    below = [p for p in root.rglob("*.py")
-             if p.relative_to(root).parts[0] not in ("results", "facade", "jobs", "bench", "cli.py",
-                                                     "__init__.py", "ksks.py", "ksks_generation.py")]
-    offenders = []
-    for path in below:
-        for node in ast.walk(ast.parse(path.read_text())):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
-            offenders += [f"{path.relative_to(root)}: {n}" for n in names
-                          if n.startswith("laddu_dask.results")]
-    assert not offenders, offenders

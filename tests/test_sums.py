@@ -16,7 +16,7 @@ import pytest
 from test_generation_report import _photoproduction
 
 import laddu_dask as ld
-from laddu_dask.results.report import GenerationReport, PartitionStats, merge_stats
+from laddu_dask.generation.report import GenerationReport, PartitionStats, merge_stats
 from laddu_dask.runtime import accumulate
 from laddu_dask.sums import (
     ExactPartials,

@@ -367,7 +367,8 @@ def run(n_data: int = 100_000, n_mc: int = 1_000_000, n_bins: int = 30, restarts
     execution = laddu.Execution("jit", threads=threads, precision="f64")
     out["laddu_execution"] = f'Execution("jit", threads={threads}, precision="f64")'
     out["sample"] = {"data": n_data, "mc": n_mc, "bins": n_bins, "mass_range": list(MASS_RANGE),
-                     "source": "shared/bench/ksks.py" if os.path.exists(SHARED) else "laddu_dask.ksks"}
+                     "source": ("shared/bench/ksks.py" if os.path.exists(SHARED)
+                                else "laddu_dask.datasets.ksks")}
     bin_edges = edges(n_bins)
     say(f"binned benchmark: {n_bins} bins x {restarts} restarts; laddu's procedure ...")
     (theirs, ours), local_fits = _alternating(paths, bin_edges, restarts, seed, execution, own_repeats, say)

@@ -2,10 +2,10 @@
 0.28.1's same method, in one process on the same events.
 
 Both libraries build the KsKs likelihood on one sample (``--data`` events, ``--mc`` accepted
-MC, :func:`laddu_dask.ksks.write_sample`; by default the line shapes fixed at the truth, six
+MC, :func:`laddu_dask.datasets.ksks.write_sample`; by default the line shapes fixed at the truth, six
 free coefficients, ``--free-lineshapes`` for all ten), then, for each method, fit it with
 ``Likelihood.fit(start, config=..., terminators=...)`` from the displaced start
-(:func:`laddu_dask.ksks.displaced_start`), laddu first, with the method's default settings
+(:func:`laddu_dask.datasets.ksks.displaced_start`), laddu first, with the method's default settings
 and terminators (``MaxSteps(--steps)`` for differential evolution and PSO, which need one,
 and for conjugate gradient, which in laddu takes thousands of steps). Before any timing each
 side evaluates the likelihood once (one value, one value and gradient, one 12-point round)

@@ -2,7 +2,7 @@
 
 The sample is the shared benchmark: 100,000 data and 1,000,000 accepted-MC events of
 gamma p -> p K_S K_S (``../shared/bench/ksks.py`` when it exists next to the project,
-else :mod:`laddu_dask.ksks`).  Ratios are laddu-dask / competitor (below 1: laddu-dask
+else :mod:`laddu_dask.datasets.ksks`).  Ratios are laddu-dask / competitor (below 1: laddu-dask
 is faster).  Figures, each side measured in the same run on the same files:
 
 * steady-state ``value`` and ``value_and_gradient`` (10 free parameters), and with the
@@ -11,7 +11,7 @@ is faster).  Figures, each side measured in the same run on the same files:
 * first evaluation (import, then reading, preparing, compiling and evaluating) in fresh
   processes, with empty caches (cold) and with the caches a previous process filled
   (warm): :mod:`laddu_dask_bench.first_eval`;
-* a whole fit from :func:`laddu_dask.ksks.displaced_start` with the same minimiser on
+* a whole fit from :func:`laddu_dask.datasets.ksks.displaced_start` with the same minimiser on
   both sides (:func:`laddu_dask_bench.compare.migrad`: iminuit MIGRAD + HESSE, same
   strategy, tolerance, errordef and limits, each likelihood behind the same cache),
   reported only when both reach the same minimum; laddu's own ``fit`` (ganesh
@@ -242,7 +242,8 @@ def run(n_data: int = 100_000, n_mc: int = 1_000_000, repeats: int = 15, linesha
     have_laddu = laddu_available()
     threads = os.cpu_count() or 2
     out["sample"] = {"data": n_data, "mc": n_mc, "lineshape": lineshape,
-                     "source": "shared/bench/ksks.py" if os.path.exists(SHARED) else "laddu_dask.ksks"}
+                     "source": ("shared/bench/ksks.py" if os.path.exists(SHARED)
+                                else "laddu_dask.datasets.ksks")}
     out["laddu_execution"] = f'Execution("jit", threads={threads}, precision="f64")' if have_laddu else None
 
     def ours_lik(fixed: bool) -> Any:

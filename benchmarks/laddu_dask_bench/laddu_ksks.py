@@ -1,7 +1,7 @@
 """The K_S K_S likelihood built with laddu itself (the tests' oracle, the benchmarks' competitor).
 
 It builds, in laddu 0.28 (an optional dependency, imported only when called),
-the toy gamma p -> p K_S K_S intensity of ``laddu_dask.ksks`` (and of the shared
+the toy gamma p -> p K_S K_S intensity of ``laddu_dask.datasets.ksks`` (and of the shared
 benchmark generator)::
 
     I = | BW_S(s) Y_0^0 + BW_D(s) sum_{m=0..2} c_Dm Y_2^m |^2,   c_S = 1 (fixed)
@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 # the sample's numbers (truth, bounds, the K_S mass) are data shared with the generator
-from laddu_dask.ksks import BOUNDS, M_KS, TRUTH  # noqa: E402
+from laddu_dask.datasets.ksks import BOUNDS, M_KS, TRUTH  # noqa: E402
 
 #: Free-parameter order of the reference likelihood (all ten free).
 PARAMETER_NAMES: tuple[str, ...] = tuple(TRUTH)

@@ -87,7 +87,8 @@ def run(models: tuple[str, ...] = ("zlm", "kmatrix"), n_data: int = 100_000, n_m
         laddu_execution = laddu.Execution("jit", threads=threads, precision="f64")
         out["laddu_execution"] = f'Execution("jit", threads={threads}, precision="f64")'
     out["sample"] = {"data": n_data, "mc": n_mc,
-                     "source": "shared/bench/ksks.py" if os.path.exists(SHARED) else "laddu_dask.ksks",
+                     "source": ("shared/bench/ksks.py" if os.path.exists(SHARED)
+                                else "laddu_dask.datasets.ksks"),
                      "pol_angles_deg": [round(a * 180 / 3.141592653589793) for a in POL_ANGLES],
                      "pol_magnitude": list(POL_MAGNITUDE)}
     out["models"] = {name: _compare(name, paths, repeats, first_repeats, laddu_execution) for name in models}

@@ -2,7 +2,7 @@
 process on the same events.
 
 Both libraries build the KsKs likelihood (line shapes fixed at the truth, six free
-coefficients) on samples of :func:`laddu_dask.ksks.write_sample` with ``--data`` events
+coefficients) on samples of :func:`laddu_dask.datasets.ksks.write_sample` with ``--data`` events
 (by default 1,000 and 10,000) and ``--mc`` accepted-MC events; for each size each side
 evaluates ``Likelihood.value(x)`` and ``Likelihood.value_and_gradient(x)`` at the displaced
 start (a float64 array, as a minimizer passes it) ``--repeats`` times after a warm-up (every

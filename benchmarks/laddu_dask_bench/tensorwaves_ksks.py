@@ -1,7 +1,7 @@
 """The K_S K_S likelihood in TensorWaves (JAX backend), the benchmark's second competitor.
 
 Only imported when TensorWaves is installed (``pip install "tensorwaves[jax]"``; not a
-dependency of laddu-dask).  The model is the one of :func:`laddu_dask.ksks.model` with
+dependency of laddu-dask).  The model is the one of :func:`laddu_dask.datasets.ksks.model` with
 constant-width Breit-Wigners, written as one SymPy expression of the Parquet columns
 (``beam_e, ..., kshort2_pz``): the K_S K_S frame, ``s``, ``costheta`` and ``phi`` are
 computed inside it from the four-vectors, as laddu-dask's model does.  TensorWaves'
@@ -47,7 +47,8 @@ def tensorwaves_available() -> bool:
 
 
 def kinematics(symbols: dict[str, Any]) -> tuple[Any, Any, Any]:
-    """SymPy ``(s, costheta, phi)`` of ``kshort1`` in the K_S K_S frame (:func:`laddu_dask.ksks.angles`)."""
+    """SymPy ``(s, costheta, phi)`` of ``kshort1`` in the K_S K_S frame
+    (:func:`laddu_dask.datasets.ksks.angles`)."""
     import sympy as sp
 
     def p4(name: str) -> list[Any]:

@@ -3,7 +3,7 @@ of the layers above (see :mod:`laddu_dask.facade`).
 
 ``Model.evaluate`` and ``Model.value_and_gradient`` run compiled kernels, so they are
 :func:`laddu_dask.likelihood.events.evaluate_model`; ``Channel.validate_generation`` is
-:func:`laddu_dask.results.phase_space.validate_generation`.
+:func:`laddu_dask.generation.phase_space.validate_generation`.
 
 Examples
 --------
@@ -21,8 +21,8 @@ from typing import Any
 from laddu_dask.expr import channel_json
 from laddu_dask.expr.model import Model as _Model
 from laddu_dask.expr.topology import Channel as _Channel
+from laddu_dask.generation.phase_space import validate_generation
 from laddu_dask.likelihood.events import evaluate_model
-from laddu_dask.results.phase_space import validate_generation
 
 __all__ = ["Channel", "Model"]
 
@@ -109,7 +109,7 @@ class Channel(_Channel):
 
     def validate_generation(self) -> None:
         """Check everything generation needs from the channel (laddu's
-        ``Channel.validate_generation``; :func:`laddu_dask.results.phase_space.validate_generation`).
+        ``Channel.validate_generation``; :func:`laddu_dask.generation.phase_space.validate_generation`).
 
         Raises
         ------

@@ -104,7 +104,7 @@ Models: a string names a ``[models.N]`` table or a built-in model (``"ksks"``); 
 is one of
 
 * ``{ builtin = "ksks", lineshape = "bw" | "rbw", fixed_lineshapes = false }``: the
-  KsKs S+D-wave intensity of :func:`laddu_dask.ksks.model` (defaults ``"bw"``,
+  KsKs S+D-wave intensity of :func:`laddu_dask.datasets.ksks.model` (defaults ``"bw"``,
   ``false``);
 * ``{ file = "mymodel.py", function = "build", options = { ... } }``: the function
   ``function`` (default ``"build"``) of the Python file ``file``, called with the

@@ -387,7 +387,7 @@ def closure_study(model: Model, truth: Any, *, source: Any, accepted_mc: Dataset
         kind = "pool"
     else:
         from laddu_dask.expr.topology import Channel
-        from laddu_dask.results.generation import Generator
+        from laddu_dask.generation.generator import Generator
 
         if not isinstance(source, (Channel, Generator)):
             raise ParameterError(f"source must be a Dataset, a Channel or a Generator, got "

@@ -12,7 +12,7 @@ spawn_key=(k,))`` for replica ``k``), so a seed gives the same replicas whatever
   The kept events follow ``w I`` times the sample's density: with accepted Monte Carlo,
   the detector acceptance comes with them.
 * :class:`GeneratorSource`, :meth:`Generator.unweighted
-  <laddu_dask.results.generation.Generator.unweighted>` against the model at the truth,
+  <laddu_dask.generation.generator.Generator.unweighted>` against the model at the truth,
   with a seed of the replica's own stream.
 
 The event count of a replica is ``n_events``, or a Poisson number of mean ``n_events``
@@ -41,8 +41,8 @@ from laddu_dask.data.dataset import Dataset
 from laddu_dask.errors import DataError, NonFiniteError, NonPositiveIntensityError, ParameterError
 from laddu_dask.expr.model import Model
 from laddu_dask.expr.topology import Channel
+from laddu_dask.generation.generator import Generator
 from laddu_dask.likelihood.events import evaluate_model
-from laddu_dask.results.generation import Generator
 from laddu_dask.runtime.execution import Execution
 
 __all__ = ["GeneratorSource", "PoolSource", "event_count", "replica_stream"]

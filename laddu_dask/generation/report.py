@@ -129,7 +129,7 @@ class GenerationReport:
         Not measured (laddu's observed allocator high-water mark).
     proven_weight_interval, proven_continuous_dimensions, proven_piecewise_regions, proven_subdivisions
         With ``proven_envelope=True``, the proof's
-        :class:`~laddu_dask.results.envelope.ProvenEnvelopeReport` fields (else ``None``).
+        :class:`~laddu_dask.generation.envelope.ProvenEnvelopeReport` fields (else ``None``).
     """
 
     requested: int
@@ -157,7 +157,7 @@ class GenerationReport:
               chunk_events: int = 0, partitions: int = 0, pilot_proposals: int = 0,
               estimated_peak_bytes: int = 0, proven: Any = None) -> GenerationReport:
         """The report of a run whose merged task statistics are ``stats`` (and envelope proof
-        ``proven``, a :class:`~laddu_dask.results.envelope.ProvenEnvelopeReport`)."""
+        ``proven``, a :class:`~laddu_dask.generation.envelope.ProvenEnvelopeReport`)."""
         minimum = stats.minimum if stats.produced else 0.0
         proof = (None,) * 4 if proven is None else (
             tuple(proven.weight_interval), proven.continuous_dimensions, proven.piecewise_regions,

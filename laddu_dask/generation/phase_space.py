@@ -20,7 +20,7 @@ These are laddu 0.28.1's definitions, so the weighted distributions (and the mea
 the phase-space integral) are laddu's; the random numbers are NumPy's.  Vertices are
 sampled from the initial state outwards; an edge's mass is its fixed or proposed mass, or
 its particle's mass.  A plan adapted to a model (:meth:`PhaseSpacePlan.adapt`, see
-:mod:`~laddu_dask.results.adaptation`) draws some masses, ``t`` values and decay angles from
+:mod:`~laddu_dask.generation.adaptation`) draws some masses, ``t`` values and decay angles from
 learned mixtures instead, and divides the weight by their densities accordingly.
 
 Examples
@@ -55,7 +55,12 @@ import numpy as np
 from laddu_dask.errors import ModelError
 from laddu_dask.expr.proposals import InitialMomentum, MassProposal, VertexProposal
 from laddu_dask.expr.topology import Channel
-from laddu_dask.results.shaped_proposals import histogram_density, pole_density, sample_histogram, sample_pole
+from laddu_dask.generation.shaped_proposals import (
+    histogram_density,
+    pole_density,
+    sample_histogram,
+    sample_pole,
+)
 
 __all__ = ["PhaseSpacePlan", "boost", "breakup_momentum"]
 
@@ -196,14 +201,14 @@ class PhaseSpacePlan:
         if not self.initial:
             raise ModelError(f"{where}: no edge has an initial_momentum, so there is no initial state")
         self.steps = self._order(channel, where)
-        #: Proposals adapted to a model (:mod:`~laddu_dask.results.adaptation`) by coordinate;
+        #: Proposals adapted to a model (:mod:`~laddu_dask.generation.adaptation`) by coordinate;
         #: empty for the channel's own proposals.
         self.adapted: dict[tuple[str, str], Any] = {}
 
     def adapt(self, learned: dict[tuple[str, str], Any]) -> PhaseSpacePlan:
         """A copy of this plan drawing the coordinates ``learned`` names (``("mass", edge)``,
         ``("t", vertex)``, ``("decay", vertex)``) from their learned mixtures (see
-        :mod:`~laddu_dask.results.adaptation`)."""
+        :mod:`~laddu_dask.generation.adaptation`)."""
         plan = copy.copy(self)
         plan.adapted = {**self.adapted, **learned}
         return plan
@@ -448,7 +453,7 @@ def _t_density(proposal: VertexProposal, t: np.ndarray, low: np.ndarray, high: n
 def _sample_t(proposal: VertexProposal, low: np.ndarray, high: np.ndarray, rng: np.random.Generator,
               n: int) -> tuple[np.ndarray, np.ndarray]:
     """Sampled ``t`` in ``[low, high]`` and its proposal density (laddu's mixture, or a shape
-    of :mod:`~laddu_dask.results.shaped_proposals`)."""
+    of :mod:`~laddu_dask.generation.shaped_proposals`)."""
     if proposal.kind == "t_exchange_pole":
         return sample_pole(proposal.exchange_mass, proposal.power, low, high, rng, n)  # type: ignore[arg-type]
     if proposal.kind == "t_exchange_histogram":

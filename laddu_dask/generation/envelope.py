@@ -4,7 +4,7 @@ Without a model, an unweighted generator accepts a proposal with probability
 ``weight / envelope``; the envelope must bound every weight the proposals can give.  laddu
 proves one by interval arithmetic (``Generator.phase_space_envelope()``, used by
 ``unweighted(proven_envelope=True)``); :func:`prove_envelope` does the same for laddu-dask's
-proposals, whose weights are laddu's (:mod:`~laddu_dask.results.phase_space`):
+proposals, whose weights are laddu's (:mod:`~laddu_dask.generation.phase_space`):
 
 * the proposal coordinates that move the bound are the uniformly drawn initial energies and
   the uniform masses (as fractions of their ranges); the decay angles do not enter the weight,
@@ -50,9 +50,9 @@ import numpy as np
 
 from laddu_dask.errors import GenerationError, ModelError
 from laddu_dask.expr.proposals import ScalarSource, VertexProposal
-from laddu_dask.results.generated_columns import inverse_density_range
-from laddu_dask.results.phase_space import PhaseSpacePlan
-from laddu_dask.results.shaped_proposals import pole_density
+from laddu_dask.generation.columns import inverse_density_range
+from laddu_dask.generation.phase_space import PhaseSpacePlan
+from laddu_dask.generation.shaped_proposals import pole_density
 
 __all__ = ["ProvenEnvelopeReport", "prove_envelope"]
 

@@ -1,7 +1,7 @@
 """Monte Carlo generation on Dask: laddu's ``Generator(channel).weighted/unweighted``.
 
 A :class:`Generator` draws events from a channel's phase-space proposals
-(:class:`~laddu_dask.results.phase_space.PhaseSpacePlan`) as one Dask task per output
+(:class:`~laddu_dask.generation.phase_space.PhaseSpacePlan`) as one Dask task per output
 partition.  Partition ``i`` draws from its own random stream,
 ``numpy.random.SeedSequence(seed, spawn_key=(i,))`` (the ``i``-th child of
 ``SeedSequence(seed).spawn``), so a seed gives the same events, bitwise, on any scheduler and
@@ -13,10 +13,10 @@ once on the local threads rather than the partitions' sizes.
 model is given); ``unweighted`` accepts a proposal with probability
 ``weight x intensity / envelope``, the envelope being ``max_weight``, the proven bound of
 the phase-space weight (``proven_envelope=True``, without a model:
-:meth:`Generator.phase_space_envelope`, :mod:`~laddu_dask.results.envelope`), or
+:meth:`Generator.phase_space_envelope`, :mod:`~laddu_dask.generation.envelope`), or
 ``safety_factor`` times the largest weight of ``pilot_proposals`` pilot proposals (their
 own stream), and gives unit weights.  With a pilot envelope the proposal is first adapted to
-the model (:mod:`~laddu_dask.results.adaptation`: the pilot's marginals in the masses, ``t``
+the model (:mod:`~laddu_dask.generation.adaptation`: the pilot's marginals in the masses, ``t``
 and decay angles, mixed with the channel's own proposals), and the envelope comes from a
 second pilot of the adapted proposal: the accepted events follow the same distribution, with
 fewer proposals.  A weight above the envelope is a
@@ -26,7 +26,7 @@ partition with the larger envelope (so all partitions share one).
 With ``path=`` each task writes its partition as one Parquet file in laddu's convention
 (``EDGE_e, EDGE_px, EDGE_py, EDGE_pz`` for every output edge, the generated scalars of
 ``Generator(channel, scalars=...)``, the ``index_column``, ``weight``; see
-:mod:`~laddu_dask.results.generated_columns`) into a new
+:mod:`~laddu_dask.generation.columns`) into a new
 folder that replaces ``path`` when every partition is written (``path`` must be new, empty
 or a previous output of laddu-dask: see :func:`~laddu_dask.files.check_output`, checked
 before anything is drawn); nothing else is kept in
@@ -74,10 +74,12 @@ from laddu_dask.errors import GenerationError, ParameterError
 from laddu_dask.expr.model import Model
 from laddu_dask.expr.topology import Channel
 from laddu_dask.files import atomic_folder, check_output
-from laddu_dask.results.adaptation import learn
-from laddu_dask.results.envelope import ProvenEnvelopeReport, prove_envelope
-from laddu_dask.results.generated_columns import IndexColumn, check_scalars
-from laddu_dask.results.generation_tasks import (
+from laddu_dask.generation.adaptation import learn
+from laddu_dask.generation.columns import IndexColumn, check_scalars
+from laddu_dask.generation.envelope import ProvenEnvelopeReport, prove_envelope
+from laddu_dask.generation.phase_space import PhaseSpacePlan
+from laddu_dask.generation.report import GenerationReport, merge_stats
+from laddu_dask.generation.tasks import (
     ADAPTED_PILOT_KEY,
     PILOT_KEY,
     Proposer,
@@ -85,8 +87,6 @@ from laddu_dask.results.generation_tasks import (
     unweighted_task,
     weighted_task,
 )
-from laddu_dask.results.phase_space import PhaseSpacePlan
-from laddu_dask.results.report import GenerationReport, merge_stats
 from laddu_dask.runtime.execution import Execution
 from laddu_dask.runtime.memory import MemoryPlan, decide_storage
 from laddu_dask.runtime.prepared import budget_chunk
@@ -145,7 +145,7 @@ class Generator:
 
     def phase_space_envelope(self) -> ProvenEnvelopeReport:
         """A proven upper bound of every phase-space proposal weight (laddu's
-        ``phase_space_envelope``; see :mod:`laddu_dask.results.envelope`).
+        ``phase_space_envelope``; see :mod:`laddu_dask.generation.envelope`).
 
         Raises
         ------
@@ -307,7 +307,7 @@ class Generator:
 
         A proven envelope needs no pilot; a probe of one pilot chunk then estimates the
         acceptance, which only sizes the chunks of proposals.  A pilot envelope first adapts
-        the proposal to the model (:mod:`~laddu_dask.results.adaptation`); when it does, a
+        the proposal to the model (:mod:`~laddu_dask.generation.adaptation`); when it does, a
         second pilot of as many proposals, drawn with the adapted proposal from its own
         stream, gives the envelope.
         """
@@ -341,7 +341,7 @@ class Generator:
                keep: bool) -> tuple[dict[tuple[str, str], Any], np.ndarray]:
         """``pilot`` proposals of the stream ``key`` and their target weights, drawn in fixed
         chunks (the same for any budget); with ``keep``, the adaptable coordinates of the
-        proposals (:mod:`~laddu_dask.results.adaptation`), else none."""
+        proposals (:mod:`~laddu_dask.generation.adaptation`), else none."""
         rngs = proposer.streams(seed, key)
         chunks: list[dict[tuple[str, str], Any]] = []
         weights = []
@@ -387,7 +387,7 @@ class Generator:
             laddu's keyword, accepted (the report is the same).
         index_column : str, optional
             A column of output row ordinals plus ``index_start``, contiguous over the
-            partitions in order (see :mod:`laddu_dask.results.generated_columns`).
+            partitions in order (see :mod:`laddu_dask.generation.columns`).
         index_dtype : str or NumPy dtype, default "uint64"
             Its unsigned dtype in Parquet files (``"uint8"`` ... ``"uint64"``, ``"u8"`` ...
             ``"u64"`` or a NumPy unsigned dtype).
@@ -434,7 +434,7 @@ class Generator:
         without a model, ``max_weight`` and ``grow_envelope``), ``grow_envelope`` (restart
         with a larger envelope instead of an error).  With a pilot envelope (neither
         ``max_weight`` nor ``proven_envelope``) the proposal is adapted to the model first
-        and the report counts both pilots (:mod:`~laddu_dask.results.adaptation`).
+        and the report counts both pilots (:mod:`~laddu_dask.generation.adaptation`).
 
         Raises
         ------

@@ -5,7 +5,7 @@ generated scalars from ``SeedSequence(seed, spawn_key=(i, 1))`` (so a scalar add
 generator leaves every four-vector as it was); the unweighting pilot uses the spawn key
 ``(2**32 - 1,)`` and ``(2**32 - 1, 1)``, its second pilot (with a proposal adapted to the
 model) ``(2**32 - 2,)`` and ``(2**32 - 2, 1)``.  A task returns its
-:class:`~laddu_dask.results.report.PartitionStats` and its events (a dict of columns), or
+:class:`~laddu_dask.generation.report.PartitionStats` and its events (a dict of columns), or
 ``None`` once it has written them as one Parquet file (the index column in its own unsigned
 dtype, every other column as float64).
 
@@ -39,10 +39,10 @@ from laddu_dask.data.schema import WEIGHT_COLUMN, p4_columns
 from laddu_dask.errors import GenerationError, NonFiniteError, NonPositiveIntensityError, ParameterError
 from laddu_dask.expr.model import Model
 from laddu_dask.expr.proposals import ScalarSource
+from laddu_dask.generation.columns import IndexColumn, draw_scalar
+from laddu_dask.generation.phase_space import PhaseSpacePlan
+from laddu_dask.generation.report import PartitionStats
 from laddu_dask.likelihood.events import evaluate_model
-from laddu_dask.results.generated_columns import IndexColumn, draw_scalar
-from laddu_dask.results.phase_space import PhaseSpacePlan
-from laddu_dask.results.report import PartitionStats
 from laddu_dask.runtime.execution import Execution
 
 __all__ = ["ADAPTED_PILOT_KEY", "PILOT_KEY", "Proposer", "Target", "stream", "unweighted_task",

@@ -1,6 +1,6 @@
-"""The KsKs toy of :mod:`laddu_dask.ksks` drawn by laddu-dask's :class:`~laddu_dask.Generator`.
+"""The KsKs toy of :mod:`laddu_dask.datasets.ksks` drawn by laddu-dask's :class:`~laddu_dask.Generator`.
 
-:func:`laddu_dask.ksks.generate` is the hand-written sampler of the benchmark sample's
+:func:`laddu_dask.datasets.ksks.generate` is the hand-written sampler of the benchmark sample's
 distributions (those of ``shared/bench/ksks.py``, not its draws); this module draws them as
 one use of the Generator, with Dask tasks, any number of threads or workers, and Parquet
 output:
@@ -9,7 +9,7 @@ output:
   :class:`~laddu_dask.Channel`: an 8.5 GeV photon along z on a proton at rest, the X mass
   ``MassProposal(1.0, high=2.0)``, a t-exchange of slope 3 with no uniform part and an
   isotropic decay, with the output edges named as the toy's columns (``beam``, ``proton``,
-  ``kshort1``, ``kshort2``), so :func:`~laddu_dask.ksks.model` reads its events.
+  ``kshort1``, ``kshort2``), so :func:`~laddu_dask.datasets.ksks.model` reads its events.
 * The channel's proposal *distribution* is the toy's (m flat, ``|t|`` from ``exp(-3 |t|)``
   over its physical range, isotropic decay angles), but an unweighted Generator draws
   events distributed as ``proposal weight x model``, with laddu's phase-space weight
@@ -22,15 +22,15 @@ output:
   defines it (its default behaviour is unchanged, and laddu's Generator would draw the same
   distribution from the same model); the correction is the model's business.
 * The targets are the toy's: :func:`acceptance_expression` for accepted MC and ``acceptance x``
-  the truth intensity (:func:`~laddu_dask.ksks.model` at :data:`~laddu_dask.ksks.TRUTH`,
-  the formula of :func:`~laddu_dask.ksks.truth_intensity`) for data, with the envelopes of
-  :func:`~laddu_dask.ksks.generate`: 1 for accepted MC (the acceptance is at most 0.78) and
+  the truth intensity (:func:`~laddu_dask.datasets.ksks.model` at :data:`~laddu_dask.datasets.ksks.TRUTH`,
+  the formula of :func:`~laddu_dask.datasets.ksks.truth_intensity`) for data, with the envelopes of
+  :func:`~laddu_dask.datasets.ksks.generate`: 1 for accepted MC (the acceptance is at most 0.78) and
   the truth intensity's grid maximum times 1.3 for data (as ``max_weight``; ``w x correction``
   is 1 to rounding).
 
 :func:`generate_datasets` returns ``(data, accepted_mc)`` as :class:`~laddu_dask.Dataset` s
 (and writes them under ``path``); the same seed gives the same events, bitwise, for any
-number of threads or workers.  The events are not :func:`~laddu_dask.ksks.generate`'s (other
+number of threads or workers.  The events are not :func:`~laddu_dask.datasets.ksks.generate`'s (other
 random numbers), but follow the same distributions (``tests/test_ksks_toy_generator.py``).
 
 Examples
@@ -61,7 +61,7 @@ from laddu_dask.expr.proposals import InitialMomentum, MassProposal, VertexPropo
 from laddu_dask.expr.topology import Channel, Edge, Vertex
 from laddu_dask.expr.vectors import Vec4
 from laddu_dask.files import atomic_write, check_output
-from laddu_dask.results.generation import Generator
+from laddu_dask.generation.generator import Generator
 from laddu_dask.runtime.execution import Execution
 
 __all__ = ["acceptance_expression", "angle_expressions", "channel", "generate_datasets",
@@ -108,8 +108,8 @@ def channel() -> Channel:
 
 def angle_expressions() -> tuple[Vec4, Vec4, Expr, Expr]:
     """The beam, X and the decay angles ``(costheta, phi)`` of ``kshort1`` as expressions of
-    the columns, in the frame of :mod:`laddu_dask.ksks` (what :func:`~laddu_dask.ksks.angles`
-    computes with NumPy)."""
+    the columns, in the frame of :mod:`laddu_dask.datasets.ksks` (what
+    :func:`~laddu_dask.datasets.ksks.angles` computes with NumPy)."""
     beam = Vec4.event("beam")
     k1, k2 = Vec4.event("kshort1"), Vec4.event("kshort2")
     x = k1 + k2
@@ -121,7 +121,7 @@ def angle_expressions() -> tuple[Vec4, Vec4, Expr, Expr]:
 
 
 def acceptance_expression() -> Expr:
-    """:func:`laddu_dask.ksks.acceptance` as an expression of the columns:
+    """:func:`laddu_dask.datasets.ksks.acceptance` as an expression of the columns:
     ``0.5 (1 + 0.3 costheta) (1 - 0.2 cos 2 phi) (0.7 + 0.3 (m - 1))``."""
     _, x, costheta, phi = angle_expressions()
     return 0.5 * (1.0 + 0.3 * costheta) * (1.0 - 0.2 * (2.0 * phi).cos()) \
@@ -202,7 +202,7 @@ def generate_datasets(n_data: int = 100_000, n_mc: int = 1_000_000, *, seed: int
     Returns
     -------
     data, accepted_mc : Dataset
-        Unit-weight events with the four-vectors of :data:`~laddu_dask.ksks.P4_NAMES`.
+        Unit-weight events with the four-vectors of :data:`~laddu_dask.datasets.ksks.P4_NAMES`.
 
     Raises
     ------
