@@ -75,6 +75,11 @@ from laddu_dask.datasets.ksks_physics import (  # noqa: F401 - the toy's constan
     truth_intensity,
 )
 from laddu_dask.errors import ParameterError
+from laddu_dask.expr.amplitudes import spherical_harmonic as spherical_harmonic_expr
+from laddu_dask.expr.functions import complex_
+from laddu_dask.expr.lineshapes import breit_wigner, relativistic_breit_wigner
+from laddu_dask.expr.parameter import parameter
+from laddu_dask.facade import Model
 from laddu_dask.files import atomic_folder, atomic_path, atomic_write, check_output
 
 __all__ = [
@@ -350,7 +355,6 @@ def model(
     >>> len(ksks.model(fixed_lineshapes=True).parameter_names)
     6
     """
-    import laddu_dask as ld
 
     if lineshape not in ("bw", "rbw"):
         raise ValueError(f"lineshape must be 'bw' or 'rbw', got {lineshape!r}")
@@ -363,26 +367,26 @@ def model(
 
     def par(name: str):
         if fixed_lineshapes and name in BOUNDS:
-            return ld.parameter(name, fixed=TRUTH[name])
-        return ld.parameter(name, initial=start[name], bounds=BOUNDS.get(name))
+            return parameter(name, fixed=TRUTH[name])
+        return parameter(name, initial=start[name], bounds=BOUNDS.get(name))
 
     _, x, costheta, phi = angle_expressions()
     s = x.m2()
 
     def line(mass: str, width: str, l: int):  # noqa: E741
         if lineshape == "bw":
-            return ld.breit_wigner(s, mass=par(mass), width=par(width))
-        return ld.relativistic_breit_wigner(
+            return breit_wigner(s, mass=par(mass), width=par(width))
+        return relativistic_breit_wigner(
             s, mass=par(mass), width=par(width), mass1=M_KS, mass2=M_KS, l=l
         )
 
-    s_wave = line("s_mass", "s_width", 0) * ld.spherical_harmonic(0, 0, costheta=costheta, phi=phi)
+    s_wave = line("s_mass", "s_width", 0) * spherical_harmonic_expr(0, 0, costheta=costheta, phi=phi)
     d_line = line("d_mass", "d_width", 2)
     d_sum = None
     for m in range(3):
-        c = ld.complex(par(f"d{m}_re"), par(f"d{m}_im"))
-        term = c * ld.spherical_harmonic(2, m, costheta=costheta, phi=phi)
+        c = complex_(par(f"d{m}_re"), par(f"d{m}_im"))
+        term = c * spherical_harmonic_expr(2, m, costheta=costheta, phi=phi)
         d_sum = term if d_sum is None else d_sum + term
     # the waves are tagged (laddu's Expr.tagged) for projections and fit fractions; tags
     # change no bit of the compiled model
-    return ld.Model((s_wave.tagged("S") + (d_line * d_sum).tagged("D")).norm_sqr())
+    return Model((s_wave.tagged("S") + (d_line * d_sum).tagged("D")).norm_sqr())

@@ -31,7 +31,7 @@ output:
 :func:`generate_datasets` returns ``(data, accepted_mc)`` as :class:`~laddu_dask.Dataset` s
 (and writes them under ``path``); the same seed gives the same events, bitwise, for any
 number of threads or workers.  The events are not :func:`~laddu_dask.datasets.ksks.generate`'s (other
-random numbers), but follow the same distributions (``tests/test_ksks_toy_generator.py``).
+random numbers), but follow the same distributions (``tests/datasets/test_ksks_toy_generator.py``).
 
 Examples
 --------
@@ -69,7 +69,7 @@ __all__ = ["acceptance_expression", "angle_expressions", "channel", "generate_da
 
 
 def _toy() -> Any:
-    from laddu_dask import ksks  # ksks imports this module's names: read its constants at call time
+    from laddu_dask.datasets import ksks  # ksks imports this module's names: its constants at call time
 
     return ksks
 
