@@ -5,6 +5,13 @@ are Dask-partitioned event samples, kept resident or streamed from Parquet under
 memory budget; likelihoods and their exact gradients are reduced with exact
 (error-free) partial sums, so results do not depend on partitioning.
 
+The public namespace is organised by topic, the topics of the API reference's pages
+(``docs/api/``): models, reactions, data, likelihoods and fits, many fits, results, generation,
+execution, errors; each has one import block below and one group of ``__all__``.  ``Model``,
+``Channel`` and the likelihoods come from ``laddu_dask.facade``, which assembles them above the
+layers whose methods they carry.  ``tests/public_api.txt`` lists every public name and signature;
+the snapshot test fails on any change to them that was not written there on purpose.
+
 Examples
 --------
 >>> import numpy as np
@@ -21,83 +28,27 @@ Examples
 
 import logging
 
-from laddu_dask.analysis import BinFit, FitEnsemble, MCMCSummary, bootstrap_fit, fit_restarts
-from laddu_dask.compile import CompiledModel, ReductionPlan
-from laddu_dask.data import (
-    Bin,
-    BinnedDataset,
-    Dataset,
-    DatasetStats,
-    EventBatch,
-    Histogram,
-    JointHistogram,
-    JointHistogramDiagnostics,
-    ParquetSink,
-    RootSink,
-    Schema,
-    read_parquet,
-    read_root,
-)
-
-# the demo's toy reaction, `from laddu_dask import ksks` (laddu_dask.datasets)
-from laddu_dask.datasets import ksks  # noqa: F401
-from laddu_dask.errors import (
-    BudgetError,
-    ClosureError,
-    ClusterError,
-    ClusterTimeoutError,
-    DataChangedError,
-    DataError,
-    GenerationError,
-    KernelCacheError,
-    LadduDaskError,
-    ModelError,
-    NonFiniteError,
-    NonPositiveIntensityError,
-    NormalizationError,
-    ParameterError,
-    RestartWarning,
-    SchedulerLostError,
-    SchemaError,
-    UnsafeOutputError,
-)
+# models: expressions, amplitudes, line shapes
+from laddu_dask import amplitudes
 from laddu_dask.expr import (
-    AllowedPartialWave,
     Angles,
     BarrierKind,
-    Edge,
+    DisplayColor,
     Expr,
     ExprNodeKind,
-    InitialMomentum,
-    Isospin,
-    J,
-    L,
-    M,
-    MandelstamChannel,
-    MassProposal,
     Matrix,
+    NodeSelector,
+    NodeStyle,
+    NodeStyleRule,
     ParameterSpec,
     ParameterUpdate,
-    Parity,
-    PartialWave,
-    Particle,
     Polarization,
     PolPhase,
     Predicate,
-    RuleCheck,
-    RuleReport,
-    RuleSet,
-    S,
-    ScalarSource,
-    SelectionRules,
     Sheet,
-    Statistics,
     Vec3,
     Vec4,
     Vector,
-    Vertex,
-    VertexFrame,
-    VertexProposal,
     WignerD,
     Zlm,
     acos,
@@ -121,7 +72,6 @@ from laddu_dask.expr import (
     matvec,
     p_vector,
     parameter,
-    particles,
     polar_complex,
     q,
     relativistic_breit_wigner,
@@ -133,27 +83,76 @@ from laddu_dask.expr import (
     vector,
 )
 from laddu_dask.expr import complex_ as complex  # noqa: A001 - laddu's name
+from laddu_dask.facade import Model
 
-# the public classes with the methods of the layers above theirs (laddu_dask.facade):
-# Likelihood's many fits, projections and yields, Model's evaluation, Channel's generation check
-from laddu_dask.facade import NLL, Channel, ExtendedNLL, Likelihood, Model, binned_likelihoods, fit_bins
-from laddu_dask.generation import GenerationReport, Generator, ProvenEnvelopeReport
-from laddu_dask.likelihood import (
-    Ensemble,  # laddu's named parameter draws (bootstrap_fit, Ensemble.from_mcmc)
-    FitResult,
-    LassoPenalty,
-    RidgePenalty,
-    fit,
-    ganesh,  # laddu's minimizer and sampler configurations
+# isort: split
+# reactions, particles and quantum numbers
+from laddu_dask.expr import (
+    AllowedPartialWave,
+    Edge,
+    Isospin,
+    J,
+    L,
+    M,
+    MandelstamChannel,
+    Parity,
+    PartialWave,
+    Particle,
+    RuleCheck,
+    RuleReport,
+    RuleSet,
+    S,
+    SelectionRules,
+    Statistics,
+    Vertex,
+    VertexFrame,
+    particles,
 )
-from laddu_dask.options import Device, FitMethod, Kernel, MemoryPolicy, Normalization, Precision, Scheduler
+from laddu_dask.facade import Channel
 
-# the results layer: projections, fit fractions, yields, cross sections, closure studies
+# isort: split
+# data: datasets, files, histograms
+from laddu_dask import io
+from laddu_dask.data import (
+    Bin,
+    BinnedDataset,
+    Dataset,
+    DatasetStats,
+    EventBatch,
+    Histogram,
+    JointHistogram,
+    JointHistogramDiagnostics,
+    ParquetSink,
+    RootSink,
+    Schema,
+    read_parquet,
+    read_root,
+)
+from laddu_dask.data.sources import ParquetSource, RootSource
+
+# isort: split
+# likelihoods and fits
+from laddu_dask.analysis.snapshot import AnalysisSnapshot
+from laddu_dask.facade import NLL, ExtendedNLL, Likelihood
+from laddu_dask.likelihood import FitResult, LassoPenalty, RidgePenalty, fit, ganesh
+from laddu_dask.likelihood.artifact import FitArtifact
+from laddu_dask.likelihood.artifact_ensemble import FitEnsembleArtifact
+from laddu_dask.likelihood.bound_state import BoundFitState
+from laddu_dask.likelihood.diagnostics import DatasetDiagnostics, LikelihoodDiagnostics
+
+# isort: split
+# many fits: restarts, bootstrap, bins, closure, MCMC
+from laddu_dask.analysis import BinFit, FitEnsemble, MCMCSummary, bootstrap_fit, fit_restarts
+from laddu_dask.facade import binned_likelihoods, fit_bins
+from laddu_dask.likelihood import Ensemble
+from laddu_dask.results import ClosureResult, closure_study
+
+# isort: split
+# results: projections, fit fractions, yields, cross sections
 from laddu_dask.results import (
     AreaUnit,
     Axis,
     BinnedEstimate,
-    ClosureResult,
     ComponentYieldProjection,
     CrossSection,
     CrossSectionProjection,
@@ -168,11 +167,22 @@ from laddu_dask.results import (
     Yield,
     YieldHistogramView,
     YieldProjection,
-    closure_study,
     fit_fractions,
     plot_projection,
     projection_histograms,
 )
+
+# isort: split
+# Monte Carlo generation
+from laddu_dask.expr import InitialMomentum, MassProposal, ScalarSource, VertexProposal
+from laddu_dask.generation import GenerationReport, Generator, ProvenEnvelopeReport
+
+# isort: split
+# execution, memory and backends
+from laddu_dask import gpu
+from laddu_dask.compile import CompiledModel, ReductionPlan
+from laddu_dask.memory_resources import MemoryResource, MemoryState
+from laddu_dask.options import Device, FitMethod, Kernel, MemoryPolicy, Normalization, Precision, Scheduler
 from laddu_dask.runtime import (
     ExactPartials,
     Execution,
@@ -187,170 +197,85 @@ from laddu_dask.runtime import (
 )
 from laddu_dask.runtime.capabilities import backend, capabilities
 
+# isort: split
+# errors and warnings
+from laddu_dask.errors import (
+    BudgetError,
+    ClosureError,
+    ClusterError,
+    ClusterTimeoutError,
+    DataChangedError,
+    DataError,
+    DiskTierError,
+    FitArtifactError,
+    GenerationError,
+    KernelCacheError,
+    LadduDaskError,
+    ModelError,
+    NonFiniteError,
+    NonPositiveIntensityError,
+    NormalizationError,
+    ParameterError,
+    RestartWarning,
+    SchedulerLostError,
+    SchemaError,
+    UnsafeOutputError,
+)
+
+# isort: split
+# the tour's toy reaction: `from laddu_dask import ksks` (laddu_dask.datasets; not in __all__)
+from laddu_dask.datasets import ksks  # noqa: F401
+
 __version__ = "0.1.0"
-
-__all__ = [
-    "BudgetError",
-    "ClusterError",
-    "ClusterTimeoutError",
-    "CompiledModel",
-    "DataChangedError",
-    "DataError",
-    "Dataset",
-    "Device",
-    "EventBatch",
-    "ExactPartials",
-    "Execution",
-    "Expr",
-    "ExtendedNLL",
-    "FitMethod",
-    "FitResult",
-    "Kernel",
-    "KernelCacheError",
-    "LadduDaskError",
-    "Likelihood",
-    "MemoryBudget",
-    "MemoryDecision",
-    "MemoryPlan",
-    "MemoryPolicy",
-    "Model",
-    "ModelError",
-    "NLL",
-    "NonFiniteError",
-    "NonPositiveIntensityError",
-    "Normalization",
-    "NormalizationError",
-    "ParameterError",
-    "ParameterSpec",
-    "Precision",
-    "Predicate",
-    "PreparedDataset",
-    "PreparedModel",
-    "PreparedStats",
-    "ReductionEvaluation",
-    "ReductionPlan",
-    "RestartWarning",
-    "Scheduler",
-    "SchedulerLostError",
-    "Schema",
-    "SchemaError",
-    "ExprNodeKind",
-    "Vec3",
-    "Vec4",
-    "acos",
-    "atan2",
-    "blatt_weisskopf",
-    "breakup_momentum",
-    "breit_wigner",
-    "cis",
-    "complex",
-    "constant",
-    "cparameter",
-    "exact_sum",
-    "fit",
-    "parameter",
-    "polar_complex",
-    "read_parquet",
-    "read_root",
-    "relativistic_breit_wigner",
-    "scalar",
-    "spherical_harmonic",
-    # line shapes (issue 11)
-    "BarrierKind",
-    "Sheet",
-    "blatt_weisskopf_barriers",
-    "blatt_weisskopf_custom",
-    "chew_mandelstam",
-    "flatte",
-    "q",
-    "relativistic_breit_wigner_custom",
-    "rho",
-    # tags and parameter updates (issue 11, item 5)
-    "ParameterUpdate",
-    # angular momentum (issue 11)
-    "Angles",
-    "J",
-    "L",
-    "M",
-    "Parity",
-    "PolPhase",
-    "Polarization",
-    "S",
-    "WignerD",
-    "Zlm",
-    "clebsch_gordan",
-]
-
-# matrices, vectors and the K-matrix (issue 11, items 2 and 3)
-__all__ += ["Matrix", "Vector", "dot", "matmul", "matrix", "matvec", "solve", "vector"]
-__all__ += ["f_vector", "k_matrix", "p_vector"]
-# reaction topology and frames (issue 11, item 4)
-__all__ += ["Channel", "Edge", "MandelstamChannel", "Particle", "Vertex", "VertexFrame", "particles"]
-# generation settings of a channel
-__all__ += ["InitialMomentum", "MassProposal", "ScalarSource", "VertexProposal"]
-# particle metadata types
-__all__ += ["Isospin", "Statistics"]
-# quantum-number selection rules and partial waves
-__all__ += ["AllowedPartialWave", "PartialWave", "RuleCheck", "RuleReport", "RuleSet", "SelectionRules"]
-# dataset operations (issue 12)
-__all__ += ["Bin", "BinnedDataset", "DatasetStats", "Histogram", "JointHistogram",
-            "JointHistogramDiagnostics"]
-# penalties and laddu's name of the error base class
-__all__ += ["LassoPenalty", "LadduError", "RidgePenalty"]
-# laddu's file destinations
-__all__ += ["ParquetSink", "RootSink"]
 
 #: laddu's name for the base class of every error laddu-dask raises.
 LadduError = LadduDaskError
-# many fits (issue 12)
-__all__ += ["BinFit", "FitEnsemble", "MCMCSummary", "binned_likelihoods", "bootstrap_fit", "fit_bins",
-            "fit_restarts"]
-# physics results: projections, fractions, yields, cross sections, generation (issue 13)
-__all__ += ["AreaUnit", "CrossSection", "Estimate", "FitFractions", "GenerationError", "GenerationReport",
-            "Generator", "IntensityIntegrals", "LikelihoodProjection", "Luminosity", "ProjectionHistograms",
-            "ProvenEnvelopeReport", "ScalarErrorView", "Yield", "fit_fractions", "plot_projection",
-            "projection_histograms"]
-# binned yields and cross sections, rate closure, combinations of periods
-__all__ += ["Axis", "BinnedEstimate", "ComponentYieldProjection", "CrossSectionProjection", "RateClosure",
-            "YieldHistogramView", "YieldProjection"]
-# closure (input-output) studies (issue 13)
-__all__ += ["ClosureError", "ClosureResult", "closure_study"]
-# outputs that would replace what laddu-dask did not write (issue 23)
-__all__ += ["UnsafeOutputError"]
+
+__all__ = [
+    # models: expressions, amplitudes, line shapes
+    "Angles", "BarrierKind", "DisplayColor", "Expr", "ExprNodeKind", "Matrix", "Model", "NodeSelector",
+    "NodeStyle", "NodeStyleRule", "ParameterSpec", "ParameterUpdate", "PolPhase", "Polarization", "Predicate",
+    "Sheet", "Vec3", "Vec4", "Vector", "WignerD", "Zlm", "acos", "amplitudes", "atan2", "blatt_weisskopf",
+    "blatt_weisskopf_barriers", "blatt_weisskopf_custom", "breakup_momentum", "breit_wigner",
+    "chew_mandelstam", "cis", "clebsch_gordan", "complex", "constant", "cparameter", "dot", "f_vector",
+    "flatte", "k_matrix", "matmul", "matrix", "matvec", "p_vector", "parameter", "polar_complex", "q",
+    "relativistic_breit_wigner", "relativistic_breit_wigner_custom", "rho", "scalar", "solve",
+    "spherical_harmonic", "vector",
+    # reactions, particles and quantum numbers
+    "AllowedPartialWave", "Channel", "Edge", "Isospin", "J", "L", "M", "MandelstamChannel", "Parity",
+    "PartialWave", "Particle", "RuleCheck", "RuleReport", "RuleSet", "S", "SelectionRules", "Statistics",
+    "Vertex", "VertexFrame", "particles",
+    # data: datasets, files, histograms
+    "Bin", "BinnedDataset", "Dataset", "DatasetStats", "EventBatch", "Histogram", "JointHistogram",
+    "JointHistogramDiagnostics", "ParquetSink", "ParquetSource", "RootSink", "RootSource", "Schema", "io",
+    "read_parquet", "read_root",
+    # likelihoods and fits
+    "AnalysisSnapshot", "BoundFitState", "DatasetDiagnostics", "ExtendedNLL", "FitArtifact",
+    "FitEnsembleArtifact", "FitResult", "LassoPenalty", "Likelihood", "LikelihoodDiagnostics", "NLL",
+    "RidgePenalty", "fit", "ganesh",
+    # many fits: restarts, bootstrap, bins, closure, MCMC
+    "BinFit", "ClosureResult", "Ensemble", "FitEnsemble", "MCMCSummary", "binned_likelihoods",
+    "bootstrap_fit", "closure_study", "fit_bins", "fit_restarts",
+    # results: projections, fit fractions, yields, cross sections
+    "AreaUnit", "Axis", "BinnedEstimate", "ComponentYieldProjection", "CrossSection",
+    "CrossSectionProjection", "Estimate", "FitFractions", "IntensityIntegrals", "LikelihoodProjection",
+    "Luminosity", "ProjectionHistograms", "RateClosure", "ScalarErrorView", "Yield", "YieldHistogramView",
+    "YieldProjection", "fit_fractions", "plot_projection", "projection_histograms",
+    # Monte Carlo generation
+    "GenerationReport", "Generator", "InitialMomentum", "MassProposal", "ProvenEnvelopeReport",
+    "ScalarSource", "VertexProposal",
+    # execution, memory and backends
+    "CompiledModel", "Device", "ExactPartials", "Execution", "FitMethod", "Kernel", "MemoryBudget",
+    "MemoryDecision", "MemoryPlan", "MemoryPolicy", "MemoryResource", "MemoryState", "Normalization",
+    "Precision", "PreparedDataset", "PreparedModel", "PreparedStats", "ReductionEvaluation", "ReductionPlan",
+    "Scheduler", "backend", "capabilities", "exact_sum", "gpu",
+    # errors and warnings
+    "BudgetError", "ClosureError", "ClusterError", "ClusterTimeoutError", "DataChangedError", "DataError",
+    "DiskTierError", "FitArtifactError", "GenerationError", "KernelCacheError", "LadduDaskError",
+    "LadduError", "ModelError", "NonFiniteError", "NonPositiveIntensityError", "NormalizationError",
+    "ParameterError", "RestartWarning", "SchedulerLostError", "SchemaError", "UnsafeOutputError",
+]
 
 # A library logs, the application decides where to: without a handler of the user's, Python's
 # last-resort handler would print every warning a second time next to its warnings.warn.
 logging.getLogger("laddu_dask").addHandler(logging.NullHandler())
-# laddu's minimizer and sampler namespace (issue 24)
-__all__ += ["ganesh"]
-__all__ += ["backend", "capabilities"]
-
-# laddu's io module: Schema, WriteResult, EventBatch, the readers (issue 24)
-from laddu_dask import io  # noqa: E402 - the facade's last layer: it re-exports the data layer's names
-
-__all__ += ["io"]
-# laddu's parameter draws of a bootstrap or an MCMC run (issue 24)
-__all__ += ["Ensemble"]
-# laddu's amplitudes module, GPU discovery and expression display styles (issue 24)
-# the facade's last layer: modules that re-export the expr layer's builders and the runtime's device list
-from laddu_dask import amplitudes, gpu  # noqa: E402
-from laddu_dask.expr import DisplayColor, NodeSelector, NodeStyle, NodeStyleRule  # noqa: E402
-
-__all__ += ["DisplayColor", "NodeSelector", "NodeStyle", "NodeStyleRule", "amplitudes", "gpu"]
-# laddu's diagnostics and memory telemetry (issue 24)
-from laddu_dask.likelihood.diagnostics import DatasetDiagnostics, LikelihoodDiagnostics  # noqa: E402
-from laddu_dask.memory_resources import MemoryResource, MemoryState  # noqa: E402
-
-__all__ += ["DatasetDiagnostics", "LikelihoodDiagnostics", "MemoryResource", "MemoryState"]
-# laddu's fit artifacts and analysis snapshots: fits saved without their data (issue 24)
-from laddu_dask.analysis.snapshot import AnalysisSnapshot  # noqa: E402 - the facade's last layer
-from laddu_dask.errors import FitArtifactError  # noqa: E402
-from laddu_dask.likelihood.artifact import FitArtifact  # noqa: E402
-from laddu_dask.likelihood.artifact_ensemble import FitEnsembleArtifact  # noqa: E402
-from laddu_dask.likelihood.bound_state import BoundFitState  # noqa: E402
-
-__all__ += ["AnalysisSnapshot", "BoundFitState", "FitArtifact", "FitArtifactError", "FitEnsembleArtifact"]
-# laddu's I/O plug-in formats: bound sources of the registered Parquet and ROOT formats (issue 24)
-from laddu_dask.data.sources import ParquetSource, RootSource  # noqa: E402
-
-__all__ += ["ParquetSource", "RootSource"]
