@@ -56,8 +56,8 @@ from laddu_dask.runtime.prepared import (
     PreparedDataset,
     PreparedModel,
     ReductionJob,
-    ReductionRequest,
     reduce_many,
+    reduction_job,
 )
 from laddu_dask.runtime.reduction import object_token
 
@@ -257,15 +257,14 @@ class _Term(MinuitCost):
         self._last = (weakref.ref(execution), prepared)
         return prepared
 
-    def requests(self, execution: Execution, params: Any, with_gradient: bool) -> list[ReductionRequest]:
-        """The reductions an evaluation at ``params`` needs (the data's, and the accepted
-        MC's unless its sum comes from sufficient statistics); a :class:`Likelihood`
-        runs those of all its terms in one round.  ``params`` is one point, or a sequence
-        of points for :func:`~laddu_dask.runtime.prepared.reduce_points`."""
+    def requests(self, execution: Execution, params: Any, with_gradient: bool) -> list[ReductionJob]:
+        """The reductions an evaluation at the point ``params`` needs (the data's, and the
+        accepted MC's unless its sum comes from sufficient statistics), as the runners'
+        jobs; a :class:`Likelihood` runs those of all its terms in one round."""
         prep = self._checked(execution, with_gradient)
-        requests = [ReductionRequest(prep.model, params, prep.data, LOG, with_gradient)]
+        requests = [reduction_job(prep.model, [params], prep.data, LOG, with_gradient)]
         if prep.mc is not None:
-            requests.append(ReductionRequest(prep.model, params, prep.mc, ACCEPTED, with_gradient))
+            requests.append(reduction_job(prep.model, [params], prep.mc, ACCEPTED, with_gradient))
         return requests
 
     def _checked(self, execution: Execution, with_gradient: bool) -> _Prepared:

@@ -39,7 +39,8 @@ from laddu_dask.compile.plan import ReductionPlan
 from laddu_dask.data.dataset import Dataset
 from laddu_dask.errors import ModelError
 from laddu_dask.results.events import event_arrays
-from laddu_dask.runtime.prepared import PreparedModel, ReductionRequest, reduce_points
+from laddu_dask.runtime.jobs import ReductionJob
+from laddu_dask.runtime.prepared import PreparedModel, reduction_job, run_jobs
 from laddu_dask.sums import exact_sum
 
 #: The integral of an intensity: any finite intensity, weighted and summed.
@@ -146,10 +147,10 @@ class Selection:
         return self.likelihood.resolve(params)[self.index]
 
     def requests(self, role: str, points: Sequence[ParameterValues],
-                 with_gradient: bool) -> ReductionRequest:
+                 with_gradient: bool) -> ReductionJob:
         """The reduction of ``sum w I`` over one role's dataset at ``points``."""
-        return ReductionRequest(self.model, [self.local(p) for p in points],
-                                self._prepared_dataset(role), INTEGRAL, with_gradient)
+        return reduction_job(self.model, [self.local(p) for p in points], self._prepared_dataset(role),
+                             INTEGRAL, with_gradient)
 
     def full_gradient(self, grad: Any) -> np.ndarray:
         """A gradient by this selection's parameters as one by the likelihood's (the last
@@ -186,7 +187,7 @@ def integrate(pairs: Sequence[tuple[Selection, str]], points: Sequence[Parameter
     execution = pairs[0][0].execution
     requests = [sel.requests(role, points, with_gradient) for sel, role in pairs]
     out = []
-    for (sel, _), per_point in zip(pairs, reduce_points(execution, requests), strict=True):
+    for (sel, _), per_point in zip(pairs, run_jobs(execution, requests), strict=True):
         out.append([(float(v), sel.full_gradient(g) if with_gradient else None) for v, g in per_point])
     return out
 

@@ -10,9 +10,9 @@ partition at a time.  Both keep memory bounded.  The choice, with its numbers, i
 recorded on the execution.
 
 An evaluation is then one round of the execution's runner for all its reductions
-(:func:`reduce_many`): each partition's parameter-dependent kernel returns exact
+(:func:`run_jobs`): each partition's parameter-dependent kernel returns exact
 partial sums of the value and of every gradient component, merged exactly.  The
-round may carry K parameter points (:func:`reduce_points`): each partition is then
+round may carry K parameter points (a :func:`reduction_job` of K points): each partition is then
 read once and reduced at every point.
 
 Examples
@@ -33,7 +33,7 @@ array([6.])
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -113,55 +113,42 @@ class ReductionEvaluation:
     gradient: np.ndarray
 
 
-@dataclass(frozen=True)
-class ReductionRequest:
-    """One reduction of an evaluation: a model over a prepared dataset at a point.
+def reduction_job(model: PreparedModel, points: Sequence[ParameterValues], prepared: PreparedDataset,
+                  plan: ReductionPlan, with_gradient: bool = False) -> ReductionJob:
+    """The one request type of an evaluation: ``model`` reduced over ``prepared`` at
+    ``points`` (a sequence of points), with ``plan``, as the runners run it
+    (:class:`~laddu_dask.runtime.jobs.ReductionJob`).
 
-    ``params`` is one point for :func:`reduce_many`, a sequence of points for
-    :func:`reduce_points`.
+    Raises
+    ------
+    TypeError
+        ``plan`` is not a :class:`~laddu_dask.compile.plan.ReductionPlan`.
     """
-
-    model: PreparedModel
-    params: Any
-    prepared: PreparedDataset
-    plan: ReductionPlan
-    with_gradient: bool = False
+    if not isinstance(plan, ReductionPlan):
+        raise TypeError(f"plan must be a ReductionPlan, got {type(plan).__name__}")
+    return ReductionJob(model.reducer, prepared, tuple(model._params(point) for point in points), plan,
+                        with_gradient)
 
 
-def reduce_many(execution: Execution, requests: list[ReductionRequest]) -> list[tuple[float, Any]]:
+def reduce_many(execution: Execution, jobs: list[ReductionJob]) -> list[tuple[float, Any]]:
     """Run several reductions, each at one point, in ONE round of the execution's runner
     (one graph locally, one call per worker on a cluster).
 
-    Returns ``(value, gradient or None)`` per request (see :func:`reduce_points`).
+    Returns ``(value, gradient or None)`` per job (see :func:`run_jobs`).
     """
-    single = [replace(req, params=[req.params]) for req in requests]
-    return [at_points[0] for at_points in reduce_points(execution, single)]
-
-
-def reduce_points(execution: Execution, requests: list[ReductionRequest]
-                  ) -> list[list[tuple[float, Any]]]:
-    """Run several reductions, each at K points (its ``params``, a sequence of points), in
-    ONE round of the execution's runner: every partition is read once per round and
-    reduced at each of its request's points.
-
-    Returns, per request, ``(value, gradient or None)`` at each of its points: each one
-    bitwise the result of that point alone.  Fast (fused) sums that cannot be certified
-    correctly rounded are recomputed exactly (those points only), so a result never
-    depends on the partitioning.
-    """
-    for req in requests:
-        if not isinstance(req.plan, ReductionPlan):
-            raise TypeError(f"plan must be a ReductionPlan, got {type(req.plan).__name__}")
-    jobs = [ReductionJob(req.model.reducer, req.prepared,
-                         tuple(req.model._params(point) for point in req.params), req.plan,
-                         req.with_gradient) for req in requests]
-    return run_jobs(execution, jobs)
+    return [at_points[0] for at_points in run_jobs(execution, jobs)]
 
 
 def run_jobs(execution: Execution, jobs: list[ReductionJob]) -> list[list[tuple[float, Any]]]:
-    """:func:`reduce_points` for jobs already built from checked points (the likelihood's
-    lean path: its points were checked once, at the public boundary,
-    :meth:`PreparedModel.trusted_points`)."""
+    """Run several reductions, each at its K points, in ONE round of the execution's runner:
+    every partition is read once per round and reduced at each of its job's points.
+
+    Returns, per job, ``(value, gradient or None)`` at each of its points: each one bitwise
+    the result of that point alone.  Fast (fused) sums that cannot be certified correctly
+    rounded are recomputed exactly (those points only), so a result never depends on the
+    partitioning.  The jobs' points are trusted as they are (:func:`reduction_job` converts
+    and checks them; the likelihood's lean path checks its points once, at the public
+    boundary, :meth:`PreparedModel.trusted_points`)."""
     merged = execution.runner.run(jobs) if any(job.points for job in jobs) else [()] * len(jobs)
     _count_traversals(jobs)
     out: list[list[Any]] = [[None] * len(job.points) for job in jobs]
@@ -256,7 +243,7 @@ class PreparedModel:
 
         The working set counts the loaded columns, the prepared cache and the kernels'
         temporaries; with :meth:`_partition_bytes` it bounds what ``stream_partitions``
-        holds at its peak (checked with tracemalloc in tests/test_streaming.py).
+        holds at its peak (checked with tracemalloc in tests/runtime/test_streaming.py).
         """
         size = np.dtype(real_dtype(self.precision)).itemsize
         resident = self.compiled.cache_bytes_per_event(self.precision) + size
@@ -389,7 +376,7 @@ class PreparedModel:
         plan: ReductionPlan,
     ) -> float:
         """``sum_events w t(Re value)`` over a prepared dataset, summed exactly."""
-        [(value, _)] = reduce_many(execution, [ReductionRequest(self, params, prepared, plan)])
+        [(value, _)] = reduce_many(execution, [reduction_job(self, [params], prepared, plan)])
         return value
 
     def reduce_with_gradient(
@@ -400,7 +387,5 @@ class PreparedModel:
         plan: ReductionPlan,
     ) -> ReductionEvaluation:
         """The reduction and its exact gradient with respect to the free parameters."""
-        [(value, grad)] = reduce_many(
-            execution, [ReductionRequest(self, params, prepared, plan, True)]
-        )
+        [(value, grad)] = reduce_many(execution, [reduction_job(self, [params], prepared, plan, True)])
         return ReductionEvaluation(value, grad)
