@@ -2,7 +2,7 @@
 """Draw docs/closure_pulls.png: the pulls of a KsKs closure study (``ClosureResult.plot``).
 
 The study of the closure benchmark (``benchmarks/bench_closure.py``) and of
-``tests/test_closure_study.py``: 30 replicas of 1,000 events accept-rejected from 1.3M
+``tests/results/test_closure_study.py``: 30 replicas of 1,000 events accept-rejected from 1.3M
 accepted-MC events of ``laddu_dask.datasets.ksks`` at ``ksks.TRUTH``, each normalized with 200k
 independent accepted-MC events and fitted from the truth with MIGRAD + HESSE.
 

@@ -14,9 +14,16 @@ from laddu_dask import ksks
 from laddu_dask.runtime.execution import Execution
 
 # tests/ on sys.path, so that test modules can `import laddu_reference`, and benchmarks/, so
-# that they can import the benchmarks' package (laddu_dask_bench, not part of the library)
+# that they can import the benchmarks' package (laddu_dask_bench, not part of the library).
+# The tests live in one folder per package (tests/expr/, tests/runtime/, ...), each also on
+# sys.path, so that a test module can import another's helpers by its name in any folder
+# (`from test_gradients import LEAVES`): pytest's default "prepend" import mode names a test
+# module by its file's name alone, so these names are unique across the folders (pytest fails
+# the collection on a clash).
 TESTS = Path(__file__).resolve().parent
-for _folder in (TESTS.parent / "benchmarks", TESTS):
+TEST_FOLDERS = sorted(folder for folder in TESTS.iterdir()
+                      if folder.is_dir() and any(folder.glob("test_*.py")))
+for _folder in (*TEST_FOLDERS, TESTS.parent / "benchmarks", TESTS):
     if str(_folder) not in sys.path:
         sys.path.insert(0, str(_folder))
 
@@ -89,7 +96,7 @@ collect_ignore = ["scripts", "tutorials"]  # tutorials: the ports run only throu
 
 # The suite compiles its kernels in the evaluation, as before the tier-0 start (a child
 # compilation per kernel, each importing laddu-dask, made a fresh clone's suite 40% slower);
-# tests/test_tier0.py, test_cold_start.py and the fresh-process tests run the default.
+# tests/compile/test_tier0.py, test_cold_start.py and the fresh-process tests run the default.
 import dask  # noqa: E402
 
 dask.config.set({"laddu-dask.tier0": False})

@@ -1,7 +1,7 @@
 """The public API of laddu_dask as text, one line per name (the way laddu's PUBLIC_API.md
 lists its own): every name of ``laddu_dask.__all__`` with its kind and signature, the
 public methods and properties of each class, and the names of each public submodule.
-``tests/test_public_api.py`` compares it with the checked-in ``tests/public_api.txt``;
+``tests/docs/test_public_api.py`` compares it with the checked-in ``tests/public_api.txt``;
 after an intended change of the API, write the file again with
 
     python3 tests/public_api.py --write

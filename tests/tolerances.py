@@ -36,7 +36,7 @@ conditions met here (``kappa u << 1``). A derivative ``df/dp`` has its own condi
 Limit of the model: a quantity that vanishes identically at the point (a derivative in a
 parameter at 0, zero by symmetry) is computed as a cancellation of intermediate terms whose
 rounding no leaf sees; its condition here is 0. Compare such gradients normwise (against
-the largest component's bound), as tests/test_fused.py does for random models.
+the largest component's bound), as tests/compile/test_fused.py does for random models.
 """
 
 from __future__ import annotations

@@ -151,8 +151,9 @@ def readme_lines(r: dict[str, Any]) -> list[str]:
                    f"| {ratio(row['ratio'])} | {row['max_dx']:.1e} | {row['dfx']:.1e} |")
     out += ["", "Max abs dx: the largest difference between the two end points' parameters; "
             "d(-2 ln L): laddu-dask's minus laddu's -2 ln L at them. Simulated annealing stops on its "
-            "schedule in both, each at its own random point near the minimum. `tests/test_ganesh_ksks.py` "
-            "holds every method to laddu's minimum on a smaller sample."]
+            "schedule in both, each at its own random point near the minimum. "
+            "`tests/likelihood/test_ganesh_ksks.py` holds every method to laddu's minimum on a smaller "
+            "sample."]
     free = [row for row in r["methods"] if row["laddu"]["g"] == 0]  # the derivative-free methods
     if free:
         each = {side: float(np.median([row[side]["wall_s"] / row[side]["f"] for row in free]))

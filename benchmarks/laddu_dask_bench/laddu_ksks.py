@@ -232,7 +232,7 @@ def laddu_ksks_nll(
 
     Examples
     --------
-    With a sample written by ``ksks.write_sample`` (``tests/test_ksks_generator.py`` fits one)::
+    With a sample written by ``ksks.write_sample`` (``tests/datasets/test_ksks_generator.py`` fits one)::
 
         nll = laddu_ksks_nll("data.parquet", "accmc.parquet")
         nll.value(TRUTH)

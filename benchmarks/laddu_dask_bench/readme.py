@@ -60,7 +60,7 @@ def render(folder: str = RESULTS_DIR) -> str:
     lines = [
         HEADING, "",
         "<!-- Rendered by `python3 benchmarks/render_readme.py --write` from benchmarks/results/*.json; "
-        "tests/test_bench.py fails when this page differs. Do not edit by hand. -->", "",
+        "tests/docs/test_bench.py fails when this page differs. Do not edit by hand. -->", "",
         "Every figure on this page comes from a results file in `benchmarks/results/`, written by "
         "the benchmark that measured it with the machine, the package versions, the date, the command "
         "and its parameters. Ratios are laddu-dask / competitor (below 1: laddu-dask is faster), both "

@@ -19,7 +19,7 @@ A helper is named ``<op>_<kinds>`` (``r`` real, ``c`` complex, one letter per ar
 ``fdiv_*`` is the forward pass's division by a complex number (the fused kernels' one
 reciprocal).  An operation and kinds without a helper have no tier-0 form; a condition
 where Numba would raise (a complex division by zero) raises :class:`Tier0Fallback`, and
-the evaluation waits for the fused kernel instead.  ``tests/test_tier0.py`` compares every
+the evaluation waits for the fused kernel instead.  ``tests/compile/test_tier0.py`` compares every
 helper with Numba, bit for bit, on random and special values.
 
 Examples

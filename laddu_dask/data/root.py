@@ -452,7 +452,7 @@ def read_root(path: PathArg | Sequence[PathArg], tree: str | None = None, *,
 
     Examples
     --------
-    AmpTools files (``tests/test_root.py`` writes and reads such files)::
+    AmpTools files (``tests/data/test_root.py`` writes and reads such files)::
 
         ds = read_root("mc/*.root", tree="kin", amptools=["beam", "proton", "kshort1", "kshort2"])
     """

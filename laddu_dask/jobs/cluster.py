@@ -263,7 +263,7 @@ def job_script(config: FitConfig | str | os.PathLike[str]) -> str:
 
     Examples
     --------
-    From the repository's root (``tests/test_batch_cluster.py`` checks the script)::
+    From the repository's root (``tests/jobs/test_batch_cluster.py`` checks the script)::
 
         print(job_script("examples/slurm_fit.toml"))   # #!/usr/bin/env bash, #SBATCH -J dask-worker, ...
     """

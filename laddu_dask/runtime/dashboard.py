@@ -289,7 +289,7 @@ def record_worker_evaluation(worker: Any, label: str, seconds: float, events: in
 
     Examples
     --------
-    In a task running on a worker (``tests/test_dashboard.py`` runs it on a cluster)::
+    In a task running on a worker (``tests/runtime/test_dashboard.py`` runs it on a cluster)::
 
         from distributed import get_worker
         record_worker_evaluation(get_worker(), "ksks nll", 0.0012, 50_000)
@@ -328,7 +328,7 @@ def record_client_evaluation(client: Any, label: str, number: int, value: float 
 
     Examples
     --------
-    With a ``distributed.Client`` ``client`` (``tests/test_dashboard.py`` runs it on a cluster)::
+    With a ``distributed.Client`` ``client`` (``tests/runtime/test_dashboard.py`` runs it on a cluster)::
 
         record_client_evaluation(client, "ksks nll", 17, 1234.5, 0.0021)
     """
@@ -364,7 +364,7 @@ def record_fit_note(client: Any, label: str, kind: str, payload: dict[str, Any],
 
     Examples
     --------
-    With a ``distributed.Client`` ``client`` (``tests/test_dashboard_page.py`` runs a fit)::
+    With a ``distributed.Client`` ``client`` (``tests/runtime/test_dashboard_page.py`` runs a fit)::
 
         record_fit_note(client, "ksks", "point", {"value": 1234.5, "parameters": [0.1, 0.2]}, 17)
     """

@@ -1,4 +1,4 @@
-"""Subprocess probe of tests/test_streaming.py: the peak memory of a streamed evaluation.
+"""Subprocess probe of tests/runtime/test_streaming.py: the peak memory of a streamed evaluation.
 
 Usage: stream_probe.py PATH BUDGET POLICY [WORKERS].  Warms up first: a resident
 evaluation and a streamed one of a small Parquet file under the same budget and number

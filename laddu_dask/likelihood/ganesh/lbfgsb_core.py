@@ -5,7 +5,7 @@
 iteration.  :func:`lbfgsb_iterations` runs that loop as steps
 (:mod:`laddu_dask.likelihood.steps`), so a fit yields its points instead of evaluating them
 and many fits can share their evaluation rounds; the iterates are bitwise SciPy's own
-(``tests/test_lockstep.py`` compares them with ``scipy.optimize.minimize``).
+(``tests/analysis/test_lockstep.py`` compares them with ``scipy.optimize.minimize``).
 
 The routine is loaded from SciPy's extension module without importing the rest of
 ``scipy.optimize`` (about 0.4 s of imports a process would otherwise pay at its first fit);

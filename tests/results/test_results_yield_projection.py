@@ -1,7 +1,7 @@
 """Binned yields, rate closure, differential and combined cross sections and the
 branching-exposure error source (laddu's ``Yield.projection``, ``projection_set``,
 ``rate_closure``, ``CrossSection.project``, ``CrossSection.combine``), against laddu 0.28.1
-on the events, model and parameters of ``tests/test_results_projection.py``, and against
+on the events, model and parameters of ``tests/results/test_results_projection.py``, and against
 closed forms (exact sums of the per-event weights, finite differences of the bins)."""
 
 from __future__ import annotations

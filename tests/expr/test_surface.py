@@ -4,7 +4,7 @@ Every case is written once against laddu's API (``lib`` is ``laddu`` or ``laddu_
 built with both libraries and evaluated on the same random events (time-like and
 space-like four-vectors, scalars of both signs): the per-event values agree to a relative
 1e-12.  The new operations' derivatives are checked against central finite differences on
-the array code and the fused kernels by ``tests/test_opspec.py``, which enumerates every
+the array code and the fused kernels by ``tests/expr/test_opspec.py``, which enumerates every
 operation of the spec (``acos`` and ``cis`` included).
 """
 

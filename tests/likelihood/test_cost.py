@@ -83,7 +83,7 @@ def test_minuit_on_the_likelihood_reaches_the_fit_of_lik_fit(samples):
     m.migrad()
     m.hesse()
     assert m.fmin.nhessian == 0  # a plain Minuit computes its own second derivatives
-    # "a" ends at its limit, where lik.fit's HESSE is Minuit's own as well (tests/test_hessian.py)
+    # "a" ends at its limit, where lik.fit's HESSE is Minuit's own as well (tests/likelihood/test_hessian.py)
     assert m.fmin.has_parameters_at_limit
     for result in (lik.fit(method="migrad", hessian="minuit"), lik.fit(method="migrad")):
         assert m.valid and result.valid

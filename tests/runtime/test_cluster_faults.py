@@ -28,7 +28,7 @@ distributed = pytest.importorskip("distributed")
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]  # a hang fails in minutes
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the repository (tests/<package>/test_*.py)
 POINT = np.array([ksks.TRUTH[n] for n in ksks.TRUTH]) * 1.01
 
 

@@ -37,7 +37,7 @@ from laddu_dask.runtime.jobs import stream_partitions
 from laddu_dask.runtime.memory import MemoryPlan
 from laddu_dask.runtime.prepared import PreparedModel
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PROBE = ROOT / "tests" / "scripts" / "stream_probe.py"
 N_EVENTS = 8_000_000
 ROW_GROUP = 65_536

@@ -22,7 +22,7 @@ from laddu_dask.errors import GenerationError, ModelError, ParameterError
 
 try:
     from tests import laddu_reference as lr
-    from tests.test_generation import P_VALUE, _breakup, _columns, _m2, three_body_channel
+    from tests.generation.test_generation import P_VALUE, _breakup, _columns, _m2, three_body_channel
 except ImportError:  # pytest's default "prepend" import mode puts tests/ on sys.path
     import laddu_reference as lr
     from test_generation import P_VALUE, _breakup, _columns, _m2, three_body_channel

@@ -31,7 +31,7 @@ from laddu_dask.runtime.dashboard import (
     task_name,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the repository (tests/<package>/test_*.py)
 N = 30
 NAME = "laddu-dask-ksks-nll"
 
@@ -174,7 +174,7 @@ def test_harmless_without_bokeh_or_dashboard():
     script = textwrap.dedent(f"""
         import sys
         sys.modules["bokeh"] = None  # as if bokeh were not installed
-        sys.path.insert(0, {str(ROOT)!r}); sys.path.insert(0, {str(ROOT / "tests")!r})
+        sys.path[:0] = {[str(ROOT), str(ROOT / "tests"), str(Path(__file__).resolve().parent)]!r}
         import distributed
         from test_dashboard import _simulate_fit, _check
         if __name__ == "__main__":

@@ -463,7 +463,7 @@ def test_joint_histogram_counts_nonfinite_events_as_laddu():
 
 def test_smaller_differences_of_the_readme_table(files):
     """Rows of the README's difference table: the schema says whether weights are stored;
-    any two histograms of the same edges merge (the format API: tests/test_io_formats.py)."""
+    any two histograms of the same edges merge (the format API: tests/data/test_io_formats.py)."""
     assert ld.read_parquet(files["plain"]).schema.has_weight is False
     assert laddu.read_parquet(files["plain"]).schema.weights is True  # laddu: always effective weights
     filled = ld.Histogram.from_values_with_edges([0.5, 1.5], bin_edges=[0.0, 1.0, 2.0])

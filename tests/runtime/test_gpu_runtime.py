@@ -1,7 +1,7 @@
 """The GPU runtime: Execution(device="gpu") end to end against the CPU.
 
 Without CuPy or a CUDA device these tests skip with the reason (the generated CUDA
-source is still compiled by nvcc in tests/test_cuda.py); on a GPU machine they compare
+source is still compiled by nvcc in tests/compile/test_cuda.py); on a GPU machine they compare
 GPU f64 with CPU f64 to 1e-12 and GPU f32 within the float32 error bound of the NLL
 (tests/tolerances.py, with CUDA's single-precision maths at up to 4 ulp per operation), for
 resident and streamed datasets.

@@ -1,6 +1,6 @@
 """``BinnedEstimate`` ``+ - * /`` and ``error_component_sources`` (of ``YieldHistogramView``
 and ``ScalarErrorView``) against laddu 0.28.1, on the yield projections of
-``tests/test_results_yield_projection.py`` (the same events, model, point and ensemble)."""
+``tests/results/test_results_yield_projection.py`` (the same events, model, point and ensemble)."""
 
 from __future__ import annotations
 

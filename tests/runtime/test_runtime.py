@@ -239,7 +239,7 @@ def test_fastest_streams_under_a_small_budget_and_says_why(grouped_accmc):
     assert chunk_bytes < resident
     budget = (chunk_bytes + resident) // 2
     ex = Execution(memory=MemoryPlan(host=budget))
-    with dask.config.set({"laddu-dask.disk.budget": 0}):  # no disk tier (tests/test_disk_tier.py)
+    with dask.config.set({"laddu-dask.disk.budget": 0}):  # no disk tier (tests/runtime/test_disk_tier.py)
         pm, pd = _prepare(ds, model, ex, name="mc")
     assert pd.stats.storage == "streaming"
     assert pd.stats.resident_bytes == 0
@@ -521,7 +521,7 @@ def test_execution_takes_laddus_signature():
 # ---------------------------------------------------------------------------
 # layout: no import circle, no import from a layer above
 # ---------------------------------------------------------------------------
-RUNTIME = Path(__file__).resolve().parents[1] / "laddu_dask" / "runtime"
+RUNTIME = Path(__file__).resolve().parents[2] / "laddu_dask" / "runtime"
 
 #: The runtime's modules, lowest first: each may import only those before it.
 LAYERS = ("compilations", "point_programs", "heap", "accumulate", "finite", "grouped", "memory", "partition",
@@ -592,7 +592,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str]:
 def test_runtime_imports_go_down_only():
     graph = _runtime_graph()
     unlisted = sorted(set(graph) - set(LAYERS))
-    assert not unlisted, f"runtime modules missing from LAYERS in tests/test_runtime.py: {unlisted}"
+    assert not unlisted, f"runtime modules missing from LAYERS in tests/runtime/test_runtime.py: {unlisted}"
     assert not _cycle(graph), f"import circle in the runtime: {' -> '.join(_cycle(graph))}"
     assert not _upward(graph), f"runtime modules importing a module above them: {_upward(graph)}"
     above = [(path.stem, m) for path in RUNTIME.glob("*.py") for m in _imports(path)

@@ -10,7 +10,7 @@ from laddu_dask import ksks
 
 pytestmark = pytest.mark.slow
 
-NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "quickstart.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "quickstart.ipynb"
 
 
 def test_quickstart_notebook_runs(monkeypatch):

@@ -174,7 +174,7 @@ else:  # pragma: no cover
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(LEAVES is None, reason="tests/test_gradients.py is not importable")
+@pytest.mark.skipif(LEAVES is None, reason="tests/compile/test_gradients.py is not importable")
 @settings(max_examples=8, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(expr=SMALL_EXPRESSIONS,
@@ -572,7 +572,7 @@ def _run_cache_script(cache: Path) -> dict:
 
     env = {**os.environ, "LADDU_DASK_CACHE": str(cache)}
     env.pop("NUMBA_CACHE_DIR", None)
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")])
     done = subprocess.run([sys.executable, "-c", _CACHE_SCRIPT], env=env, capture_output=True,
                           text=True, timeout=120, cwd=root)

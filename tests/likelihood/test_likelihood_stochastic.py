@@ -1,6 +1,6 @@
 """laddu 0.28.1's ``Likelihood.nll``, ``value(parameters=...)``,
 ``value_and_gradient(parameters=...)`` and ``fit_stochastic`` (issue 24, points 2 and 4),
-against laddu itself on the likelihood of ``tests/test_fit_laddu_api.py``."""
+against laddu itself on the likelihood of ``tests/likelihood/test_fit_laddu_api.py``."""
 
 from __future__ import annotations
 

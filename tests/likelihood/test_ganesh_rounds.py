@@ -3,7 +3,7 @@ one round of the objective's ``values(points)`` when it has one, and visit the s
 the end point, value and evaluation counts are bitwise those of the one-point-at-a-time
 run, written down once from it (commit e52668d, before the rounds) on the bounded
 Rosenbrock function, seed 5. An objective without ``values`` is asked one point at a time.
-(``Likelihood.values`` is bitwise ``value`` at each point: ``tests/test_mcmc.py``.)
+(``Likelihood.values`` is bitwise ``value`` at each point: ``tests/analysis/test_mcmc.py``.)
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ def test_the_benchmarks_are_not_part_of_the_library():
     with pytest.raises(ModuleNotFoundError, match="laddu_dask.bench"):
         importlib.import_module("laddu_dask.bench")
     assert importlib.util.find_spec("laddu_dask_bench") is not None  # tests/conftest.py puts it on the path
-    package = Path(__file__).resolve().parents[1] / "laddu_dask"
+    package = Path(__file__).resolve().parents[2] / "laddu_dask"
     importing = []
     for path in sorted(package.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):

@@ -2,7 +2,7 @@
 found surviving (issue 30, point 3; ``docs/mutation.md``).
 
 References: golden values written down once from the code of this commit's parent (the
-defaults' seed 0, as ``tests/test_regressions_seeds.py`` does for other seeds), the closed
+defaults' seed 0, as ``tests/analysis/test_seeded_reproducibility.py`` does for other seeds), the closed
 form ``a = W_A / W_B`` of that file's two-class model, and the messages a user reads.
 """
 
@@ -15,6 +15,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from test_seeded_reproducibility import _classes
 
 import laddu_dask as ld
 from laddu_dask.analysis import restarts
@@ -29,7 +30,6 @@ from laddu_dask.analysis.restarts import (
     start_note,
 )
 from laddu_dask.errors import ParameterError, RestartWarning
-from tests.test_regressions_seeds import _classes
 
 # golden values of seed 0, the default seed (see the module docstring)
 RESTART_STARTS_0 = [[1.4554425309821815], [0.9046800706458055], [0.5614602859042921]]
@@ -195,7 +195,7 @@ def test_restarts_of_one_likelihood_run_in_lockstep_and_replicas_one_by_one(lik,
 # -- fit_each: the three ways many fits run -------------------------------------------------
 def test_fits_that_run_as_tasks_are_handed_everything_they_need(lik, monkeypatch, capsys):
     """Fits run as tasks only on a cluster; here the hand-over to ``fit_as_tasks`` is
-    recorded instead (the cluster's side: tests/test_analysis.py, slow)."""
+    recorded instead (the cluster's side: tests/analysis/test_analysis.py, slow)."""
     calls = []
 
     def tasks(likelihoods, starts, *, method, label, failures, note, **options):

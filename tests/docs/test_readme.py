@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the repository (tests/<package>/test_*.py)
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 
@@ -169,6 +169,8 @@ def test_setup_and_test_commands_are_what_ci_runs():
     used = re.findall(r'pytest -q -m "?(?:not )?(\w+)', " ".join(subsets))
     assert set(used) == {"slow", "gpu"}
     assert set(used) <= declared
+    named = re.findall(r"tests/[\w/]+(?:\.py)?", " ".join(subsets))  # the files and folders it runs
+    assert named and all((ROOT / path).exists() for path in named), named
     from hypothesis import settings
 
     profile = re.search(r"HYPOTHESIS_PROFILE=(\w+)", " ".join(subsets)).group(1)

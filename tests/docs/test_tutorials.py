@@ -77,7 +77,7 @@ def test_coupled_channel_joint_likelihood_matches_laddu(build, points, extended)
     # One parameter per name across both terms (the pole is shared, not duplicated). The
     # K-matrix's pole-mass derivatives are the least well-conditioned figures: laddu's
     # pole-cleared solve loses 1/(m^2 - s)^2 in them near a pole (ours keeps 1e-13 of a
-    # 50-digit evaluation there, tests/test_kmatrix.py); this sample has no event that close.
+    # 50-digit evaluation there, tests/expr/test_kmatrix.py); this sample has no event that close.
     assert len(ours.parameter_names) == len(set(ours.parameter_names))
     value, gradient = _agreement(ours, theirs, points)
     assert value < 1e-12 and gradient < 1e-10, (value, gradient)

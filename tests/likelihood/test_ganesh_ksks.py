@@ -1,7 +1,7 @@
 """Each ``ld.ganesh`` minimizer fits the K_S K_S toy from a displaced start to the minimum
 laddu 0.28.1's same method reaches on the same events (issue 24).
 
-The bounded Rosenbrock function is in ``tests/test_ganesh_minimizers.py`` (every method
+The bounded Rosenbrock function is in ``tests/likelihood/test_ganesh_minimizers.py`` (every method
 against laddu's, fast). Here both libraries fit one small KsKs sample through their public
 ``Likelihood.fit(start, config=..., terminators=...)``: the six D-wave coefficients (line
 shapes fixed at the truth; unbounded) for every method, and all ten parameters (masses and

@@ -7,7 +7,7 @@
 * the kernel the first evaluation calls is compiled on a background thread while the
   datasets are prepared, with exactly the argument types the evaluation passes (one
   compiled overload, not two), and a compilation longer than a second is announced;
-  until it is ready the tier-0 kernel evaluates (tests/test_tier0.py), with the same bits.
+  until it is ready the tier-0 kernel evaluates (tests/compile/test_tier0.py), with the same bits.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from laddu_dask.compile import fused, kernel_cache
 from laddu_dask.compile.compiled import CompiledModel
 from laddu_dask.runtime.compilations import numba_available
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository
 needs_numba = pytest.mark.skipif(not numba_available(), reason="the fused kernels need Numba")
 pytestmark = pytest.mark.usefixtures("tier0")  # the default start (the suite's conftest waits)
 

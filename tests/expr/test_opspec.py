@@ -317,7 +317,7 @@ def test_the_preludes_are_shipped_with_the_package(tmp_path):
     import sys
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     tree = tmp_path / "src"  # a copy, so that the build leaves nothing in the checkout
     shutil.copytree(root / "laddu_dask", tree / "laddu_dask", ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):
