@@ -1,6 +1,7 @@
 """HTML tables and text formats shared by the notebook views of models, datasets,
 executions, memory decisions and fit results; whether standard output is a terminal
-(where progress rewrites one line; in a file or a pipe it writes whole lines).
+(where progress rewrites one line; in a file or a pipe it writes whole lines), and
+distributed's progress of a cluster's tasks shown accordingly.
 
 Every cell is escaped with :func:`html.escape` unless it is wrapped in :class:`Raw`
 (HTML built here, such as a link); byte counts go through
@@ -25,7 +26,8 @@ from typing import Any
 
 from dask.utils import format_bytes
 
-__all__ = ["Raw", "bytes_text", "format_bounds", "key_values", "link", "on_terminal", "table"]
+__all__ = ["Raw", "bytes_text", "format_bounds", "key_values", "link", "on_terminal", "show_progress",
+           "table"]
 
 
 class Raw(str):
@@ -120,3 +122,28 @@ def on_terminal() -> bool:
         return bool(stream is not None and stream.isatty())
     except (AttributeError, ValueError, OSError):  # no isatty, or a closed stream
         return False
+
+
+def show_progress(futures: list[Any]) -> None:
+    """distributed's progress of ``futures``: a widget in a notebook, a text bar in a
+    terminal, one line in a file or a pipe (where the bar's ``\\r`` rewrites would join).
+
+    The text bar blocks until its tasks end, so it runs in a thread of its own: the
+    caller's wait (with its timeout) decides when preparation is over.
+    """
+    import threading
+
+    from distributed import progress
+    from distributed.utils import is_kernel
+
+    if is_kernel():
+        try:
+            progress(futures)
+            return
+        except ImportError:  # a notebook without ipywidgets
+            pass
+    if not on_terminal():
+        print(f"laddu-dask: preparing {len(futures)} partition(s) on the cluster", flush=True)
+        return
+    threading.Thread(target=progress, args=(futures,), kwargs={"notebook": False},
+                     name="laddu-dask-progress", daemon=True).start()

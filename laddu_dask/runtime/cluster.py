@@ -71,7 +71,7 @@ from laddu_dask.runtime.reduction import merge_list, tree_graph
 from laddu_dask.runtime.tree import members, plan_tree, with_children
 from laddu_dask.runtime.wire import encode_points
 from laddu_dask.runtime.worker_calls import call_all, is_lost_worker_error
-from laddu_dask.views import on_terminal
+from laddu_dask.views import show_progress
 
 #: Worker states whose data an evaluation may read (a paused worker still answers calls).
 SERVING = ("running", "paused")
@@ -106,31 +106,6 @@ def fan_in() -> int:
         raise ParameterError("the Dask config laddu-dask.cluster.fan-in must be an integer >= 2, got "
                              f"{value!r}")
     return value
-
-
-def _show_progress(futures: list[Any]) -> None:
-    """distributed's progress of ``futures``: a widget in a notebook, a text bar in a
-    terminal, one line in a file or a pipe (where the bar's ``\\r`` rewrites would join).
-
-    The text bar blocks until its tasks end, so it runs in a thread of its own: the
-    caller's wait (with its timeout) decides when preparation is over.
-    """
-    import threading
-
-    from distributed import progress
-    from distributed.utils import is_kernel
-
-    if is_kernel():
-        try:
-            progress(futures)
-            return
-        except ImportError:  # a notebook without ipywidgets
-            pass
-    if not on_terminal():
-        print(f"laddu-dask: preparing {len(futures)} partition(s) on the cluster", flush=True)
-        return
-    threading.Thread(target=progress, args=(futures,), kwargs={"notebook": False},
-                     name="laddu-dask-progress", daemon=True).start()
 
 
 def _same(part: Any) -> Any:
@@ -222,7 +197,7 @@ class ClusterRunner(Runner):
                                       sync=False) if keys else []
             parts, infos = futures[:len(keys)], futures[len(keys):]
             if self.progress and parts:
-                _show_progress(parts)
+                show_progress(parts)
             rows = _gathered(self.client, infos, what)
             nbytes = sum(r[1] for r in rows)
             sum_w = float(fsum_rows(np.hstack([r[2] for r in rows]))[0]) if rows else 0.0

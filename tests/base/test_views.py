@@ -436,13 +436,13 @@ def test_cluster_preparation_progress_bar_only_on_a_terminal(terminal, monkeypat
     import distributed
     import distributed.utils
 
-    from laddu_dask.runtime import cluster
+    from laddu_dask import views
 
     shown = threading.Event()
     monkeypatch.setattr(distributed, "progress", lambda *a, **k: shown.set())
     monkeypatch.setattr(distributed.utils, "is_kernel", lambda: False)
-    monkeypatch.setattr(cluster, "on_terminal", lambda: terminal)
-    cluster._show_progress(["f1", "f2"])
+    monkeypatch.setattr(views, "on_terminal", lambda: terminal)
+    views.show_progress(["f1", "f2"])
     assert shown.wait(10 if terminal else 0) is terminal  # the text bar runs in a thread
     assert capsys.readouterr().out == ("" if terminal else
                                        "laddu-dask: preparing 2 partition(s) on the cluster\n")
