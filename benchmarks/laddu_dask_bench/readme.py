@@ -35,7 +35,13 @@ from laddu_dask_bench.generation_bench import readme_lines as _generation
 from laddu_dask_bench.projection_bench import readme_lines as _projection
 from laddu_dask_bench.readme_format import ratio, run_line, seconds, wrap
 from laddu_dask_bench.readme_laddu import first_eval_lines, ksks_lines, models_lines
-from laddu_dask_bench.readme_runtime import binned_lines, cluster_lines, overhead_lines, streaming_lines
+from laddu_dask_bench.readme_runtime import (
+    binned_lines,
+    cluster_lines,
+    disk_tier_lines,
+    overhead_lines,
+    streaming_lines,
+)
 from laddu_dask_bench.results import RESULTS_DIR, ROOT, read_results
 from laddu_dask_bench.small_eval_bench import readme_lines as _small_eval
 
@@ -45,7 +51,7 @@ PAGE = os.path.join(ROOT, "docs", "benchmarks.md")
 HEADING = "# Benchmarks"
 FILES = ("bench_ksks.json", "overhead.json", "streaming.json", "cluster.json", "first_eval.json",
          "models.json", "binned.json", "generation.json", "closure.json", "projection.json",
-         "ganesh_methods.json", "small_eval.json", "fanout.json")
+         "ganesh_methods.json", "small_eval.json", "fanout.json", "disk_tier.json")
 
 
 def page_headings(lines: list[str]) -> list[str]:
@@ -56,7 +62,7 @@ def page_headings(lines: list[str]) -> list[str]:
 def render(folder: str = RESULTS_DIR) -> str:
     """The Benchmarks page (its title included) from the results files in ``folder``."""
     (ksks, overhead, streaming, cluster, first, models, binned, generation, closure, projection, ganesh,
-     small, fanout) = (read_results(name, folder) for name in FILES)
+     small, fanout, disk) = (read_results(name, folder) for name in FILES)
     lines = [
         HEADING, "",
         "<!-- Rendered by `python3 benchmarks/render_readme.py --write` from benchmarks/results/*.json; "
@@ -70,7 +76,8 @@ def render(folder: str = RESULTS_DIR) -> str:
         *page_headings([
             *ksks_lines(ksks), *first_eval_lines(first), *models_lines(models), *_ganesh(ganesh),
             *_small_eval(small), *binned_lines(binned),
-            *overhead_lines(overhead), *streaming_lines(streaming), *cluster_lines(cluster), *_fanout(fanout),
+            *overhead_lines(overhead), *streaming_lines(streaming), *disk_tier_lines(disk),
+            *cluster_lines(cluster), *_fanout(fanout),
             *_generation(generation), *_closure(closure), *_projection(projection)]),
         "`benchmarks/gpu_check.py` is the one-shot check for a GPU machine (see [GPUs](guide/gpu.md)).",
     ]

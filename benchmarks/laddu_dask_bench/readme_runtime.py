@@ -186,6 +186,35 @@ def streaming_lines(r: dict[str, Any]) -> list[str]:
     ]
 
 
+def disk_tier_lines(r: dict[str, Any]) -> list[str]:
+    """The disk tier against memory, source streaming and the two raw reads
+    (``benchmarks/results/disk_tier.json``)."""
+    prov, t = r["provenance"], r["seconds"]
+    n = r["events"]
+    return [
+        "### The disk tier", "",
+        f"One value-and-gradient evaluation of {n:,} KsKs accepted-MC events (the event loop, "
+        f"`normalization=\"general\"`), the accepted MC resident, on the disk tier "
+        f"({r['disk_files']} files, {r['disk_bytes'] / 2**20:.0f} MiB) or streamed from Parquet under a "
+        f"{r['budget']} host budget, against pyarrow reading the {r['columns']} columns streaming reads "
+        f"and against reading the disk tier's files from the page cache; alternating, median of "
+        f"{prov['parameters']['repeats']}. Same bits in all three storages: "
+        f"{'yes' if r['bitwise_equal'] else 'NO'}. "
+        + run_line(prov, ("laddu-dask", "pyarrow", "numpy", "numba")),
+        "",
+        "| run | time | |",
+        "|---|---|---|",
+        f"| resident | {seconds(t['resident'])} | |",
+        f"| disk tier | {seconds(t['disk'])} | {ratio(r['disk_over_page_cache'])} the page-cache read "
+        f"(goal: at most 2x) |",
+        f"| page-cache read of the disk tier's files | {seconds(t['page_cache'])} | |",
+        f"| streaming from Parquet | {seconds(t['streaming'])} | {r['streaming_over_disk']:.1f}x the disk "
+        f"tier (goal: at least 5x); {ratio(r['streaming_over_pyarrow'])} pyarrow's read (goal: at most 2x) |",
+        f"| pyarrow read of the same columns | {seconds(t['pyarrow'])} | |",
+        "",
+    ]
+
+
 def _blocks_text(o: dict[str, Any], repeats: int) -> str:
     """How the overhead figure was taken: one median, or the median of block medians."""
     blocks = o.get("cluster_blocks_s")
