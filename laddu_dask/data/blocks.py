@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -77,12 +77,13 @@ class BlockReader(Protocol):
 
 @dataclass(frozen=True)
 class Piece:
-    """Rows ``start:stop`` of block ``index`` (``rows`` rows, from ``block``) of a Dask-backed dataset."""
+    """Rows ``start:stop`` of block ``index`` (``rows`` rows, from ``block``) of a Dask-backed dataset
+    (``rows`` and ``stop`` None: the whole block, of a length learned when it is read)."""
 
     index: int
-    rows: int
+    rows: int | None
     start: int
-    stop: int
+    stop: int | None
     offset: int
     source: str
     block: str
@@ -105,7 +106,9 @@ def read_piece(reader: BlockReader, value: Any, columns: list[str], dtype: np.dt
         or a value is missing or not finite (naming the column and event).
     """
     rows = reader.length(value)
-    if rows != piece.rows:
+    if piece.rows is None:  # a whole block of unknown length (BlockOrigin.load_block): learned here
+        piece = replace(piece, rows=rows, stop=rows)
+    elif rows != piece.rows:
         raise DataError(
             f"{piece.block} has {rows} rows, but the dataset was built for {piece.rows}: the "
             "collection changed since, or the lengths given to from_dask are wrong"
@@ -183,8 +186,12 @@ class BlockPartition(Partition):
 
     def graph_task(self, key: Any, columns: list[str], dtype: np.dtype) -> Task:
         """A task on the keys of this partition's block in its origin's graph."""
-        refs = List(*map(TaskRef, self.inputs)) if isinstance(self.inputs, list) else TaskRef(self.inputs)
-        return Task(key, read_piece, self.reader, refs, columns, dtype, self.piece)
+        return Task(key, read_piece, self.reader, _refs(self.inputs), columns, dtype, self.piece)
+
+
+def _refs(inputs: Any) -> Any:
+    """References to a block's key, or to its keys (one per array)."""
+    return List(*map(TaskRef, inputs)) if isinstance(inputs, list) else TaskRef(inputs)
 
 
 def _flat(inputs: Any) -> list[Any]:
@@ -267,6 +274,52 @@ class BlockOrigin:
         if all(_is_future(self._tasks[k]) for k in keys):
             return {k: self._tasks[k] for k in keys}
         return cull(self._tasks, keys)[0]
+
+    def learn_lengths(self, lengths: Sequence[int]) -> None:
+        """Record the rows of every block, learned by reading them all (:meth:`load_block`).
+
+        Raises
+        ------
+        DataError
+            Another number of blocks, or lengths that contradict those known already.
+        """
+        learned = tuple(int(n) for n in lengths)
+        if len(learned) != len(self.inputs) or min(learned, default=0) < 0:
+            raise DataError(f"{self.sources[0]} has {len(self.inputs)} blocks; learned lengths "
+                            f"{learned} do not fit them")
+        with _COUNTING:
+            if self._lengths is not None and self._lengths != learned:
+                raise DataError(f"{self.sources[0]} changed: its blocks have {learned} rows, where "
+                                f"{self._lengths} were counted before")
+            self._lengths = learned
+
+    def load_block(self, i: int, columns: list[str], dtype: np.dtype) -> EventBatch:
+        """Block ``i`` whole, computing only its graph, its rows learned from the computed
+        block (whether or not :attr:`lengths` are known).
+
+        Its events are numbered from 0, and an error names its rows within the block: a
+        caller that needs the event's index in the whole dataset loads the partition again
+        once the lengths are known (what a preparation that learns them does on failure).
+        """
+        piece = self._whole(i)
+        part = BlockPartition(n_events=0, offset=0, source=piece.source, piece=piece, inputs=self.inputs[i],
+                              reader=self.reader, graph=self._block_graph(self.inputs[i]))
+        return read_piece(self.reader, part._compute(), columns, dtype, piece)
+
+    def _whole(self, i: int) -> Piece:
+        return Piece(i, None, 0, None, 0, self.labels[i], self.labels[i], self.schema)
+
+    def whole_block_graph(self, columns: list[str], dtype: np.dtype, name: str
+                          ) -> tuple[HighLevelGraph, list[tuple[str, int]]]:
+        """The graph whose key ``i`` is :meth:`load_block` of block ``i`` (on the collection's
+        own graph, as :meth:`Dataset.partition_graph` for known lengths)."""
+        layer = f"{name}-{tokenize(self.token, columns, np.dtype(dtype).str)}"
+        tasks = {(layer, i): Task((layer, i), read_piece, self.reader, _refs(inputs), columns, dtype,
+                                  self._whole(i))
+                 for i, inputs in enumerate(self.inputs)}
+        graph = self._graph
+        layers, deps = {**graph.layers, layer: tasks}, {**graph.dependencies, layer: set(graph.layers)}
+        return HighLevelGraph(layers, deps), list(tasks)
 
     def make_partitions(self, chunk_size: int | None) -> tuple[Partition, ...]:
         parts: list[Partition] = []

@@ -36,6 +36,7 @@ from dask.highlevelgraph import HighLevelGraph
 from laddu_dask.data.arrays import ArrayOrigin, ArrayPartition, array_inputs, as_numbers
 from laddu_dask.data.batch import EventBatch
 from laddu_dask.data.batch_origin import BatchOrigin, schema_from_mapping
+from laddu_dask.data.blocks import BlockOrigin
 from laddu_dask.data.checks import (
     DEFAULT_CHUNK_SIZE,
     MEMORY_POLICIES,
@@ -314,9 +315,11 @@ class Dataset(DatasetCollection, DatasetOperations, DatasetWriting, DatasetDispl
             ``map_partitions``, an array with unknown chunks): the numbers, or True to
             count them now (one pass over the collection, like Dask's
             ``to_dask_array(lengths=True)``). Without it such a collection still builds a
-            dataset at once, computing nothing: its rows are counted at its first use (an
-            evaluation, :attr:`n_events`, a partition's load), by one pass over its blocks,
-            and :attr:`lengths_known` says whether that happened. Dask knows the lengths of
+            dataset at once, computing nothing: its rows are learned while its first
+            evaluation prepares it (each block read once, locally or on the cluster's
+            workers), or counted by one pass over its blocks at another first use
+            (:attr:`n_events`, a partition's load, a streamed or disk-tier preparation), and
+            :attr:`lengths_known` says whether that happened. Dask knows the lengths of
             ``dd.read_parquet`` (from the files' metadata), ``dd.from_pandas``, column
             selections and element-wise operations on these, Dask arrays with known
             chunks, and ``uproot.dask`` arrays.
@@ -394,9 +397,16 @@ class Dataset(DatasetCollection, DatasetOperations, DatasetWriting, DatasetDispl
     @property
     def lengths_known(self) -> bool:
         """Whether the events of every partition are known without computing anything more: a
-        dataset over a filtered Dask collection (:meth:`from_dask`) learns them at its first
-        use (an evaluation, :attr:`n_events`, a partition's load), by one pass over its blocks."""
-        return self._partitions is not None
+        dataset over a filtered Dask collection (:meth:`from_dask`) learns them while its first
+        evaluation prepares it (one read of each block), or at another first use
+        (:attr:`n_events`, a partition's load) by one pass over its blocks."""
+        return self._partitions is not None or getattr(self._origin, "lengths_known", True)
+
+    @property
+    def blocks(self) -> Any:
+        """The :class:`~laddu_dask.data.blocks.BlockOrigin` of a dataset over a Dask collection
+        (its blocks, which a preparation reads whole to learn unknown lengths), else None."""
+        return self._origin if isinstance(self._origin, BlockOrigin) else None
 
     @property
     def n_events(self) -> int:

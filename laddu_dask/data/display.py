@@ -24,7 +24,7 @@ class DatasetDisplay:
         """The number of events, or that it is learned at the first use (nothing is computed
         to show a dataset)."""
         if not getattr(self, "lengths_known", True):
-            return "? events (counted at the first use)"
+            return "? events (learned at the first use)"
         return f"{self.n_events:,} events"
 
     def __repr__(self) -> str:

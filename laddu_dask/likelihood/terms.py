@@ -120,12 +120,7 @@ class _Term(MinuitCost):
         self.model = _as_model(model, self.model_class)
         self.data = _as_dataset(data, "data", name)
         self.accepted_mc = _as_dataset(accepted_mc, "accepted_mc", name)
-        for role, ds in (("data", self.data), ("accepted Monte Carlo (accepted_mc)", self.accepted_mc)):
-            if ds.n_events == 0:
-                raise DataError(
-                    f"term {name!r}: its {role} has no events ({', '.join(ds.sources)}); a "
-                    "likelihood needs at least one event in its data and its accepted Monte Carlo"
-                )
+        self._require_events(known_only=True)  # a lazy Dask input: when prepared
         self.compiled = CompiledModel.from_expr(self.model)
         # a missing column is reported now, naming the file, not at the first evaluation
         for ds in (self.data, self.accepted_mc):
@@ -211,6 +206,17 @@ class _Term(MinuitCost):
             f"{len(self.parameter_names)} free parameters)"
         )
 
+    def _require_events(self, known_only: bool = False) -> None:
+        """DataError when the data or the accepted MC has no events (``known_only``: only
+        for datasets whose lengths are known without computing: a lazy Dask collection's
+        are learned while it is prepared, and checked then)."""
+        for role, ds in (("data", self.data), ("accepted Monte Carlo (accepted_mc)", self.accepted_mc)):
+            if (ds.lengths_known or not known_only) and ds.n_events == 0:
+                raise DataError(
+                    f"term {self.name!r}: its {role} has no events ({', '.join(ds.sources)}); a "
+                    "likelihood needs at least one event in its data and its accepted Monte Carlo"
+                )
+
     def prepare(self, execution: Execution, with_gradient: bool | None = None) -> _Prepared:
         """Prepare the datasets for ``execution`` (done once per execution).
 
@@ -227,6 +233,7 @@ class _Term(MinuitCost):
         if self._mc_from is not None:  # a twin of with_data: only its data is new
             source = self._mc_from.prepare(execution, with_gradient)
             pd = source.model.prepare_dataset(execution, self.data, name=f"{self.name}/data")
+            self._require_events()
             hit = _Prepared(source.model, pd, source.mc, source.stats)
             self._prepared = {object_token(execution): hit}
             self._last = (weakref.ref(execution), hit)
@@ -247,6 +254,7 @@ class _Term(MinuitCost):
         if decomposition is None or execution.normalization == "verify":
             pmc = pm.prepare_dataset(execution, self.accepted_mc, name=mc_name)
             total_weight = pmc.stats.sum_weights
+        self._require_events()
         if total_weight == 0.0:
             raise NormalizationError(
                 f"term {self.name!r}: the accepted Monte Carlo ({', '.join(self.accepted_mc.sources)}) "

@@ -61,6 +61,7 @@ from laddu_dask.runtime.preparation import (
     PreparedDataset,
     PreparedStats,
     key_label,
+    learn_on_cluster,
     partition_summary,
     preparation_graph,
     weight_sum,
@@ -184,24 +185,29 @@ class ClusterRunner(Runner):
 
     # -- preparation -------------------------------------------------------------------
     def prepare(self, reducer: PartitionReducer, dataset: Dataset, name: str,
-                decision: MemoryDecision, stream_workers: int) -> PreparedDataset:
-        """Prepared partitions as Dask data on the workers (resident), or the weight sum only."""
+                decision: MemoryDecision, stream_workers: int,
+                parts: list[Any] | None = None) -> PreparedDataset:
+        """Prepared partitions as Dask data on the workers (resident; ``parts``: their futures
+        when :meth:`learn` prepared them), or the weight sum only."""
         self._ensure_plugin()
         what = f"the preparation of dataset {name!r} on the cluster"
-        parts: list[Any] = []
         if decision.strategy == "resident":
-            graph, keys = preparation_graph(reducer, dataset, name)
-            summaries = {("summary-" + key[0].removeprefix("prepared-"), key[1]): (partition_summary, key)
-                         for key in keys}
-            futures = self.client.get({**dict(graph), **summaries}, keys + list(summaries),
-                                      sync=False) if keys else []
-            parts, infos = futures[:len(keys)], futures[len(keys):]
+            if parts:
+                infos = [self.client.submit(partition_summary, f) for f in parts]
+            else:
+                graph, keys = preparation_graph(reducer, dataset, name)
+                summaries = {("summary-" + key[0].removeprefix("prepared-"), key[1]):
+                             (partition_summary, key) for key in keys}
+                futures = self.client.get({**dict(graph), **summaries}, keys + list(summaries),
+                                          sync=False) if keys else []
+                parts, infos = futures[:len(keys)], futures[len(keys):]
             if self.progress and parts:
                 show_progress(parts)
             rows = _gathered(self.client, infos, what)
             nbytes = sum(r[1] for r in rows)
             sum_w = float(fsum_rows(np.hstack([r[2] for r in rows]))[0]) if rows else 0.0
         else:
+            parts = []
             loads, load_keys = dataset.partition_graph([], np.float64, name=f"load-{key_label(name)}")
             leaves = {("weights-" + key[0].removeprefix("load-"), key[1]): (weight_sum, key)
                       for key in load_keys}
@@ -220,6 +226,12 @@ class ClusterRunner(Runner):
             self._datasets.add(prepared)
             self.seen = -1  # place (and balance) it at the next evaluation
         return prepared
+
+    def learn(self, reducer: PartitionReducer, dataset: Dataset, name: str, budget: int | None,
+              bytes_per_event: int) -> list[Any] | None:
+        """:func:`~laddu_dask.runtime.preparation.learn_on_cluster` (the workers' memory is
+        Dask's to manage, so ``budget`` does not stop it)."""
+        return learn_on_cluster(self.client, reducer, dataset, name, _gathered)
 
     # -- placement ---------------------------------------------------------------------
     def _serving(self, what: str) -> dict[str, int]:

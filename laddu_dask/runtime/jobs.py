@@ -234,9 +234,19 @@ class Runner:
         raise NotImplementedError
 
     def prepare(self, reducer: PartitionReducer, dataset: Dataset, name: str,
-                decision: MemoryDecision, stream_workers: int) -> PreparedDataset:
-        """Prepare ``dataset`` under the storage of ``decision`` (kept resident, or streamed)."""
+                decision: MemoryDecision, stream_workers: int,
+                parts: list[PreparedPartition] | None = None) -> PreparedDataset:
+        """Prepare ``dataset`` under the storage of ``decision`` (kept resident, or streamed);
+        ``parts``: its resident partitions, prepared already (while learning its lengths,
+        :func:`~laddu_dask.runtime.preparation.prepare_learning`; in this process only)."""
         raise NotImplementedError
+
+    def learn(self, reducer: PartitionReducer, dataset: Dataset, name: str, budget: int | None,
+              bytes_per_event: int) -> list[Any] | None:
+        """Prepare a dataset whose lengths Dask does not know, learning them on the way (see
+        :func:`~laddu_dask.runtime.preparation.prepare_learning`): its resident partitions,
+        or None (nothing kept: the caller counts the rows and prepares as usual)."""
+        return None
 
     def run(self, jobs: list[ReductionJob]) -> list[PointPartials]:
         """The merged partial sums of every job at each of its points (all in one round)."""

@@ -27,7 +27,9 @@ Examples
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from dask.highlevelgraph import HighLevelGraph
@@ -36,6 +38,7 @@ from dask.sizeof import sizeof
 from laddu_dask.compile.compiled import CompiledModel, real_dtype
 from laddu_dask.data.batch import EventBatch
 from laddu_dask.data.dataset import Dataset
+from laddu_dask.errors import LadduDaskError
 from laddu_dask.runtime.disk_tier import DiskPartition, DiskStore
 from laddu_dask.runtime.memory import MemoryDecision
 from laddu_dask.runtime.partition import PreparedPartition
@@ -73,6 +76,95 @@ def prepare_partition(compiled: CompiledModel, dataset: Dataset, index: int, pre
 def prepare_loaded(reducer: PartitionReducer, batch: EventBatch) -> PreparedPartition:
     """Task of :func:`preparation_graph`: prepare a loaded batch for ``reducer``'s model."""
     return prepare_batch(reducer.compiled, batch, reducer.precision, reducer.device, reducer.gpu)
+
+
+def prepare_learning(reducer: PartitionReducer, dataset: Dataset, threads: int,
+                     budget: int | None, bytes_per_event: int) -> list[PreparedPartition] | None:
+    """Prepare every block of a dataset whose lengths Dask does not know, learning them.
+
+    Each block of :attr:`Dataset.blocks` is computed once, read whole and prepared, at most
+    ``threads`` at a time; its rows are then known, the partitions get their offsets, and
+    the dataset records the lengths (:meth:`~laddu_dask.data.blocks.BlockOrigin.learn_lengths`):
+    no pass only to count. None, with nothing kept, when the prepared events pass ``budget``
+    (at ``bytes_per_event``; the caller then counts the rows and decides the storage again),
+    or when a block is rejected: the caller's ordinary preparation then reports it with the
+    event's index in the whole dataset, which only the lengths of the blocks before give.
+    """
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+    blocks, columns = dataset.blocks, list(reducer.compiled.columns)
+    dtype = np.dtype(real_dtype(reducer.precision))
+
+    def one(i: int) -> PreparedPartition:
+        return prepare_batch(reducer.compiled, blocks.load_block(i, columns, dtype), reducer.precision)
+
+    n = len(blocks.inputs)
+    parts: list[PreparedPartition | None] = [None] * n
+    events, started, running = 0, 0, {}
+    with ThreadPoolExecutor(max(1, threads), thread_name_prefix="laddu-dask-prepare") as pool:
+        while started < n or running:
+            while started < n and len(running) < max(1, threads):
+                running[pool.submit(one, started)] = started
+                started += 1
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                i = running.pop(future)
+                try:
+                    parts[i] = future.result()
+                except LadduDaskError:
+                    parts[i] = None
+                    started = n  # start nothing more; report it the ordinary way
+                    continue
+                events += parts[i].n
+            if budget is not None and events * bytes_per_event > budget:
+                started = n
+    if any(p is None for p in parts) or (budget is not None and events * bytes_per_event > budget):
+        return None
+    return [placed_at(p, offset) for p, offset in zip(parts, learned_offsets(blocks, [p.n for p in parts]),
+                                                      strict=True)]
+
+
+def learned_offsets(blocks: Any, lengths: list[int]) -> list[int]:
+    """Record the learned ``lengths`` on the dataset's blocks; the offsets of the blocks."""
+    blocks.learn_lengths(lengths)
+    return [int(o) for o in np.cumsum([0, *lengths[:-1]])] if lengths else []
+
+
+def placed_at(part: PreparedPartition, offset: int) -> PreparedPartition:
+    """Task: a partition prepared before its offset was known, at ``offset`` (no copy)."""
+    return PreparedPartition(part.cache, part.weights, part.n, offset, part.source)
+
+
+def part_events(part: PreparedPartition) -> int:
+    """Task: the events of a prepared partition."""
+    return part.n
+
+
+def learn_on_cluster(client: Any, reducer: PartitionReducer, dataset: Dataset, name: str,
+                     gathered: Callable[[Any, list, str], list]) -> list[Any] | None:
+    """:func:`prepare_learning` on a cluster: every block read once and prepared on the
+    workers (as worker data, which Dask's memory manager spills), the rows gathered, the
+    lengths recorded and each partition given its offset where it is; the futures of the
+    prepared partitions, or None when a block is rejected (see :func:`prepare_learning`).
+    ``gathered(client, futures, what)`` waits for results within the preparation timeout."""
+    from dask.base import tokenize
+
+    blocks, label = dataset.blocks, key_label(name)
+    loads, keys = blocks.whole_block_graph(list(reducer.compiled.columns),
+                                           np.dtype(real_dtype(reducer.precision)), f"load-whole-{label}")
+    token = tokenize(keys[0][0] if keys else 0, reducer.compiled.kernels.source, reducer.precision)
+    prepared = {(f"learning-{label}-{token}", i): (prepare_loaded, reducer, key)
+                for i, key in enumerate(keys)}
+    rows = {(f"rows-{label}-{token}", i): (part_events, key) for i, key in enumerate(prepared)}
+    futures = client.get({**dict(loads), **prepared, **rows}, [*prepared, *rows], sync=False) if keys else []
+    try:
+        lengths = gathered(client, futures[len(keys):], f"the rows of dataset {name!r} on the cluster")
+    except LadduDaskError:
+        client.cancel(futures)
+        return None
+    offsets = learned_offsets(blocks, [int(n) for n in lengths])
+    return [client.submit(placed_at, f, offset, key=f"prepared-{label}-{token}-{i}")
+            for i, (f, offset) in enumerate(zip(futures[:len(keys)], offsets, strict=True))]
 
 
 def key_label(name: str) -> str:

@@ -297,6 +297,14 @@ class PreparedModel:
         if getattr(dataset, "memory", None) is not None:  # the read's own budget (laddu's memory=)
             own = MemoryPlan(host=dataset.memory).host_bytes()
             budget = own if budget is None or own is None else min(budget, own)
+        learned = None
+        if (not dataset.lengths_known and dataset.blocks is not None and self.device != "gpu"
+                and dataset.memory_policy in ("fastest", "resident")):
+            # rows unknown to Dask (a filtered frame): learned by reading each block once to
+            # prepare it; the storage is decided after, on the learned size (None: counted)
+            learned = execution.runner.learn(self.reducer, dataset, name,
+                                             budget if dataset.memory_policy == "fastest" else None,
+                                             resident_bpe)
         # the largest row group, whatever the chunk size (every one is read by a partition)
         group = max((p.decoded_rows for p in dataset.partitions), default=0)
         read_bytes = max((p.read_bytes for p in dataset.partitions), default=0)
@@ -348,9 +356,16 @@ class PreparedModel:
                 f"{decision.reason}; on a cluster the disk tier is Dask's own: the prepared "
                 f"partitions are worker data, which each worker spills to its local disk past "
                 f"distributed.worker.memory.spill of its memory limit"))
+        if learned is not None and decision.strategy == "resident":
+            decision = replace(decision, reason=(
+                f"{decision.reason}; the rows of its {dataset.n_partitions} blocks, unknown to "
+                "Dask, were learned while each block was read once and prepared"))
+        else:
+            learned = None  # (on a cluster, dropping the futures releases the partitions)
         execution.record(decision)
         given.note_memory_decision(decision.as_dict())
-        return execution.runner.prepare(self.reducer, dataset, name, decision, stream_workers)
+        return execution.runner.prepare(self.reducer, dataset, name, decision, stream_workers,
+                                        parts=learned)
 
     # -- per-batch evaluation --------------------------------------------------------------
     def evaluate_batch(self, params: ParameterValues, batch: EventBatch) -> Any:

@@ -42,11 +42,13 @@ from laddu_dask.runtime.jobs import (
     task_groups,
 )
 from laddu_dask.runtime.memory import MemoryDecision
+from laddu_dask.runtime.partition import PreparedPartition
 from laddu_dask.runtime.preparation import (
     PreparedDataset,
     PreparedStats,
     disk_graph,
     preparation_graph,
+    prepare_learning,
     weight_sum,
 )
 from laddu_dask.runtime.reducer import PartitionReducer
@@ -163,9 +165,11 @@ class ThreadedRunner(Runner):
         return dask.threaded.get(graph, keys, num_workers=workers, cache=cache)
 
     def prepare(self, reducer: PartitionReducer, dataset: Dataset, name: str,
-                decision: MemoryDecision, stream_workers: int) -> PreparedDataset:
-        """Prepare every partition in this process (resident), or onto the local disk (at
-        most ``stream_workers`` partitions in memory at once), or only sum the weights."""
+                decision: MemoryDecision, stream_workers: int,
+                parts: list[PreparedPartition] | None = None) -> PreparedDataset:
+        """Prepare every partition in this process (resident; ``parts`` when prepared already),
+        or onto the local disk (at most ``stream_workers`` partitions in memory at once), or
+        only sum the weights."""
         store = None
         disk_bytes = 0
         if decision.strategy == "disk":
@@ -179,9 +183,10 @@ class ThreadedRunner(Runner):
             disk_bytes = sum(handle.size for handle in parts)
             reads = 1
         elif decision.strategy == "resident":
-            graph, keys = preparation_graph(reducer, dataset, name)
-            parts = self.get(dict(graph), keys, progress=f"preparing {name}",
-                             num_workers=1 if reducer.device == "gpu" else None)
+            if parts is None:
+                graph, keys = preparation_graph(reducer, dataset, name)
+                parts = self.get(dict(graph), keys, progress=f"preparing {name}",
+                                 num_workers=1 if reducer.device == "gpu" else None)
             sums = [weight_sum(p) for p in parts]
             nbytes = sum(sizeof(p) for p in parts)  # Dask's measure, as a cluster's scheduler has it
             sum_w = float(ExactPartials.merge(sums).to_floats()[0]) if sums else 0.0
@@ -199,6 +204,11 @@ class ThreadedRunner(Runner):
         prepared = PreparedDataset(dataset, name, stats, decision, list(parts), stream_workers, reads)
         prepared.store = store  # the disk tier's files live as long as the prepared dataset
         return prepared
+
+    def learn(self, reducer: PartitionReducer, dataset: Dataset, name: str, budget: int | None,
+              bytes_per_event: int) -> list[PreparedPartition] | None:
+        """:func:`~laddu_dask.runtime.preparation.prepare_learning` on this process's threads."""
+        return prepare_learning(reducer, dataset, self.num_workers, budget, bytes_per_event)
 
     def run(self, jobs: list[ReductionJob]) -> list[PointPartials]:
         """One graph for all ``jobs``, on the threaded scheduler."""

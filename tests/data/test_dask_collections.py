@@ -167,9 +167,11 @@ def test_a_filtered_frame_builds_lazily_and_equals_the_eager_result(ksks_sample,
         lazy = ld.Dataset.from_dask(cut)
         text = repr(lazy) + lazy._repr_html_()
     assert counter.n == 0 and CALLS == []  # built and shown: nothing computed
-    assert not lazy.lengths_known and lazy.n_partitions == 3 and "counted at the first use" in text
+    assert not lazy.lengths_known and lazy.n_partitions == 3 and "learned at the first use" in text
     got = _nll(lazy, mc)
-    assert lazy.lengths_known and CALLS  # learned at the first evaluation
+    # learned while the first evaluation prepared it: each block computed once, no counting pass
+    assert lazy.lengths_known and sorted(CALLS) == [1000] * 3
+    assert "learned while each block was read once and prepared" in lazy.memory_decision()["reason"]
     eager = ld.Dataset.from_dask(cut, lengths=True)
     filtered = pq.read_table(ksks_sample["data"]).to_pandas()
     filtered = filtered[filtered.kshort1_e > filtered.kshort1_e.mean()]
@@ -184,6 +186,54 @@ def test_a_filtered_frame_builds_lazily_and_equals_the_eager_result(ksks_sample,
     kept = ld.Dataset.from_dask(ddf[ddf.x != 1.0])  # 8 events: the NaN is event 7
     with pytest.raises(DataError, match=r"column 'm' .*event 7"):
         kept.load_partition(2)
+    kept = ld.Dataset.from_dask(ddf[ddf.x != 1.0])  # the same through an evaluation's preparation
+    nll = ld.NLL(ld.Model(ld.scalar("m") * ld.parameter("a")), data=kept, accepted_mc=kept)
+    with pytest.raises(DataError, match=r"column 'm' .*event 7 "):
+        ld.Likelihood([nll]).value_and_gradient([1.0])
+    # a zero intensity at the last event, found by the kernels: the learned offsets name it
+    zero = dd.from_pandas(pd.DataFrame({"x": np.arange(9.0), "m": np.r_[np.ones(8), 0.0]}), npartitions=3)
+    kept = ld.Dataset.from_dask(zero[zero.x != 1.0])
+    nll = ld.NLL(ld.Model(ld.scalar("m") * ld.parameter("a")), data=kept,
+                 accepted_mc=ld.Dataset.from_arrays(scalars={"m": np.ones(4)}))
+    with pytest.raises(ld.NonPositiveIntensityError,
+                       match=r"0\.0 at event 7 \(dask DataFrame .* partition 2\)"):
+        ld.Likelihood([nll]).value_and_gradient([1.0])
+    assert "learned while each block" in kept.memory_decision()["reason"]
+    # a filter that keeps nothing: building the term computes nothing; its first evaluation says so
+    CALLS.clear()
+    with CountTasks() as counter:
+        nll = ld.NLL(ld.Model(ld.scalar("m") * ld.parameter("a")),
+                     data=ld.Dataset.from_dask(zero[zero.x > 99]),
+                     accepted_mc=ld.Dataset.from_arrays(scalars={"m": np.ones(4)}))
+    assert counter.n == 0
+    with pytest.raises(DataError, match=r"term 'nll': its data has no events \(dask DataFrame"):
+        ld.Likelihood([nll]).value_and_gradient([1.0])
+
+
+def test_a_lazy_frame_that_outgrows_the_budget_is_counted_and_kept_on_disk():
+    """Learning the lengths while preparing stops at the host budget: the rows are then
+    counted and the storage decided on them (the disk tier here), with the resident bits."""
+    rng = np.random.default_rng(1)
+    frame = dd.from_pandas(pd.DataFrame({"x": rng.uniform(0, 1, 200_000),
+                                         "m": rng.uniform(0.5, 1.5, 200_000)}), npartitions=100)
+    cut = frame[frame.x > 0.1]  # about 180,000 events, 2.75 MiB prepared; lengths unknown to Dask
+    model = ld.Model(ld.scalar("m") * ld.parameter("a"))
+    mc = ld.Dataset.from_arrays(scalars={"m": rng.uniform(0.5, 1.5, 1000)})
+
+    def nll(data: ld.Dataset, **kw) -> tuple[float, np.ndarray]:
+        return ld.Likelihood([ld.NLL(model, data=data, accepted_mc=mc)], **kw).value_and_gradient([1.3])
+
+    reference = nll(ld.Dataset.from_dask(cut, lengths=True))
+    lazy = ld.Dataset.from_dask(cut)
+    got = nll(lazy, execution=ld.Execution(memory="1 MiB"))
+    decision = lazy.memory_decision()
+    assert lazy.lengths_known and decision["strategy"] == "disk" and "learned" not in decision["reason"]
+    assert lazy.n_events == int((frame.x > 0.1).sum().compute())
+    _assert_same(got, reference)
+    roomy = ld.Dataset.from_dask(cut)
+    _assert_same(nll(roomy, execution=ld.Execution(memory="4 MiB")), reference)
+    assert roomy.memory_decision()["strategy"] == "resident"
+    assert "learned while each block was read once" in roomy.memory_decision()["reason"]
 
 
 def test_from_dask_arrays_and_from_arrays_of_dask_arrays(ksks_arrays, reference):
@@ -201,6 +251,18 @@ def test_from_dask_arrays_and_from_arrays_of_dask_arrays(ksks_arrays, reference)
     assert [p.n_events for p in split.partitions][:5] == [300, 300, 300, 100, 300]  # chunks split
     _assert_same(_nll(data, mc), reference)
     assert ld.Dataset.from_dask({"p4s": {"k": da.ones((5, 4), chunks=(2, 4))}}).n_partitions == 3
+    # arrays of unknown chunks (a boolean mask): their rows learned while preparing, same bits
+    energy = dp4["kshort1"][:, 0]  # (the beam's is one number)
+    mask = energy > np.median(energy)
+    keep = da.from_array(energy, chunks=700) > np.median(energy)
+    lazy = ld.Dataset.from_dask(p4s={n: da.from_array(a, chunks=(700, 4))[keep] for n, a in dp4.items()},
+                                weights=da.from_array(dw, chunks=700)[keep])
+    eager = ld.Dataset.from_arrays(p4s={n: a[mask] for n, a in dp4.items()}, weights=dw[mask])
+    assert not lazy.lengths_known
+    _assert_same(_nll(lazy, mc), _nll(eager, mc))
+    assert "learned while each block" in lazy.memory_decision()["reason"]
+    kept = [int(mask[i:i + 700].sum()) for i in range(0, len(dw), 700)]
+    assert [p.n_events for p in lazy.partitions] == kept
 
 
 def test_dask_partitions_pickle_with_only_their_block(ksks_sample):
@@ -377,6 +439,40 @@ def test_persist_on_a_cluster_holds_futures_and_gives_the_same_nll(ksks_sample, 
         _assert_same(_nll(pdata, pmc, execution=ld.Execution(client=client)), reference)
         local = pmc.compute()
     _assert_same_events(local, mc)  # in this process: readable with the cluster gone
+
+
+def test_a_filtered_frame_learns_its_lengths_on_a_cluster(ksks_sample, row_groups):
+    """On a cluster too, a filtered frame's rows are learned while the workers prepare it (one
+    read of each block, no counting pass), with the bits of the eager dataset, offsets that
+    name an event in the whole dataset, and its empty filter reported at the first evaluation."""
+    distributed = pytest.importorskip("distributed")
+    base = dd.read_parquet(row_groups["data"], split_row_groups=True)
+    frame = base.map_partitions(_counted, meta=base._meta)
+    cut = frame[frame.kshort1_e > frame.kshort1_e.mean().compute()]
+    mc = ld.read_parquet(ksks_sample["accmc"], chunk_size=1500)
+    reference = _nll(ld.Dataset.from_dask(cut, lengths=True), mc)
+    zero = dd.from_pandas(pd.DataFrame({"x": np.arange(9.0), "m": np.r_[np.ones(8), 0.0]}), npartitions=3)
+    ones = ld.Dataset.from_arrays(scalars={"m": np.ones(4)})
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
+        execution = ld.Execution(client=client)
+        lazy = ld.Dataset.from_dask(cut)
+        CALLS.clear()
+        got = _nll(lazy, mc, execution=execution)
+        assert lazy.lengths_known and sorted(CALLS) == [1000] * 3  # each block read once, on the workers
+        assert "learned while each block was read once" in lazy.memory_decision()["reason"]
+        _assert_same(got, reference)
+        kept = ld.Dataset.from_dask(zero[zero.x != 1.0])
+        nll = ld.NLL(ld.Model(ld.scalar("m") * ld.parameter("a")), data=kept, accepted_mc=ones)
+        with pytest.raises(ld.NonPositiveIntensityError,
+                           match=r"0\.0 at event 7 \(dask DataFrame .* partition 2\)"):
+            ld.Likelihood([nll], execution=execution).value_and_gradient([1.0])
+        nan = dd.from_pandas(pd.DataFrame({"x": np.arange(9.0), "m": np.r_[np.ones(8), np.nan]}),
+                             npartitions=3)
+        nll = ld.NLL(ld.Model(ld.scalar("m") * ld.parameter("a")),
+                     data=ld.Dataset.from_dask(nan[nan.x != 1.0]), accepted_mc=ones)
+        with pytest.raises(DataError, match=r"column 'm' .*event 7 "):
+            ld.Likelihood([nll], execution=execution).value_and_gradient([1.0])
 
 
 # ----------------------------------------------------------------------------- uproot, dask-awkward
