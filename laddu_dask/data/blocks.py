@@ -243,6 +243,11 @@ class BlockOrigin:
         self.chosen_by_user = chosen_by_user
         self._tasks: dict[Any, Any] | None = None
 
+    def __dask_tokenize__(self) -> tuple[str, str]:
+        """The collection's token (what a task holding the origin is named by; Dask would
+        otherwise walk the whole graph)."""
+        return type(self).__name__, self.token
+
     @property
     def lengths_known(self) -> bool:
         """Whether the rows of every block are known (given, or counted already)."""

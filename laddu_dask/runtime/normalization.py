@@ -23,6 +23,7 @@ Examples
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,7 @@ from laddu_dask.arrays import all_finite
 from laddu_dask.compile.normalization import Decomposition
 from laddu_dask.compile.point_code import pack, point_sources
 from laddu_dask.data.dataset import Dataset
-from laddu_dask.errors import NonFiniteError
+from laddu_dask.errors import LadduDaskError, NonFiniteError
 from laddu_dask.runtime.execution import Execution
 from laddu_dask.runtime.memory import MemoryDecision
 from laddu_dask.runtime.point_programs import point_program
@@ -123,7 +124,16 @@ class NormalizationStatistics:
 
 
 def _partition_terms(decomposition: Decomposition, dataset: Dataset, index: int) -> ExactPartials:
-    batch = dataset.load_partition(index, columns=decomposition.columns)
+    return _terms(decomposition, dataset.load_partition(index, columns=decomposition.columns))
+
+
+def _block_terms(decomposition: Decomposition, blocks: Any, index: int) -> tuple[int, ExactPartials]:
+    """A block of unknown length read whole: its rows and its statistics' partial sums."""
+    batch = blocks.load_block(index, list(decomposition.columns), np.dtype(np.float64))
+    return batch.n_events, _terms(decomposition, batch)
+
+
+def _terms(decomposition: Decomposition, batch: Any) -> ExactPartials:
     cols = {c: batch.columns[c] for c in decomposition.columns}
     w = np.asarray(batch.weights, dtype=np.float64)
     with np.errstate(all="ignore"):
@@ -140,15 +150,39 @@ def _partition_terms(decomposition: Decomposition, dataset: Dataset, index: int)
     return ExactPartials.from_terms(np.vstack([terms, w[None, :]]))
 
 
+def _learning_totals(execution: Execution, decomposition: Decomposition, blocks: Any,
+                     token: str) -> np.ndarray | None:
+    """The statistics of a dataset whose lengths Dask does not know, summed while each block
+    is read once (its rows then recorded on ``blocks``); None when a block is rejected: the
+    ordinary pass then names the event by its index in the whole dataset."""
+    n = len(blocks.inputs)
+    read = {(f"{token}-read", i): (_block_terms, decomposition, blocks, i) for i in range(n)}
+    rows = {(f"{token}-rows", i): (operator.itemgetter(0), key) for i, key in enumerate(read)}
+    leaves = {(token, i): (operator.itemgetter(1), key) for i, key in enumerate(read)}
+    graph, root = tree_graph(leaves, execution.split_every, merge_list, f"{token}-merge")
+    try:
+        total, *lengths = execution.get({**read, **rows, **graph}, [root, *rows])
+    except LadduDaskError:
+        return None
+    blocks.learn_lengths([int(r) for r in lengths])
+    return total.to_floats()
+
+
 def prepare_statistics(execution: Execution, decomposition: Decomposition, dataset: Dataset,
                        name: str) -> NormalizationStatistics:
     """Sum the statistics of ``dataset`` exactly (one graph, one task per partition)."""
     dataset.schema.require(decomposition.columns, ", ".join(dataset.sources))
     token = unique_name(f"statistics-{name}")
-    leaves = {(token, i): (_partition_terms, decomposition, dataset, i)
-              for i in range(dataset.n_partitions)}
-    graph, root = tree_graph(leaves, execution.split_every, merge_list, f"{token}-merge")
-    totals = execution.get(graph, root).to_floats()
+    totals = None
+    if not dataset.lengths_known and dataset.blocks is not None:
+        totals = _learning_totals(execution, decomposition, dataset.blocks, f"{token}-learning")
+    if totals is None:
+        # (.partitions: a lazy dataset's rows are counted here, not while a scheduler names
+        # the tasks that hold it, which would wait on the scheduler from inside it)
+        leaves = {(token, i): (_partition_terms, decomposition, dataset, i)
+                  for i in range(len(dataset.partitions))}
+        graph, root = tree_graph(leaves, execution.split_every, merge_list, f"{token}-merge")
+        totals = execution.get(graph, root).to_floats()
     if not np.all(np.isfinite(totals)):
         what = "weights" if np.all(np.isfinite(totals[:-1])) else "amplitude products w E_k conj(E_l)"
         raise NonFiniteError(

@@ -25,7 +25,7 @@ from dask.callbacks import Callback
 import laddu_dask as ld
 from laddu_dask import ksks
 from laddu_dask.data.checks import DEFAULT_CHUNK_SIZE
-from laddu_dask.errors import DataChangedError, DataError, SchemaError
+from laddu_dask.errors import DataChangedError, DataError, NonFiniteError, SchemaError
 
 P4S = ksks.P4_NAMES
 POINT = dict(ksks.TRUTH)
@@ -180,6 +180,23 @@ def test_a_filtered_frame_builds_lazily_and_equals_the_eager_result(ksks_sample,
     _assert_same(got, _nll(eager, mc))
     _assert_same(got, _nll(ld.Dataset.from_dask(dd.from_pandas(filtered, npartitions=2)), mc))
     _assert_same_events(lazy, eager)
+    # a lazy accepted MC summed into sufficient statistics: learned in that one pass too
+    rng = np.random.default_rng(5)
+    frame = dd.from_pandas(pd.DataFrame({"x": rng.uniform(0, 1, 900), "m": rng.uniform(0.5, 1.5, 900)}),
+                           npartitions=3)
+    counted = frame.map_partitions(_counted, meta=frame._meta)
+    model = ld.Model((ld.complex(ld.parameter("a"), ld.parameter("b")) / ld.scalar("m")).norm_sqr())
+    data = ld.Dataset.from_arrays(scalars={"m": rng.uniform(0.5, 1.5, 50)})
+
+    def simple(mc: ld.Dataset) -> tuple[float, np.ndarray]:
+        return ld.Likelihood([ld.NLL(model, data=data, accepted_mc=mc)]).value_and_gradient([1.0, 0.5])
+
+    lazy_mc = ld.Dataset.from_dask(counted[counted.x > 0.3])
+    CALLS.clear()
+    got = simple(lazy_mc)
+    assert lazy_mc.lengths_known and CALLS == [300] * 3  # each block read once
+    assert lazy_mc.memory_decision()["strategy"] == "statistics"
+    _assert_same(got, simple(ld.Dataset.from_dask(counted[counted.x > 0.3], lengths=True)))
     # a NaN in the last partition, kept by the filter: named by its event in the whole dataset
     bad = pd.DataFrame({"x": np.arange(9.0), "m": np.r_[np.ones(8), np.nan]})
     ddf = dd.from_pandas(bad, npartitions=3)
@@ -199,6 +216,11 @@ def test_a_filtered_frame_builds_lazily_and_equals_the_eager_result(ksks_sample,
                        match=r"0\.0 at event 7 \(dask DataFrame .* partition 2\)"):
         ld.Likelihood([nll]).value_and_gradient([1.0])
     assert "learned while each block" in kept.memory_decision()["reason"]
+    # an infinite amplitude product in a lazy accepted MC's statistics: named the same way
+    nll = ld.NLL(model, data=ld.Dataset.from_arrays(scalars={"m": np.ones(4)}),
+                 accepted_mc=ld.Dataset.from_dask(zero[zero.x != 1.0]))
+    with pytest.raises(NonFiniteError, match=r"non-finite amplitude product at event 7 \(dask DataFrame"):
+        ld.Likelihood([nll]).value_and_gradient([1.0, 0.5])
     # a filter that keeps nothing: building the term computes nothing; its first evaluation says so
     CALLS.clear()
     with CountTasks() as counter:
@@ -473,6 +495,21 @@ def test_a_filtered_frame_learns_its_lengths_on_a_cluster(ksks_sample, row_group
                      data=ld.Dataset.from_dask(nan[nan.x != 1.0]), accepted_mc=ones)
         with pytest.raises(DataError, match=r"column 'm' .*event 7 "):
             ld.Likelihood([nll], execution=execution).value_and_gradient([1.0])
+        # a lazy accepted MC summed into sufficient statistics by the workers
+        model = ld.Model((ld.complex(ld.parameter("a"), ld.parameter("b")) / ld.scalar("m")).norm_sqr())
+        lazy_mc = ld.Dataset.from_dask(zero[zero.x != 1.0])
+        nll = ld.NLL(model, data=ones, accepted_mc=lazy_mc)
+        with pytest.raises(NonFiniteError, match=r"non-finite amplitude product at event 7 \(dask DataFrame"):
+            ld.Likelihood([nll], execution=execution).value_and_gradient([1.0, 0.5])
+        lazy_mc = ld.Dataset.from_dask(zero[zero.m > 0.5])
+        got = ld.Likelihood([ld.NLL(model, data=ones, accepted_mc=lazy_mc)],
+                            execution=execution).value_and_gradient([1.0, 0.5])
+        assert lazy_mc.lengths_known and [p.n_events for p in lazy_mc.partitions] == [3, 3, 2]
+        assert lazy_mc.memory_decision()["strategy"] == "statistics"
+        eager = ld.Dataset.from_dask(zero[zero.m > 0.5], lengths=True)
+        reference = ld.Likelihood([ld.NLL(model, data=ones, accepted_mc=eager)]).value_and_gradient(
+            [1.0, 0.5])
+        _assert_same(got, reference)
 
 
 # ----------------------------------------------------------------------------- uproot, dask-awkward
