@@ -8,6 +8,11 @@ runs the same coroutine in the calling thread instead, on an event loop and a
 settings), opened at the first call and kept for the next ones.  The comms speak
 Dask's protocol to the workers' own servers: nothing new listens anywhere.
 
+Those comms are this thread's own, so they skip distributed's offload check: before each
+message, a comm sizes it (``dask.sizeof``, some 40 microseconds for a request of a few
+dozen bytes, more than packing it) to decide whether to serialize it in another thread,
+which here would only make the same waiting thread wait longer.
+
 Where the calling thread already runs an event loop (a Jupyter cell, an asynchronous
 client), the coroutine goes through ``client.sync`` as before; so it does when
 ``laddu-dask.cluster.direct-calls`` is false.
@@ -22,6 +27,7 @@ False
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 import weakref
 from collections.abc import Awaitable, Callable
@@ -40,6 +46,21 @@ def loop_running() -> bool:
     except RuntimeError:
         return False
     return True
+
+
+@functools.cache
+def _inline_pool() -> type:
+    """:class:`distributed.core.ConnectionPool` whose comms (de)serialize in the calling
+    thread without sizing each message first (``allow_offload`` off, see the module)."""
+    from distributed.core import ConnectionPool
+
+    class InlinePool(ConnectionPool):
+        async def connect(self, addr: str, timeout: float | None = None) -> Any:
+            comm = await super().connect(addr, timeout)
+            comm.allow_offload = False
+            return comm
+
+    return InlinePool
 
 
 def _close(opened: list[tuple[asyncio.AbstractEventLoop, ConnectionPool]]) -> None:
@@ -67,11 +88,9 @@ class DirectCalls:
     def _mine(self) -> tuple[asyncio.AbstractEventLoop, ConnectionPool]:
         opened = getattr(self._local, "opened", None)
         if opened is None or opened[0].is_closed():
-            from distributed.core import ConnectionPool
-
             client = self._client()
             loop = asyncio.new_event_loop()
-            pool = ConnectionPool(limit=64, deserialize=True, connection_args=client.connection_args,
+            pool = _inline_pool()(limit=64, deserialize=True, connection_args=client.connection_args,
                                   timeout=client.rpc.timeout)
             loop.run_until_complete(pool.start())
             opened = self._local.opened = (loop, pool)

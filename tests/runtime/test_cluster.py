@@ -167,6 +167,27 @@ def test_one_call_per_worker_per_evaluation(client, sample):
     assert len(after) == 2
 
 
+def _sized_here(fn):
+    """``[fn()]`` followed by every message that distributed sized (``safe_sizeof``, to decide
+    whether to serialize it in another thread) in this thread meanwhile."""
+    import threading
+
+    from distributed.comm import utils
+
+    real, here, sized = utils.safe_sizeof, threading.get_ident(), []
+
+    def counting(*args, **kwargs):
+        if threading.get_ident() == here:
+            sized.append(args[0])
+        return real(*args, **kwargs)
+
+    utils.safe_sizeof = counting
+    try:
+        return [fn(), *sized]
+    finally:
+        utils.safe_sizeof = real
+
+
 def test_evaluations_call_workers_from_their_own_thread(client, sample):
     """An evaluation's worker calls run on the calling thread's own event loop (no hand-over
     to the client's loop thread, ``client.sync``); inside a running event loop (a Jupyter
@@ -194,6 +215,8 @@ def test_evaluations_call_workers_from_their_own_thread(client, sample):
 
         assert same(remote.value_and_gradient(POINT))
         assert synced == []  # called from this thread's own loop
+        sized = _sized_here(lambda: same(remote.value_and_gradient(POINT)))
+        assert sized == [True]  # and its comms skip the offload check's sizeof of each message
         calls = remote.execution._runner.direct
         calls.close()  # as at the end of a session: the next evaluation opens its comms again
         assert same(remote.value_and_gradient(POINT)) and synced == []
