@@ -51,27 +51,21 @@ from typing import Any
 import numpy as np
 
 from laddu_dask.data.dataset import Dataset
+from laddu_dask.datasets.ksks_model import angle_expressions, model
+from laddu_dask.datasets.ksks_physics import E_BEAM, M_KS, M_PROTON, MASS_RANGE, T_SLOPE, TRUTH, _envelope
 from laddu_dask.errors import ParameterError
 from laddu_dask.expr import particles
-from laddu_dask.expr.functions import atan2
 from laddu_dask.expr.model import Model
 from laddu_dask.expr.node import Expr
 from laddu_dask.expr.particles import Particle
 from laddu_dask.expr.proposals import InitialMomentum, MassProposal, VertexProposal
 from laddu_dask.expr.topology import Channel, Edge, Vertex
-from laddu_dask.expr.vectors import Vec4
 from laddu_dask.files import atomic_write, check_output
 from laddu_dask.generation.generator import Generator
 from laddu_dask.runtime.execution import Execution
 
 __all__ = ["acceptance_expression", "angle_expressions", "channel", "generate_datasets",
            "inverse_proposal_weight"]
-
-
-def _toy() -> Any:
-    from laddu_dask.datasets import ksks  # ksks imports this module's names: its constants at call time
-
-    return ksks
 
 
 def channel() -> Channel:
@@ -85,39 +79,24 @@ def channel() -> Channel:
     >>> events.p4_names()
     ['beam', 'proton', 'kshort1', 'kshort2']
     """
-    toy = _toy()
-    low, high = toy.MASS_RANGE
+    low, high = MASS_RANGE
 
     def edge(name: str, particle: str, mass: float, **settings: Any) -> Edge:
         return Edge(name, particle=Particle(particle, mass=mass), **settings)  # the toy's masses
 
     return Channel("gamma p -> p K_S K_S (KsKs toy)", edges=[
         Edge("beam", particle=particles.PHOTON,
-             initial_momentum=InitialMomentum.energy(toy.E_BEAM, direction=[0.0, 0.0, 1.0])),
-        edge("target", "p", toy.M_PROTON, initial_momentum=InitialMomentum.momentum([0.0, 0.0, 0.0]),
+             initial_momentum=InitialMomentum.energy(E_BEAM, direction=[0.0, 0.0, 1.0])),
+        edge("target", "p", M_PROTON, initial_momentum=InitialMomentum.momentum([0.0, 0.0, 0.0]),
              output=False),
         Edge("X", mass_proposal=MassProposal(low, high=high), output=False),
-        edge("proton", "p", toy.M_PROTON),
-        edge("kshort1", "K_S", toy.M_KS), edge("kshort2", "K_S", toy.M_KS)],
+        edge("proton", "p", M_PROTON),
+        edge("kshort1", "K_S", M_KS), edge("kshort2", "K_S", M_KS)],
         vertices=[Vertex("production", incoming=["beam", "target"], outgoing=["X", "proton"],
                          generation=VertexProposal.t_exchange(incoming="beam", outgoing="X",
-                                                              slope=toy.T_SLOPE, uniform_fraction=0.0)),
+                                                              slope=T_SLOPE, uniform_fraction=0.0)),
                   Vertex("decay", incoming=["X"], outgoing=["kshort1", "kshort2"],
                          generation=VertexProposal.isotropic())])
-
-
-def angle_expressions() -> tuple[Vec4, Vec4, Expr, Expr]:
-    """The beam, X and the decay angles ``(costheta, phi)`` of ``kshort1`` as expressions of
-    the columns, in the frame of :mod:`laddu_dask.datasets.ksks` (what
-    :func:`~laddu_dask.datasets.ksks.angles` computes with NumPy)."""
-    beam = Vec4.event("beam")
-    k1, k2 = Vec4.event("kshort1"), Vec4.event("kshort2")
-    x = k1 + k2
-    k = k1.boost(-x.beta()).vec3()
-    z = x.vec3().unit()
-    y = beam.vec3().cross(z).unit()
-    xaxis = y.cross(z)
-    return beam, x, k.dot(z) / k.mag(), atan2(k.dot(y), k.dot(xaxis))
 
 
 def acceptance_expression() -> Expr:
@@ -125,7 +104,7 @@ def acceptance_expression() -> Expr:
     ``0.5 (1 + 0.3 costheta) (1 - 0.2 cos 2 phi) (0.7 + 0.3 (m - 1))``."""
     _, x, costheta, phi = angle_expressions()
     return 0.5 * (1.0 + 0.3 * costheta) * (1.0 - 0.2 * (2.0 * phi).cos()) \
-        * (0.7 + 0.3 * (x.m() - _toy().MASS_RANGE[0]))
+        * (0.7 + 0.3 * (x.m() - MASS_RANGE[0]))
 
 
 def _breakup(s: Expr, a: Expr | float, b: float) -> Expr:
@@ -152,19 +131,18 @@ def inverse_proposal_weight() -> Expr:
     >>> bool(np.allclose(product, 1.0, rtol=1e-9, atol=0))
     True
     """
-    toy = _toy()
     beam, x, _, _ = angle_expressions()
-    mp2, mass2, m_beam2 = toy.M_PROTON**2, x.m2(), beam.m2()
-    s = m_beam2 + mp2 + 2.0 * toy.M_PROTON * beam.e()
+    mp2, mass2, m_beam2 = M_PROTON**2, x.m2(), beam.m2()
+    s = m_beam2 + mp2 + 2.0 * M_PROTON * beam.e()
     p_in, p_out = _breakup(s, m_beam2, mp2), _breakup(s, mass2, mp2)
     e1, e3 = (m_beam2 + p_in * p_in).sqrt(), (mass2 + p_out * p_out).sqrt()
     t_low = m_beam2 + mass2 - 2.0 * (e1 * e3 + p_in * p_out)
     width = 4.0 * p_in * p_out
     t = (beam - x).m2()
-    slope = toy.T_SLOPE
+    slope = T_SLOPE
     density = slope * (slope * (t - t_low)).exp() / ((slope * width).exp() - 1.0)
-    q = (mass2 / 4.0 - toy.M_KS**2).sqrt()
-    low, high = toy.MASS_RANGE
+    q = (mass2 / 4.0 - M_KS**2).sqrt()
+    low, high = MASS_RANGE
     return 16.0 * math.pi * s.sqrt() * p_in * density * (4.0 * math.pi * x.m() / q) / (high - low)
 
 
@@ -209,7 +187,6 @@ def generate_datasets(n_data: int = 100_000, n_mc: int = 1_000_000, *, seed: int
     ParameterError
         For a count or seed that is not a non-negative integer.
     """
-    toy = _toy()
     for label, n in (("n_data", n_data), ("n_mc", n_mc)):
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             raise ParameterError(f"{label} must be a non-negative integer, got {n!r}")
@@ -229,11 +206,11 @@ def generate_datasets(n_data: int = 100_000, n_mc: int = 1_000_000, *, seed: int
                                          path=None if where is None else os.path.join(where, folder))
         return events
 
-    intensity = toy.model()
-    data = draw(n_data, Model(accepted * intensity.expr), dict(toy.TRUTH),
-                toy._envelope(tuple(toy.TRUTH.items())), "data", data_seed)
+    intensity = model()
+    data = draw(n_data, Model(accepted * intensity.expr), dict(TRUTH),
+                _envelope(tuple(TRUTH.items())), "data", data_seed)
     mc = draw(n_mc, Model(accepted), None, 1.0, "accmc", mc_seed)
     if where is not None:
         with atomic_write(os.path.join(where, "truth.json")) as f:
-            json.dump(toy.TRUTH, f, indent=2)
+            json.dump(TRUTH, f, indent=2)
     return data, mc

@@ -12,6 +12,7 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 
@@ -162,6 +163,15 @@ def truth_intensity(
         + bw(p["d_mass"], p["d_width"]) * d_part
     )
     return amp.real**2 + amp.imag**2
+
+
+@functools.lru_cache(maxsize=4)
+def _envelope(params: tuple[tuple[str, float], ...]) -> float:
+    """Upper bound of the truth intensity on [1, 2] GeV (grid maximum with a margin)."""
+    m = np.linspace(*MASS_RANGE, 1001)[:, None, None]
+    ct = np.linspace(-1.0, 1.0, 41)[None, :, None]
+    phi = np.linspace(-math.pi, math.pi, 49)[None, None, :]
+    return 1.3 * float(truth_intensity(m * m, ct, phi, dict(params)).max())
 
 
 def acceptance(costheta: np.ndarray, phi: np.ndarray, m: np.ndarray) -> np.ndarray:

@@ -33,6 +33,7 @@ import numpy as np
 from laddu_dask.data.operations import Bin
 from laddu_dask.errors import ModelError, ParameterError
 from laddu_dask.expr.node import Expr
+from laddu_dask.results.binned_arithmetic import combine
 from laddu_dask.results.estimate import SOURCES, apply_budget, source_ids
 from laddu_dask.results.propagation import linear_sigma
 
@@ -315,24 +316,16 @@ class BinnedEstimate:
         return out
 
     def __add__(self, other: Any) -> BinnedEstimate:
-        from laddu_dask.results.binned_arithmetic import combine
-
-        return combine(self, other, "+")
+        return combine(self, other, "+", BinnedEstimate)
 
     def __sub__(self, other: Any) -> BinnedEstimate:
-        from laddu_dask.results.binned_arithmetic import combine
-
-        return combine(self, other, "-")
+        return combine(self, other, "-", BinnedEstimate)
 
     def __mul__(self, other: Any) -> BinnedEstimate:
-        from laddu_dask.results.binned_arithmetic import combine
-
-        return combine(self, other, "*")
+        return combine(self, other, "*", BinnedEstimate)
 
     def __truediv__(self, other: Any) -> BinnedEstimate:
-        from laddu_dask.results.binned_arithmetic import combine
-
-        return combine(self, other, "/")
+        return combine(self, other, "/", BinnedEstimate)
 
     def per_exposure(self, luminosity: Any, volumes: np.ndarray) -> BinnedEstimate:
         """A differential cross section: over the luminosity and each bin's volume, with the

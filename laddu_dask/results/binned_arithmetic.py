@@ -33,6 +33,7 @@ Examples
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -99,8 +100,12 @@ def _draws(a: Any, b: Any, op: str) -> tuple[np.ndarray | None, int | None, list
     return _values(da[:k], db[:k], op), a._source_id if same else None, ids
 
 
-def combine(a: Any, b: Any, op: str) -> Any:
+def combine(a: Any, b: Any, op: str, kind: type) -> Any:
     """``a op b`` for binned estimates ``a`` and ``b`` (``op`` one of ``+ - * /``).
+
+    ``kind`` is the class of binned estimates (:class:`~laddu_dask.results.binned.BinnedEstimate`,
+    which calls this for its operators and passes itself): ``b`` must be one, and the result
+    is one.
 
     Returns
     -------
@@ -112,9 +117,7 @@ def combine(a: Any, b: Any, op: str) -> Any:
     ModelError
         For estimates on different grids, or units that do not combine (laddu's messages).
     """
-    from laddu_dask.results.binned import BinnedEstimate, Linear
-
-    if not isinstance(b, BinnedEstimate):
+    if not isinstance(b, kind):
         return NotImplemented
     if a._central.shape != b._central.shape or (a._axes is not None and b._axes is not None
                                                 and a._axes != b._axes):
@@ -135,14 +138,14 @@ def combine(a: Any, b: Any, op: str) -> Any:
     linear = None
     if a._linear is not None and b._linear is not None and a._linear.names == b._linear.names \
             and np.array_equal(a._linear.covariance, b._linear.covariance):
-        linear = Linear(a._linear.gradients * da[:, None] + b._linear.gradients * db[:, None],
-                        a._linear.covariance, a._linear.names)
+        gradients = a._linear.gradients * da[:, None] + b._linear.gradients * db[:, None]
+        linear = replace(a._linear, gradients=gradients)
     elif (a._linear is None) != (b._linear is None):
         one, d = (a._linear, da) if a._linear is not None else (b._linear, db)
-        linear = Linear(one.gradients * d[:, None], one.covariance, one.names)
+        linear = one.scaled(d)
     draws, source_id, ids = _draws(a, b, op)
-    out = BinnedEstimate(np.zeros_like(central), axes=a._axes if a._axes is not None else b._axes, unit=unit,
-                         linear=linear)
+    out = kind(np.zeros_like(central), axes=a._axes if a._axes is not None else b._axes, unit=unit,
+               linear=linear)
     out._central, out._draws = central, draws
     out._source_id, out._source_ids = source_id, ids
     out._parts, out._blocked = {k: v for k, v in parts.items() if k not in blocked}, blocked
