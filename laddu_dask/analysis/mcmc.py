@@ -42,10 +42,11 @@ import numpy as np
 
 from laddu_dask.errors import ParameterError
 from laddu_dask.likelihood.fit import FitResult
+from laddu_dask.likelihood.fit_messages import require_free
 from laddu_dask.likelihood.ganesh.mcmc_configs import AIESInit, ESSInit
 from laddu_dask.likelihood.ganesh.mcmc_summary import MCMCSummary
 from laddu_dask.likelihood.ganesh.sampling import check_config, run_ensemble
-from laddu_dask.likelihood.likelihood import Likelihood, require_free
+from laddu_dask.likelihood.likelihood import Likelihood
 from laddu_dask.validate import number
 
 #: Draws of a starting position outside the bounds before giving up.

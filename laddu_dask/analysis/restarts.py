@@ -60,7 +60,8 @@ from laddu_dask.errors import (
 from laddu_dask.likelihood.ensemble import Ensemble
 from laddu_dask.likelihood.fit import check_fit_options
 from laddu_dask.likelihood.fit import fit as likelihood_fit  # its default method is bootstrap_fit's
-from laddu_dask.likelihood.likelihood import Likelihood, require_free
+from laddu_dask.likelihood.fit_messages import require_free
+from laddu_dask.likelihood.likelihood import Likelihood
 
 __all__ = ["FIT_FAILURES", "bootstrap_fit", "fit_each", "fit_restarts",
            "restart_starts", "same_start_warning", "start_note", "start_vector"]

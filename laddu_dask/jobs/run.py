@@ -21,7 +21,7 @@ from laddu_dask.jobs.cluster import cluster_client
 from laddu_dask.jobs.config import load_config
 from laddu_dask.jobs.models import build_model
 from laddu_dask.jobs.schema import Checker, ConfigError, FitConfig, FitRunError, one_line
-from laddu_dask.likelihood.likelihood import nothing_free_message
+from laddu_dask.likelihood.fit_messages import nothing_free_message
 
 
 @contextlib.contextmanager

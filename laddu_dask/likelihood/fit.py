@@ -42,13 +42,13 @@ from laddu_dask.likelihood.fit_messages import (
     migrad_problems,
     minuit_output,
     outside_minuit,
+    require_free,
 )
 from laddu_dask.likelihood.fit_result import FitResult, correlation_of
 from laddu_dask.likelihood.ganesh.engine import minimize as ganesh_minimize
 from laddu_dask.likelihood.ganesh.transforms import PeriodicTransform
 from laddu_dask.likelihood.hessian import hessian_steps
 from laddu_dask.likelihood.lbfgsb import covariance_from_hessian, lbfgsb_run, projected_gradient
-from laddu_dask.likelihood.likelihood import require_free
 from laddu_dask.likelihood.progress import ProgressLine
 from laddu_dask.likelihood.steps import Steps, drive, observe
 from laddu_dask.options import FitMethod, HessianSource

@@ -1,4 +1,5 @@
-"""What a fit says: MIGRAD's and HESSE's problems in plain words, and Minuit's own messages.
+"""What a fit says: MIGRAD's and HESSE's problems in plain words, Minuit's own messages,
+and the refusal of every fit entry point when nothing is free (:func:`require_free`).
 
 Minuit's messages (``E VariableMetricBuilder Initial matrix not pos.def.``) are not printed
 into the user's output: iminuit prints them with ``pybind11::print``, a
@@ -30,7 +31,10 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["covariance_problems", "fit_message", "migrad_problems", "minuit_output", "outside_minuit"]
+from laddu_dask.errors import ParameterError
+
+__all__ = ["covariance_problems", "fit_message", "migrad_problems", "minuit_output", "nothing_free_message",
+           "outside_minuit", "require_free"]
 
 logger = logging.getLogger("laddu_dask")
 
@@ -148,3 +152,26 @@ def fit_message(problems: list[str], fmin: Any, note: str = "", minuit_said: lis
         parts.append(note)
     parts += [f"Minuit: {line}" for line in dict.fromkeys(minuit_said) if not _chatter(line)]
     return "; ".join(parts)
+
+
+def require_free(likelihood: Any) -> None:
+    """The check of every fit entry point (fits, restarts, bins, bootstrap, MCMC, closure
+    studies, the batch job): ``likelihood`` (or a model) has a free parameter.
+
+    Raises
+    ------
+    ParameterError
+        When every parameter is fixed, naming them: there is nothing to fit.
+    """
+    if len(likelihood.parameter_names):
+        return
+    raise ParameterError(nothing_free_message(getattr(likelihood, "fixed_parameters", {})))
+
+
+def nothing_free_message(fixed: dict[str, float]) -> str:
+    """``"nothing to fit: every parameter is fixed (a = 1.0, b = 2.0); ..."``, with the remedy."""
+    if not fixed:
+        return "nothing to fit: the likelihood has no parameters"
+    held = ", ".join(f"{n} = {v!r}" for n, v in fixed.items())
+    return (f"nothing to fit: every parameter is fixed ({held}); free one with "
+            "model.with_parameters({name: ld.ParameterUpdate(fixed=None)})")

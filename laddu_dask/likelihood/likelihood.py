@@ -37,12 +37,15 @@ from laddu_dask.likelihood.cost import MinuitCost
 from laddu_dask.likelihood.dashboard_notes import note_points
 from laddu_dask.likelihood.diagnostics import LikelihoodDiagnostics, likelihood_diagnostics
 from laddu_dask.likelihood.fingerprint import likelihood_fingerprint
+from laddu_dask.likelihood.fit import fit
 from laddu_dask.likelihood.penalties import Penalty
-from laddu_dask.likelihood.terms import NLL, ExtendedNLL
+from laddu_dask.likelihood.stochastic import fit_stochastic
+from laddu_dask.likelihood.term_base import _Term
 from laddu_dask.runtime.execution import Execution
 from laddu_dask.runtime.prepared import run_jobs
 
-Term = NLL | ExtendedNLL
+#: A model-backed term: :class:`~laddu_dask.likelihood.terms.NLL` or ``ExtendedNLL``.
+Term = _Term
 
 
 class Likelihood(MinuitCost):
@@ -79,14 +82,14 @@ class Likelihood(MinuitCost):
     """
 
     def __init__(self, terms: Sequence[Term], execution: Execution | None = None) -> None:
-        if isinstance(terms, (NLL, ExtendedNLL)):
+        if isinstance(terms, _Term):
             terms = [terms]
         terms = list(terms)
         if not terms:
             raise ValueError("a Likelihood needs at least one term")
         names_seen: set[str] = set()
         for t in terms:
-            if not isinstance(t, (NLL, ExtendedNLL, Penalty)):
+            if not isinstance(t, (_Term, Penalty)):
                 raise TypeError(f"Likelihood terms must be NLL, ExtendedNLL or a penalty, got "
                                 f"{type(t).__name__}")
             if t.name in names_seen:
@@ -315,8 +318,6 @@ class Likelihood(MinuitCost):
         """Adam on minibatches of the data (laddu's ``fit_stochastic``): each step's value and
         gradient come from one random ``fraction`` of every term's data events; returns a
         ``ganesh.MinimizationSummary``. See :mod:`laddu_dask.likelihood.stochastic`."""
-        from laddu_dask.likelihood.stochastic import fit_stochastic
-
         return fit_stochastic(self, initial, config=config, fraction=fraction, seed=seed,
                               terminators=terminators, observers=observers,
                               default_callbacks=default_callbacks,
@@ -329,36 +330,11 @@ class Likelihood(MinuitCost):
         """Minimise the likelihood (laddu's ``fit``: L-BFGS-B with the exact gradient unless
         given a ganesh ``config``; ``method="migrad"`` for MIGRAD and HESSE) and return a
         :class:`~laddu_dask.likelihood.FitResult`. See :func:`laddu_dask.likelihood.fit.fit`."""
-        from laddu_dask.likelihood.fit import fit
-
         result = fit(self, initial=initial, method=method, config=config, terminators=terminators,
                      observers=observers, seed=seed, default_callbacks=default_callbacks,
                      use_parameter_metadata=use_parameter_metadata, **options)
         result.likelihood_fingerprint = likelihood_fingerprint(self)
         return result
-
-
-def require_free(likelihood: Any) -> None:
-    """The check of every fit entry point (fits, restarts, bins, bootstrap, MCMC, closure
-    studies, the batch job): ``likelihood`` (or a model) has a free parameter.
-
-    Raises
-    ------
-    ParameterError
-        When every parameter is fixed, naming them: there is nothing to fit.
-    """
-    if len(likelihood.parameter_names):
-        return
-    raise ParameterError(nothing_free_message(getattr(likelihood, "fixed_parameters", {})))
-
-
-def nothing_free_message(fixed: dict[str, float]) -> str:
-    """``"nothing to fit: every parameter is fixed (a = 1.0, b = 2.0); ..."``, with the remedy."""
-    if not fixed:
-        return "nothing to fit: the likelihood has no parameters"
-    held = ", ".join(f"{n} = {v!r}" for n, v in fixed.items())
-    return (f"nothing to fit: every parameter is fixed ({held}); free one with "
-            "model.with_parameters({name: ld.ParameterUpdate(fixed=None)})")
 
 
 def evaluate_together(pairs: Sequence[tuple[Likelihood, list[np.ndarray]]],

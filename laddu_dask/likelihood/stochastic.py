@@ -35,10 +35,10 @@ from typing import Any
 import numpy as np
 
 from laddu_dask.errors import DataError
+from laddu_dask.likelihood.fit_messages import require_free
 from laddu_dask.likelihood.ganesh import configs as cf
 from laddu_dask.likelihood.ganesh.engine import minimize
 from laddu_dask.likelihood.ganesh.summaries import MinimizationSummary
-from laddu_dask.likelihood.terms import NLL
 from laddu_dask.runtime.prepared import reduce_many
 
 __all__ = ["StochasticObjective", "fit_stochastic"]
@@ -97,11 +97,7 @@ class StochasticObjective:
             results = reduce_many(execution, twin.requests(execution, params, True))
             s_data, g_data, s_mc, g_mc = twin._sums(execution, params, results, True)
         s_data, g_data = s_data / self.fraction, np.asarray(g_data) / self.fraction
-        if isinstance(term, NLL):
-            value = -2.0 * (s_data - n_w * np.log(s_mc))
-            grad = -2.0 * (g_data - n_w * np.asarray(g_mc) / s_mc)
-        else:
-            value, grad = 2.0 * (s_mc - s_data), 2.0 * (np.asarray(g_mc) - g_data)
+        value, grad = term._batch_value(s_data, g_data, s_mc, g_mc, n_w)
         return term._finite(float(value), grad)
 
     def value_and_gradient(self, x: Sequence[float] | np.ndarray) -> tuple[float, np.ndarray]:
@@ -169,8 +165,6 @@ def fit_stochastic(likelihood: Any, initial: Any = None, *, config: Any = None, 
     TypeError
         For a ``config`` other than ``AdamConfig``.
     """
-    from laddu_dask.likelihood.likelihood import require_free
-
     objective = StochasticObjective(likelihood, fraction, seed)
     if config is not None and not isinstance(config, cf.AdamConfig):
         raise TypeError(f"config must be a ganesh.AdamConfig, got {type(config).__name__}")

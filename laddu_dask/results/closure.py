@@ -62,7 +62,8 @@ from laddu_dask.expr.model import Model
 from laddu_dask.files import read_json, write_json
 from laddu_dask.likelihood.events import evaluate_model
 from laddu_dask.likelihood.fit import FitResult, check_fit_options
-from laddu_dask.likelihood.likelihood import Likelihood, require_free
+from laddu_dask.likelihood.fit_messages import require_free
+from laddu_dask.likelihood.likelihood import Likelihood
 from laddu_dask.likelihood.terms import NLL, ExtendedNLL
 from laddu_dask.options import FitMethod
 from laddu_dask.results.pseudo_data import GeneratorSource, PoolSource, event_count, replica_stream

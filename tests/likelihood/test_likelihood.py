@@ -620,7 +620,7 @@ def test_a_new_execution_at_a_collected_ones_address_gets_its_own_preparation(mo
     CPython gives to a new execution once the old one is collected: the new (float64)
     execution then evaluated the old (float32) preparation.  ``id`` is made to answer the
     same for every object here, as it does for a recycled address."""
-    import laddu_dask.likelihood.terms as terms
+    import laddu_dask.likelihood.term_base as terms
 
     monkeypatch.setattr(terms, "id", lambda obj: 0, raising=False)
     xd, xm = np.linspace(0.1, 1.0, 7), np.linspace(0.2, 1.0, 9)

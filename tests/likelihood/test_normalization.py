@@ -20,7 +20,7 @@ from laddu_dask.compile.compiled import CompiledModel
 from laddu_dask.compile.normalization import decompose
 from laddu_dask.data.dataset import Dataset
 from laddu_dask.errors import NonFiniteError, NormalizationError
-from laddu_dask.likelihood import terms as terms_module
+from laddu_dask.likelihood import term_base as terms_module
 from laddu_dask.likelihood.likelihood import Likelihood
 from laddu_dask.likelihood.terms import NLL, ExtendedNLL
 from laddu_dask.runtime.execution import Execution
