@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -29,18 +29,16 @@ from laddu_dask.data.checks import check_finite
 from laddu_dask.data.paths import PathArg
 from laddu_dask.data.read_options import reader_options
 from laddu_dask.data.schema import WEIGHT_COLUMN
+from laddu_dask.data.sinks import WrittenDataset
 from laddu_dask.files import atomic_path
 from laddu_dask.options import Precision
-
-if TYPE_CHECKING:
-    from laddu_dask.data.dataset import Dataset
 
 __all__ = ["PRECISIONS", "write_parquet", "write_parquet_format"]
 
 PRECISIONS = {"f64": pa.float64(), "f32": pa.float32()}
 
 
-def write_parquet(dataset: Dataset, path: PathArg, precision: str = "f64") -> None:
+def write_parquet(dataset: WrittenDataset, path: PathArg, precision: str = "f64") -> None:
     """Write ``dataset`` (all columns and weights) to one Parquet file, atomically.
 
     Each partition becomes one row group, and every page carries a CRC checksum that
@@ -81,7 +79,7 @@ def write_parquet(dataset: Dataset, path: PathArg, precision: str = "f64") -> No
             writer.write_table(pa.Table.from_arrays(stored, schema=arrow_schema))
 
 
-def write_parquet_format(dataset: Dataset, path: PathArg, options: Mapping[str, Any] | None,
+def write_parquet_format(dataset: WrittenDataset, path: PathArg, options: Mapping[str, Any] | None,
                          chunk_size: int | None) -> None:
     """The registered ``"parquet"`` format's writer: :func:`write_parquet` with ``options`` ``precision``."""
     opts = reader_options(options, ("precision",), "parquet")

@@ -18,14 +18,19 @@ Examples
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from laddu_dask.data.formats import FormatSpec
+from typing import Any
 
 __all__ = ["format_for", "format_named", "formats", "store", "unregister_format"]
 
-_FORMATS: dict[str, Any] = {}
+#: What the registry holds: :class:`laddu_dask.io.FormatSpec` objects. Their class is
+#: defined above this module (:mod:`~laddu_dask.data.formats`, which builds datasets and
+#: registers the specs here), and the modules that look formats up here (sources and
+#: ``Dataset.write_to``) sit below the dataset, so the registry names the type without
+#: importing it, as :class:`~laddu_dask.io.FormatSource` and :class:`~laddu_dask.io.FormatSink`
+#: hold their spec.
+FormatSpec = Any
+
+_FORMATS: dict[str, FormatSpec] = {}
 _SUFFIXES: dict[str, str] = {}
 
 

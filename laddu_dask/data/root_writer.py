@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -38,19 +38,17 @@ from laddu_dask.data.checks import cast_column
 from laddu_dask.data.paths import PathArg
 from laddu_dask.data.read_options import reader_options
 from laddu_dask.data.schema import WEIGHT_COLUMN, p4_columns
+from laddu_dask.data.sinks import WrittenDataset
 from laddu_dask.errors import SchemaError
 from laddu_dask.files import atomic_path
 from laddu_dask.options import Precision
-
-if TYPE_CHECKING:
-    from laddu_dask.data.dataset import Dataset
 
 __all__ = ["write_root", "write_root_format"]
 
 _FINAL = "FinalState"  # uproot names the record's branches E_FinalState, ... (field_name)
 
 
-def _check_amptools(dataset: Dataset, names: Sequence[str]) -> tuple[str, ...]:
+def _check_amptools(dataset: WrittenDataset, names: Sequence[str]) -> tuple[str, ...]:
     """The AmpTools names, checked against the dataset's four-vectors and scalars."""
     names = check_names(names)
     p4s = dataset.schema.p4s
@@ -75,7 +73,7 @@ def _stored(batch: EventBatch, column: str, dt: np.dtype) -> np.ndarray:
     return cast_column(np.asarray(a), dt, column, batch.offset, batch.source, checked=True)
 
 
-def _branches(dataset: Dataset, names: tuple[str, ...] | None, dt: np.dtype) -> dict[str, Any]:
+def _branches(dataset: WrittenDataset, names: tuple[str, ...] | None, dt: np.dtype) -> dict[str, Any]:
     """The tree's branch types, for uproot's ``mktree``."""
     scalars = {s: dt for s in dataset.schema.scalars}
     if names is None:
@@ -107,7 +105,7 @@ def _entries(batch: EventBatch, names: tuple[str, ...] | None, dt: np.dtype) -> 
     return out
 
 
-def write_root(dataset: Dataset, path: PathArg, tree: str = "tree", precision: str | None = None,
+def write_root(dataset: WrittenDataset, path: PathArg, tree: str = "tree", precision: str | None = None,
                amptools: Sequence[str] | None = None) -> None:
     """Write ``dataset`` (all columns and weights) to one ROOT TTree, atomically.
 
@@ -159,7 +157,7 @@ def write_root(dataset: Dataset, path: PathArg, tree: str = "tree", precision: s
                 out.extend(_entries(batch, names, dt))
 
 
-def write_root_format(dataset: Dataset, path: PathArg, options: Mapping[str, Any] | None,
+def write_root_format(dataset: WrittenDataset, path: PathArg, options: Mapping[str, Any] | None,
                       chunk_size: int | None) -> None:
     """The registered ``"root"`` format's writer: :func:`write_root` with ``options``
     ``tree``, ``precision`` and ``amptools``."""

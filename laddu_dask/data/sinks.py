@@ -20,12 +20,17 @@ Examples
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
+from laddu_dask.data.batch import EventBatch
+from laddu_dask.data.schema import Schema
 from laddu_dask.options import Precision
 
-__all__ = ["OUTPUTS", "FormatSink", "ParquetSink", "RootSink", "WriteResult", "output_paths"]
+__all__ = ["OUTPUTS", "FormatSink", "ParquetSink", "RootSink", "WriteResult", "WrittenDataset",
+           "output_paths"]
 
 #: laddu's ``output=`` of ``Dataset.write_to``: ``"auto"`` and ``"single"`` write one file,
 #: ``"sharded"`` one file per rank (laddu-dask is one rank).
@@ -136,3 +141,20 @@ class FormatSink:
 
     def __repr__(self) -> str:
         return f"<FormatSink of format {getattr(self.format, 'name', '?')!r}: {os.fspath(self.target)!r}>"
+
+
+class WrittenDataset(Protocol):
+    """What the writers (:mod:`~laddu_dask.data.parquet_writer`, :mod:`~laddu_dask.data.root_writer`)
+    read of a :class:`~laddu_dask.Dataset`: the dataset calls them for its ``write_*`` methods,
+    so its module sits above theirs."""
+
+    schema: Schema
+    sources: tuple[str, ...]
+
+    def iter_batches(self, columns: Sequence[str] | None = None, dtype: Any = ...) -> Iterator[EventBatch]:
+        """Every partition's batch in order."""
+        ...
+
+    def with_chunk_size(self, chunk_size: int | None) -> WrittenDataset:
+        """The same events in blocks of ``chunk_size``."""
+        ...
