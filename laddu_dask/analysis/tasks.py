@@ -23,8 +23,8 @@ Examples
 >>> events = ld.Dataset.from_arrays(scalars={"t": np.linspace(0.1, 1.0, 50)})
 >>> slope = ld.Model((ld.parameter("b", initial=-1.0) * ld.scalar("t")).exp())
 >>> recipe = FitRecipe.of(ld.Likelihood([ld.ExtendedNLL(slope, data=events, accepted_mc=events)]))
->>> [t[0] for t in recipe.terms], recipe.likelihood().parameter_names
-(['ExtendedNLL'], ['b'])
+>>> [t[0] for t in recipe.terms] == [ld.ExtendedNLL], recipe.likelihood().parameter_names
+(True, ['b'])
 """
 
 from __future__ import annotations
@@ -42,46 +42,44 @@ from laddu_dask.cluster_waits import gather, wait_for_workers
 from laddu_dask.data.shared_loads import shared_parent_loads
 from laddu_dask.likelihood.fit import FitResult
 from laddu_dask.likelihood.likelihood import Likelihood
-from laddu_dask.likelihood.terms import NLL, ExtendedNLL
 from laddu_dask.runtime.execution import Execution
 from laddu_dask.runtime.heap import roomy_heap
 
 __all__ = ["FitRecipe", "fit_as_local_tasks", "fit_as_tasks", "fit_replicas_as_tasks", "runs_as_tasks"]
 
-_KINDS = {"NLL": NLL, "ExtendedNLL": ExtendedNLL}
-
-
 @dataclass(frozen=True)
 class FitRecipe:
-    """What a worker needs to build a likelihood again: each term's kind, model, data,
-    accepted MC and name, and the execution's precision, kernel and normalization."""
+    """What a worker needs to build a likelihood again: each term's class, model, data,
+    accepted MC and name, the execution's precision, kernel and normalization, and the
+    likelihood's class (the public ones stay public on the worker)."""
 
-    terms: tuple[tuple[str, Any, Any, Any, str], ...]
+    terms: tuple[tuple[type, Any, Any, Any, str], ...]
     precision: str
     kernel: str
     normalization: str
     penalties: tuple[Any, ...] = ()
     statistics: tuple[Any, ...] = field(default=(), compare=False)  # arrays: not compared
+    likelihood_class: type = Likelihood
 
     @classmethod
     def of(cls, likelihood: Likelihood) -> FitRecipe:
         """The recipe of ``likelihood``, with the accepted MC's sufficient statistics of the
         terms already prepared (a worker then reads the data only)."""
         ex = likelihood.execution
-        terms = tuple((type(t).__name__, t.model, t.data, t.accepted_mc, t.name) for t in likelihood.terms)
+        terms = tuple((type(t), t.model, t.data, t.accepted_mc, t.name) for t in likelihood.terms)
         statistics = tuple(t.prepared_statistics(ex) for t in likelihood.terms)
         return cls(terms, ex.precision, ex.kernel, ex.normalization, tuple(likelihood.penalties),
-                   statistics if any(s is not None for s in statistics) else ())
+                   statistics if any(s is not None for s in statistics) else (), type(likelihood))
 
     def likelihood(self, threads: int = 1) -> Likelihood:
-        """The likelihood on a local execution of ``threads`` threads."""
+        """The likelihood on a local execution of ``threads`` threads, of the classes it had."""
         ex = Execution(precision=self.precision, kernel=self.kernel, normalization=self.normalization,
                        num_workers=threads)
-        terms = [_KINDS[k](m, data=d, accepted_mc=mc, name=n) for k, m, d, mc, n in self.terms]
+        terms = [kind(m, data=d, accepted_mc=mc, name=n) for kind, m, d, mc, n in self.terms]
         for term, stats in zip(terms, self.statistics):
             if stats is not None:
                 term.adopt_statistics(stats)
-        return Likelihood([*terms, *self.penalties], execution=ex)
+        return self.likelihood_class([*terms, *self.penalties], execution=ex)
 
     def nbytes(self) -> int:
         """Bytes the fit's datasets take loaded (every column, float64)."""

@@ -26,6 +26,7 @@ import pytest
 import laddu_dask as ld
 from laddu_dask import analysis, results
 from laddu_dask.analysis.replicas import replica_likelihoods
+from laddu_dask.analysis.tasks import FitRecipe
 from laddu_dask.expr.model import Model as LayerModel
 from laddu_dask.likelihood import NLL as LayerNLL
 from laddu_dask.likelihood import Likelihood as LayerLikelihood
@@ -201,6 +202,14 @@ def test_each_bin_and_each_replica_is_public(toy):
     lik = ld.Likelihood([ld.NLL(model, data=data, accepted_mc=mc)])
     for replica in replica_likelihoods(lik, [1, 2]):
         _carries(replica)
+    # a fit task's likelihood, built again on a worker, keeps the classes it was given
+    both = lik + ld.ExtendedNLL(model, data=data, accepted_mc=mc, name="ext")
+    rebuilt = FitRecipe.of(both).likelihood()
+    _carries(rebuilt)
+    assert [type(t) for t in rebuilt.terms] == [ld.NLL, ld.ExtendedNLL]
+    assert rebuilt.value([2.0]) == both.value([2.0])
+    layer = FitRecipe.of(LayerLikelihood([LayerNLL(model, data=data, accepted_mc=mc)])).likelihood()
+    assert type(layer) is LayerLikelihood and type(layer.terms[0]) is LayerNLL
 
 
 def test_models_and_channels_made_below_are_public(toy):
