@@ -1,4 +1,6 @@
-"""Reaction channels and their generation settings as laddu 0.28.1's JSON.
+"""Reaction channels and their generation settings as laddu 0.28.1's JSON: the writers, and
+:func:`read` (the readers live beside the classes they build, in
+:mod:`laddu_dask.expr.proposals` and :mod:`laddu_dask.expr.topology`).
 
 laddu writes compact JSON (no spaces), keys in its own order, floats as Python's ``repr``
 except that a negative exponent has no leading zero (``1e-7``, not ``1e-07``). The layouts:
@@ -35,7 +37,8 @@ from typing import Any
 import numpy as np
 
 from laddu_dask.errors import ModelError
-from laddu_dask.expr.exprjson import parse_json
+from laddu_dask.expr.exprjson import parse_json, to_dict
+from laddu_dask.expr.vectors import Vec4
 
 __all__ = ["dumps", "histogram_dict"]
 
@@ -73,11 +76,7 @@ def _xyz(values: Any) -> dict[str, float]:
     return {"x": float(values[0]), "y": float(values[1]), "z": float(values[2])}
 
 
-def _back_xyz(body: Any) -> list[float]:
-    return [body["x"], body["y"], body["z"]]
-
-
-class _Recorded:
+class RecordedHistogram:
     """A histogram read from laddu's JSON object, kept as that object."""
 
     def __init__(self, body: dict[str, Any]) -> None:
@@ -91,7 +90,7 @@ def histogram_dict(histogram: Any) -> dict[str, Any]:
     laddu-dask's histogram keeps its errors, not the sums of squared weights behind them: the
     squares are the counts for default errors (``sqrt |count|``) and the squared errors
     otherwise, which is laddu's number unless squaring the rounded root is inexact."""
-    if isinstance(histogram, _Recorded):
+    if isinstance(histogram, RecordedHistogram):
         return dict(histogram.body)
     if hasattr(histogram, "squared_weight_constituents") and hasattr(histogram, "_flow_squares"):
         counts = np.asarray(histogram.counts, dtype=float)
@@ -120,16 +119,6 @@ def mass_proposal_dict(p: Any) -> dict[str, Any]:
     return {"kind": "uniform", "low": p.value, "high": p.high}
 
 
-def mass_proposal_from(body: Any) -> Any:
-    from laddu_dask.expr.proposals import MassProposal
-
-    if body["kind"] == "fixed" and set(body) == {"kind", "mass"}:
-        return MassProposal(body["mass"])
-    if body["kind"] == "uniform" and set(body) == {"kind", "low", "high"}:
-        return MassProposal(body["low"], high=body["high"])
-    raise KeyError(body["kind"])
-
-
 def initial_momentum_dict(p: Any) -> dict[str, Any]:
     if p.kind == "p4":
         return {"P4": dict(zip(("e", "px", "py", "pz"), p.values, strict=True))}
@@ -142,28 +131,6 @@ def initial_momentum_dict(p: Any) -> dict[str, Any]:
     else:
         energy = {"kind": "histogram", "edges": list(p.values), "weights": list(p.weights)}
     return {"EnergyDirection": {"energy": energy, "direction": _xyz(p.direction)}}
-
-
-def initial_momentum_from(body: Any) -> Any:
-    from laddu_dask.expr.proposals import InitialMomentum, _Bins
-
-    ((kind, inner),) = body.items()
-    if kind == "P4":
-        return InitialMomentum.p4([inner[k] for k in ("e", "px", "py", "pz")])
-    if kind == "Momentum":
-        return InitialMomentum.momentum(_back_xyz(inner))
-    if kind != "EnergyDirection":
-        raise KeyError(kind)
-    energy, direction = inner["energy"], _back_xyz(inner["direction"])
-    if energy["kind"] == "fixed":
-        return InitialMomentum.energy(energy["value"], direction=direction)
-    if energy["kind"] == "uniform":
-        return InitialMomentum.uniform_energy(low=energy["min"], high=energy["max"], direction=direction)
-    if energy["kind"] == "histogram":
-        return InitialMomentum.histogram_energy(
-            _Bins(energy["edges"], energy["weights"]), direction=direction
-        )
-    raise KeyError(energy["kind"])
 
 
 def vertex_proposal_dict(p: Any) -> dict[str, Any]:
@@ -188,40 +155,6 @@ def vertex_proposal_dict(p: Any) -> dict[str, Any]:
     }
 
 
-def vertex_proposal_from(body: Any) -> Any:
-    from laddu_dask.expr.proposals import VertexProposal
-
-    if body == {"kind": "two_body_decay"}:
-        return VertexProposal.isotropic()
-    if body["kind"] != "two_body_scattering":
-        raise KeyError(body["kind"])
-    inner = body["proposal"]
-    edges = {"incoming": inner["incoming_edge"], "outgoing": inner["outgoing_edge"]}
-    dist = inner["distribution"]
-    limits = {"t_min": dist["t_min"], "t_max": dist["t_max"]}
-    parts = {("Uniform" if c == "Uniform" else next(iter(c))): (w, c) for w, c in dist["components"]}
-    if "Histogram" in parts and len(parts) == 1:
-        return VertexProposal.t_exchange_histogram(
-            **edges, histogram=_Recorded(parts["Histogram"][1]["Histogram"]["histogram"])
-        )
-    if "Pole" in parts and len(parts) == 1:
-        pole = parts["Pole"][1]["Pole"]
-        return VertexProposal.t_exchange_pole(
-            **edges, exchange_mass=pole["exchange_mass"], power=pole["power"]
-        )
-    if set(parts) == {"Uniform"}:
-        return VertexProposal.t_exchange(**edges, **limits)
-    if set(parts) <= {"Uniform", "Exponential"} and "Exponential" in parts:
-        fraction = parts["Uniform"][0] if "Uniform" in parts else 0.0
-        return VertexProposal.t_exchange(
-            **edges,
-            slope=parts["Exponential"][1]["Exponential"]["slope"],
-            uniform_fraction=fraction,
-            **limits,
-        )
-    raise KeyError(", ".join(parts))
-
-
 def read(text: Any, what: str, reader: Any) -> Any:
     """``reader(parsed text)``, or a :class:`ModelError` naming ``what`` for text that is not
     the JSON of one."""
@@ -234,9 +167,6 @@ def read(text: Any, what: str, reader: Any) -> Any:
 
 # -- channels --------------------------------------------------------------------------------
 def channel_dict(channel: Any) -> dict[str, Any]:
-    from laddu_dask.expr.exprjson import to_dict
-    from laddu_dask.expr.vectors import Vec4
-
     edges = {}
     for name in channel.edge_names:
         e = channel._edges[name]
@@ -263,41 +193,3 @@ def channel_dict(channel: Any) -> dict[str, Any]:
             "generation": None if v.generation is None else vertex_proposal_dict(v.generation),
         }
     return {"name": channel.name, "edges": edges, "vertices": vertices}
-
-
-def channel_from(body: Any, channel: type | None = None) -> Any:
-    """The channel of a parsed JSON body, of the class ``channel`` (default :class:`Channel`;
-    the public ``ld.Channel.from_json`` passes its own)."""
-    from laddu_dask.expr.exprjson import from_dict
-    from laddu_dask.expr.particles import Particle
-    from laddu_dask.expr.topology import Channel, Edge, Vertex
-    from laddu_dask.expr.vectors import Vec4
-
-    edges = []
-    for e in body["edges"].values():
-        p4 = e["p4"]
-        if isinstance(p4, dict):
-            p4 = Vec4(*(from_dict(p4[k], "Channel.from_json") for k in ("e", "px", "py", "pz")))
-        props = e["properties"]
-        edges.append(
-            Edge(
-                e["name"],
-                p4=p4,
-                output=e["output"],
-                particle=None if props is None else Particle.from_json(dumps(props)),
-                mass_proposal=None if e["mass_proposal"] is None else mass_proposal_from(e["mass_proposal"]),
-                initial_momentum=None
-                if e["initial_momentum"] is None
-                else initial_momentum_from(e["initial_momentum"]),
-            )
-        )
-    vertices = [
-        Vertex(
-            v["name"],
-            incoming=v["incoming"],
-            outgoing=v["outgoing"],
-            generation=None if v["generation"] is None else vertex_proposal_from(v["generation"]),
-        )
-        for v in body["vertices"].values()
-    ]
-    return (channel or Channel)(body["name"], edges=edges, vertices=vertices)

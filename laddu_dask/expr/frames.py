@@ -36,15 +36,26 @@ Examples
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from laddu_dask.errors import ModelError
 from laddu_dask.expr.functions import acos, atan2
 from laddu_dask.expr.node import Expr
 from laddu_dask.expr.vectors import Vec3, Vec4
 
-if TYPE_CHECKING:  # pragma: no cover - typing only
-    from laddu_dask.expr.topology import Channel
+
+class _ChannelFrames(Protocol):
+    """What a :class:`VertexFrame` reads of its :class:`~laddu_dask.Channel` (which builds on
+    this module): its name, vertices and edge momenta."""
+
+    name: str
+    _vertices: dict
+
+    def edge_p4(self, name: str) -> object: ...
+
+    def _p4(self, edge: str) -> Vec4: ...
+
+    def _p4_in_frame(self, vertex: str, edge: str) -> Vec4: ...
 
 
 class MandelstamChannel(enum.Enum):
@@ -114,7 +125,7 @@ class VertexFrame:
 
     __slots__ = ("_channel", "_name")
 
-    def __init__(self, channel: Channel, name: str) -> None:
+    def __init__(self, channel: _ChannelFrames, name: str) -> None:
         self._channel, self._name = channel, name
 
     @property

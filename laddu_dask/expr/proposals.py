@@ -27,6 +27,7 @@ import json as _json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from laddu_dask.errors import ModelError
 from laddu_dask.expr import channel_json as cj
@@ -98,7 +99,7 @@ class MassProposal:
     @staticmethod
     def from_json(json: str) -> MassProposal:
         """A proposal from laddu's (or :meth:`to_json`'s) JSON text."""
-        return cj.read(json, "MassProposal", cj.mass_proposal_from)
+        return cj.read(json, "MassProposal", mass_proposal_from)
 
     def __repr__(self) -> str:
         return f"MassProposal({self.value!r})" if self.high is None else \
@@ -171,7 +172,7 @@ class InitialMomentum:
     @staticmethod
     def from_json(json: str) -> InitialMomentum:
         """A prescription from laddu's (or :meth:`to_json`'s) JSON text."""
-        return cj.read(json, "InitialMomentum", cj.initial_momentum_from)
+        return cj.read(json, "InitialMomentum", initial_momentum_from)
 
 
 @dataclass(frozen=True, repr=False)
@@ -261,7 +262,7 @@ class VertexProposal:
     @staticmethod
     def from_json(json: str) -> VertexProposal:
         """A proposal from laddu's (or :meth:`to_json`'s) JSON text."""
-        return cj.read(json, "VertexProposal", cj.vertex_proposal_from)
+        return cj.read(json, "VertexProposal", vertex_proposal_from)
 
     def __repr__(self) -> str:
         if self.kind == "isotropic":
@@ -383,3 +384,71 @@ class _Bins:
 
     bin_edges: Sequence[float]
     counts: Sequence[float]
+
+
+# -- laddu's JSON objects, read back (written by laddu_dask.expr.channel_json) -------------------
+def _back_xyz(body: Any) -> list[float]:
+    return [body["x"], body["y"], body["z"]]
+
+
+def mass_proposal_from(body: Any) -> MassProposal:
+    """The mass proposal of laddu's parsed JSON object (see :mod:`laddu_dask.expr.channel_json`)."""
+    if body["kind"] == "fixed" and set(body) == {"kind", "mass"}:
+        return MassProposal(body["mass"])
+    if body["kind"] == "uniform" and set(body) == {"kind", "low", "high"}:
+        return MassProposal(body["low"], high=body["high"])
+    raise KeyError(body["kind"])
+
+
+def initial_momentum_from(body: Any) -> InitialMomentum:
+    """The initial momentum of laddu's parsed JSON object."""
+    ((kind, inner),) = body.items()
+    if kind == "P4":
+        return InitialMomentum.p4([inner[k] for k in ("e", "px", "py", "pz")])
+    if kind == "Momentum":
+        return InitialMomentum.momentum(_back_xyz(inner))
+    if kind != "EnergyDirection":
+        raise KeyError(kind)
+    energy, direction = inner["energy"], _back_xyz(inner["direction"])
+    if energy["kind"] == "fixed":
+        return InitialMomentum.energy(energy["value"], direction=direction)
+    if energy["kind"] == "uniform":
+        return InitialMomentum.uniform_energy(low=energy["min"], high=energy["max"], direction=direction)
+    if energy["kind"] == "histogram":
+        return InitialMomentum.histogram_energy(
+            _Bins(energy["edges"], energy["weights"]), direction=direction
+        )
+    raise KeyError(energy["kind"])
+
+
+def vertex_proposal_from(body: Any) -> VertexProposal:
+    """The vertex proposal of laddu's parsed JSON object."""
+    if body == {"kind": "two_body_decay"}:
+        return VertexProposal.isotropic()
+    if body["kind"] != "two_body_scattering":
+        raise KeyError(body["kind"])
+    inner = body["proposal"]
+    edges = {"incoming": inner["incoming_edge"], "outgoing": inner["outgoing_edge"]}
+    dist = inner["distribution"]
+    limits = {"t_min": dist["t_min"], "t_max": dist["t_max"]}
+    parts = {("Uniform" if c == "Uniform" else next(iter(c))): (w, c) for w, c in dist["components"]}
+    if "Histogram" in parts and len(parts) == 1:
+        return VertexProposal.t_exchange_histogram(
+            **edges, histogram=cj.RecordedHistogram(parts["Histogram"][1]["Histogram"]["histogram"])
+        )
+    if "Pole" in parts and len(parts) == 1:
+        pole = parts["Pole"][1]["Pole"]
+        return VertexProposal.t_exchange_pole(
+            **edges, exchange_mass=pole["exchange_mass"], power=pole["power"]
+        )
+    if set(parts) == {"Uniform"}:
+        return VertexProposal.t_exchange(**edges, **limits)
+    if set(parts) <= {"Uniform", "Exponential"} and "Exponential" in parts:
+        fraction = parts["Uniform"][0] if "Uniform" in parts else 0.0
+        return VertexProposal.t_exchange(
+            **edges,
+            slope=parts["Exponential"][1]["Exponential"]["slope"],
+            uniform_fraction=fraction,
+            **limits,
+        )
+    raise KeyError(", ".join(parts))

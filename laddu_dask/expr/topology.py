@@ -35,10 +35,19 @@ from collections.abc import Sequence
 from typing import Any
 
 from laddu_dask.errors import ModelError
+from laddu_dask.expr import channel_json as cj
+from laddu_dask.expr.exprjson import from_dict
 from laddu_dask.expr.frames import VertexFrame
 from laddu_dask.expr.node import Expr
 from laddu_dask.expr.particles import Particle
-from laddu_dask.expr.proposals import InitialMomentum, MassProposal, VertexProposal
+from laddu_dask.expr.proposals import (
+    InitialMomentum,
+    MassProposal,
+    VertexProposal,
+    initial_momentum_from,
+    mass_proposal_from,
+    vertex_proposal_from,
+)
 from laddu_dask.expr.vectors import Vec3, Vec4
 
 #: The order in which a missing momentum is inferred at a vertex (laddu's priorities).
@@ -288,16 +297,12 @@ class Channel:
 
     def to_json(self) -> str:
         """laddu's JSON text of the channel (see :mod:`laddu_dask.expr.channel_json`)."""
-        from laddu_dask.expr import channel_json as cj
-
         return cj.dumps(cj.channel_dict(self))
 
     @staticmethod
     def from_json(json: str) -> Channel:
         """The channel of laddu's (or :meth:`to_json`'s) JSON text."""
-        from laddu_dask.expr import channel_json as cj
-
-        return cj.read(json, "Channel", cj.channel_from)
+        return cj.read(json, "Channel", channel_from)
 
     def edge_p4(self, name: str) -> str | Vec4 | None:
         """The four-momentum source given for edge ``name`` (a name, a ``Vec4``, or ``None``)."""
@@ -412,3 +417,36 @@ class Channel:
             p4 = p4.boost(beta)
             boosts.append(beta)
         return p4
+
+
+def channel_from(body: Any, channel: type | None = None) -> Any:
+    """The channel of a parsed JSON body, of the class ``channel`` (default :class:`Channel`;
+    the public ``ld.Channel.from_json`` passes its own)."""
+    edges = []
+    for e in body["edges"].values():
+        p4 = e["p4"]
+        if isinstance(p4, dict):
+            p4 = Vec4(*(from_dict(p4[k], "Channel.from_json") for k in ("e", "px", "py", "pz")))
+        props = e["properties"]
+        edges.append(
+            Edge(
+                e["name"],
+                p4=p4,
+                output=e["output"],
+                particle=None if props is None else Particle.from_json(cj.dumps(props)),
+                mass_proposal=None if e["mass_proposal"] is None else mass_proposal_from(e["mass_proposal"]),
+                initial_momentum=None
+                if e["initial_momentum"] is None
+                else initial_momentum_from(e["initial_momentum"]),
+            )
+        )
+    vertices = [
+        Vertex(
+            v["name"],
+            incoming=v["incoming"],
+            outgoing=v["outgoing"],
+            generation=None if v["generation"] is None else vertex_proposal_from(v["generation"]),
+        )
+        for v in body["vertices"].values()
+    ]
+    return (channel or Channel)(body["name"], edges=edges, vertices=vertices)

@@ -21,6 +21,7 @@ from typing import Any
 from laddu_dask.expr import channel_json
 from laddu_dask.expr.model import Model as _Model
 from laddu_dask.expr.topology import Channel as _Channel
+from laddu_dask.expr.topology import channel_from
 from laddu_dask.generation.phase_space import validate_generation
 from laddu_dask.likelihood.events import evaluate_model
 
@@ -138,4 +139,4 @@ class Channel(_Channel):
         >>> type(ld.Channel.from_json(channel.to_json())) is ld.Channel
         True
         """
-        return channel_json.read(json, "Channel", partial(channel_json.channel_from, channel=Channel))
+        return channel_json.read(json, "Channel", partial(channel_from, channel=Channel))
