@@ -10,6 +10,7 @@ Examples
 from laddu_dask.expr.amplitudes import spherical_harmonic
 from laddu_dask.expr.display_styles import DisplayColor, NodeSelector, NodeStyle, NodeStyleRule
 from laddu_dask.expr.exprjson import ExprNodeKind
+from laddu_dask.expr.extension import register_operation, unregister_operation
 from laddu_dask.expr.functions import acos, atan2, cis, complex_, polar_complex
 from laddu_dask.expr.kmatrix import f_vector, k_matrix, p_vector
 from laddu_dask.expr.linalg import Matrix, Vector, dot, matmul, matrix, matvec, solve, vector
@@ -35,7 +36,6 @@ from laddu_dask.expr.node import (
     scalar,
     walk,
 )
-from laddu_dask.expr.ops import register_operation, unregister_operation
 from laddu_dask.expr.parameter import ParameterSpec, cparameter, merge_parameters, parameter
 from laddu_dask.expr.positivity import is_nonnegative
 from laddu_dask.expr.predicate import Predicate

@@ -13,20 +13,28 @@ True
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from laddu_dask.expr.ops import REAL
 
-if TYPE_CHECKING:
-    from laddu_dask.expr.node import Expr
-
 __all__ = ["is_nonnegative"]
+
+
+class Node(Protocol):
+    """What the rule reads of an expression node (a :class:`~laddu_dask.Expr`, whose
+    ``sqrt`` and ``log`` use the rule, so that this module sits below theirs)."""
+
+    op: str
+    args: tuple[Node, ...]
+    attr: Any
+    kind: str
+    serial: int
 
 _NONNEGATIVE_OPS = ("abs", "norm_sqr", "exp")
 _CLOSED_OPS = ("add", "mul", "div", "sqrt")  # non-negative arguments give a non-negative result
 
 
-def is_nonnegative(node: Expr) -> bool:
+def is_nonnegative(node: Node) -> bool:
     """Whether a real expression is non-negative (or NaN) for every event by construction.
 
     True for non-negative constants, ``x * x``, even powers, moduli, ``norm_sqr``,
@@ -42,7 +50,7 @@ def is_nonnegative(node: Expr) -> bool:
     """
     memo: dict[int, bool] = {}
 
-    def check(n: Expr) -> bool:
+    def check(n: Node) -> bool:
         hit = memo.get(n.serial)
         if hit is None:
             hit = memo[n.serial] = _nonnegative_node(n, check)
@@ -51,7 +59,7 @@ def is_nonnegative(node: Expr) -> bool:
     return node.kind == REAL and check(node)
 
 
-def _nonnegative_node(n: Expr, check) -> bool:
+def _nonnegative_node(n: Node, check) -> bool:
     if n.kind != REAL:
         return False
     if n.op == "tag":  # a projection tag is the value of its argument

@@ -8,7 +8,7 @@
   poles and branch cuts).  The CUDA printer's source of the same models compiles with nvcc.
   Where g++ exists, the CUDA source of every operation also runs on the host (the tests'
   emulation) against the same references.
-* One call of the public extension hook (:func:`~laddu_dask.expr.ops.register_operation`)
+* One call of the public extension hook (:func:`~laddu_dask.expr.extension.register_operation`)
   makes a toy operation usable in a model, differentiable, fused, and printed for CUDA.
 """
 
