@@ -44,9 +44,9 @@ from laddu_dask.expr.node import Expr
 from laddu_dask.expr.vectors import Vec3, Vec4
 
 
-class _ChannelFrames(Protocol):
-    """What a :class:`VertexFrame` reads of its :class:`~laddu_dask.Channel` (which builds on
-    this module): its name, vertices and edge momenta."""
+class Channel(Protocol):
+    """A :class:`~laddu_dask.Channel` as a :class:`VertexFrame` reads it (the class builds on this
+    module, so the frame names it by what it reads): its name, vertices and edge momenta."""
 
     name: str
     _vertices: dict
@@ -125,7 +125,7 @@ class VertexFrame:
 
     __slots__ = ("_channel", "_name")
 
-    def __init__(self, channel: _ChannelFrames, name: str) -> None:
+    def __init__(self, channel: Channel, name: str) -> None:
         self._channel, self._name = channel, name
 
     @property
