@@ -42,7 +42,8 @@ import numpy as np
 from laddu_dask.compile.dtypes import complex_dtype, real_part_dtype
 from laddu_dask.compile.graph import Split
 from laddu_dask.compile.sweep import PythonPrinter
-from laddu_dask.expr.node import Expr, walk
+from laddu_dask.expr.graph import walk
+from laddu_dask.expr.node import Expr
 from laddu_dask.expr.ops import COMPLEX, REAL, SPEC, array_namespace
 
 

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from laddu_dask.expr.node import Expr, apply, constant, powi, walk
+from laddu_dask.expr.graph import walk
+from laddu_dask.expr.node import Expr, apply, constant, powi
 from laddu_dask.expr.ops import COMPLEX
 
 

@@ -39,7 +39,8 @@ import numpy as np
 from laddu_dask.compile.array_code import Kernels, backprop_function, broadcast, generate, parameter_function
 from laddu_dask.compile.graph import Split, boundary, split
 from laddu_dask.expr.arrayfuncs import array_module
-from laddu_dask.expr.node import Expr, apply, column, constant, walk
+from laddu_dask.expr.graph import walk
+from laddu_dask.expr.node import Expr, apply, column, constant
 
 #: Most products one amplitude may expand to before the decomposition gives up.
 MAX_TERMS = 64

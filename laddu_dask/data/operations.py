@@ -37,7 +37,8 @@ from laddu_dask.data.derived import DerivedOrigin, RowRule, map_batches
 from laddu_dask.data.histogram import Histogram, histogram_partials
 from laddu_dask.data.joint_histogram import JointHistogram, check_axes, joint_partials
 from laddu_dask.errors import ModelError
-from laddu_dask.expr.node import Expr, walk
+from laddu_dask.expr.graph import walk
+from laddu_dask.expr.node import Expr
 from laddu_dask.expr.predicate import Predicate
 from laddu_dask.expr.value_type import real_valued
 from laddu_dask.sums import ExactPartials

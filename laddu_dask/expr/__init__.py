@@ -12,6 +12,7 @@ from laddu_dask.expr.display_styles import DisplayColor, NodeSelector, NodeStyle
 from laddu_dask.expr.exprjson import ExprNodeKind
 from laddu_dask.expr.extension import register_operation, unregister_operation
 from laddu_dask.expr.functions import acos, atan2, cis, complex_, polar_complex
+from laddu_dask.expr.graph import walk
 from laddu_dask.expr.kmatrix import f_vector, k_matrix, p_vector
 from laddu_dask.expr.linalg import Matrix, Vector, dot, matmul, matrix, matvec, solve, vector
 from laddu_dask.expr.lineshapes import (
@@ -34,7 +35,6 @@ from laddu_dask.expr.node import (
     constant,
     powi,
     scalar,
-    walk,
 )
 from laddu_dask.expr.parameter import ParameterSpec, cparameter, merge_parameters, parameter
 from laddu_dask.expr.positivity import is_nonnegative

@@ -40,8 +40,7 @@ from laddu_dask.errors import ModelError
 from laddu_dask.expr import display_styles as styles
 from laddu_dask.expr.display_styles import NodeStyle, NodeStyleRule
 from laddu_dask.expr.exprjson import ExprNodeKind, node_record, to_dict
-from laddu_dask.expr.linalg import Matrix, Vector
-from laddu_dask.expr.node import Expr
+from laddu_dask.expr.graph import Node
 from laddu_dask.expr.tags import TAG
 from laddu_dask.files import atomic_path, atomic_write
 
@@ -95,7 +94,7 @@ def _complex(value: complex, unit: str) -> tuple[str, int]:
 # ---------------------------------------------------------------------------------------
 # infix: equation and LaTeX
 # ---------------------------------------------------------------------------------------
-def _infix(root: Expr, tex: bool, rules: list[NodeStyleRule]) -> str:
+def _infix(root: Any, tex: bool, rules: list[NodeStyleRule]) -> str:
     memo: dict[int, tuple[str, int]] = {}
     paint = styles.latex if tex else styles.ansi
     times = r"\cdot" if tex else "*"
@@ -103,18 +102,18 @@ def _infix(root: Expr, tex: bool, rules: list[NodeStyleRule]) -> str:
     def paren(text: str) -> str:
         return rf"\left({text}\right)" if tex else f"({text})"
 
-    def at(node: Expr, prec: int) -> str:
+    def at(node: Node, prec: int) -> str:
         text, p = show(node)
         return paren(text) if p < prec else text
 
-    def call(name: str, *args: Expr) -> tuple[str, int]:
+    def call(name: str, *args: Node) -> tuple[str, int]:
         inner = ", ".join(show(a)[0] for a in args)
         if tex:
             fn = _LATEX_FUNCTIONS.get(name, rf"\operatorname{{{name}}}")
             return rf"{fn}\left({inner}\right)", 4
         return f"{_FUNCTIONS.get(name, name)}({inner})", 4
 
-    def show(node: Expr) -> tuple[str, int]:
+    def show(node: Node) -> tuple[str, int]:
         hit = memo.get(node.serial)
         if hit is None:
             base, tags = node, []
@@ -127,7 +126,7 @@ def _infix(root: Expr, tex: bool, rules: list[NodeStyleRule]) -> str:
             hit = memo[node.serial] = (text, prec)
         return hit
 
-    def node_text(n: Expr) -> tuple[str, int]:  # (text, precedence): 1 sum, 2 product, 3 unary, 4 atom
+    def node_text(n: Node) -> tuple[str, int]:  # (text, precedence): 1 sum, 2 product, 3 unary, 4 atom
         op, a = n.op, n.args
         if op == "const":
             if isinstance(n.attr, complex):
@@ -171,10 +170,11 @@ def _infix(root: Expr, tex: bool, rules: list[NodeStyleRule]) -> str:
             return rf"\sqrt{{{show(a[0])[0]}}}", 4
         return call(op, *a)
 
-    if not isinstance(root, (Vector, Matrix)):
+    if root.shape == ():
         return show(root)[0]
-    # a vector or matrix of laddu's: its entries, [a, b] or [[a, b], [c, d]], a bmatrix in LaTeX
-    vector = isinstance(root, Vector)
+    # a vector or matrix of laddu's (laddu_dask.expr.linalg): its entries, [a, b] or
+    # [[a, b], [c, d]], a bmatrix in LaTeX
+    vector = len(root.shape) == 1
     shape = (len(root), 1) if vector else root.shape
     rows = [[show(root[i] if vector else root.at(i, j))[0] for j in range(shape[1])] for i in range(shape[0])]
     if tex:
@@ -187,13 +187,13 @@ def _infix(root: Expr, tex: bool, rules: list[NodeStyleRule]) -> str:
     return paint(_style(rules, {"Vector" if vector else "Matrix": {}}, {}), text) if rules else text
 
 
-def equation(expr: Expr, *, colors: Any = None, style_rules: Any = None) -> str:
+def equation(expr: Any, *, colors: Any = None, style_rules: Any = None) -> str:
     """The expression as a one-line equation (laddu's ``Expr.equation``), each node's text in its
     style's ANSI colors."""
     return _infix(expr, False, styles.style_rules(colors, style_rules))
 
 
-def latex(expr: Expr, *, colors: Any = None, style_rules: Any = None) -> str:
+def latex(expr: Any, *, colors: Any = None, style_rules: Any = None) -> str:
     """The expression as a LaTeX math-mode fragment (laddu's ``Expr.latex``), each node's text in
     its style's text color."""
     return _infix(expr, True, styles.style_rules(colors, style_rules))

@@ -1,9 +1,9 @@
 """laddu's serialization and display methods of :class:`~laddu_dask.Expr`: ``to_json``,
-``from_json``, ``equation``, ``latex``, ``tree``, ``dot``, ``svg``, ``named``, ``shape``,
-``at``, ``[]`` and ``@`` (a base class of ``Expr``, so that ``node.py`` stays one idea).
+``equation``, ``latex``, ``tree``, ``dot``, ``svg``, ``named``, ``shape``, ``at``, ``[]`` and
+``@`` (a base class of ``Expr``, so that ``node.py`` stays one idea).
 
-The work is done by :mod:`laddu_dask.expr.exprjson` and :mod:`laddu_dask.expr.display`,
-imported when a method is called (they build on the expression nodes).
+The work is done by :mod:`laddu_dask.expr.exprjson` and :mod:`laddu_dask.expr.display`, which
+only read nodes; ``Expr.from_json``, which builds them, is ``Expr``'s own.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from laddu_dask.errors import ModelError
+from laddu_dask.expr import display
+from laddu_dask.expr.exprjson import to_json
 
 
 class DisplayViews:
@@ -26,16 +28,16 @@ class DisplayViews:
         ``colors`` (``"light"``, ``"dark"``, ``"none"``) and ``style_rules`` (a sequence of
         :class:`~laddu_dask.NodeStyleRule`, laid over the preset) color each node's text (ANSI).
         """
-        return _display("equation", self, colors, style_rules)
+        return display.equation(self, colors=colors, style_rules=style_rules)
 
     def latex(self, *, colors: Any = None, style_rules: Any = None) -> str:
         """The expression as a LaTeX math-mode fragment; styles color the text (``\\color[RGB]``)."""
-        return _display("latex", self, colors, style_rules)
+        return display.latex(self, colors=colors, style_rules=style_rules)
 
     def tree(self, *, colors: Any = None, expand_repeated: bool = True, style_rules: Any = None) -> str:
         """An indented tree of the nodes of :meth:`to_json`, in laddu's layout; styles color the
         lines (ANSI text and background)."""
-        return _display("tree", self, colors, style_rules, expand_repeated=expand_repeated)
+        return display.tree(self, colors=colors, expand_repeated=expand_repeated, style_rules=style_rules)
 
     def dot(self, *, colors: Any = None, expand_repeated: bool = True, style_rules: Any = None) -> str:
         """The expression graph as Graphviz DOT text, in laddu's layout; styles set each node's
@@ -49,13 +51,13 @@ class DisplayViews:
           n0 [label="#0 ScalarParam(a)", fontcolor="#005cc5", color="#005cc5"];
         }
         """
-        return _display("dot", self, colors, style_rules, expand_repeated=expand_repeated)
+        return display.dot(self, colors=colors, expand_repeated=expand_repeated, style_rules=style_rules)
 
     def svg(self, path: Any, *, colors: Any = None, expand_repeated: bool = True,
             style_rules: Any = None) -> None:
         """Write the graph to the SVG file ``path`` (with Graphviz where installed, else the tree),
         in the colors of the styles."""
-        _display("svg", self, colors, style_rules, path, expand_repeated=expand_repeated)
+        display.svg(self, path, colors=colors, expand_repeated=expand_repeated, style_rules=style_rules)
 
 
 
@@ -78,32 +80,7 @@ class ExprViews(DisplayViews):
         >>> ld.scalar("x").to_json()
         '{"root":0,"nodes":[{"EventScalar":"x"}],"metadata":[{"source":"Event","name":null,"tags":[]}]}'
         """
-        from laddu_dask.expr.exprjson import to_json  # the format builds on this module
-
         return to_json(self)
-
-    @staticmethod
-    def from_json(json: str) -> Any:
-        """The expression of laddu 0.28.1's JSON text (written by laddu or :meth:`to_json`).
-
-        A vector- or matrix-valued root gives a :class:`~laddu_dask.expr.linalg.Vector` or
-        :class:`~laddu_dask.expr.linalg.Matrix` of expressions.
-
-        Raises
-        ------
-        ModelError
-            For text that is not JSON or a node kind neither library writes, naming the node.
-
-        Examples
-        --------
-        >>> import laddu_dask as ld
-        >>> e = ld.parameter("a") * ld.scalar("x")
-        >>> ld.Expr.from_json(json=e.to_json()) is e
-        True
-        """
-        from laddu_dask.expr.exprjson import from_json
-
-        return from_json(json)
 
     def named(self, name: str) -> Any:
         """laddu's display name of the root node; laddu-dask keeps no names, so this is the
@@ -130,8 +107,3 @@ class ExprViews(DisplayViews):
 
     __rmatmul__ = __matmul__
 
-
-def _display(what: str, expr: Any, colors: Any, style_rules: Any, *args: Any, **kwargs: Any) -> Any:
-    from laddu_dask.expr import display  # the printers build on this module
-
-    return getattr(display, what)(expr, *args, colors=colors, style_rules=style_rules, **kwargs)

@@ -36,6 +36,7 @@ from collections.abc import Iterator, Sequence
 
 from laddu_dask.errors import ModelError
 from laddu_dask.expr.expr_views import DisplayViews
+from laddu_dask.expr.exprjson import to_json
 from laddu_dask.expr.node import Expr, ExprLike, as_expr, constant
 
 #: The largest system :func:`solve` unrolls (its graph grows as ``n^3``).
@@ -117,8 +118,6 @@ class Vector(DisplayViews):
 
     def to_json(self) -> str:
         """laddu 0.28.1's JSON of the vector-valued expression (a ``Vector`` node)."""
-        from laddu_dask.expr.exprjson import to_json  # the format builds on this module
-
         return to_json(self)
 
 
@@ -200,8 +199,6 @@ class Matrix(DisplayViews):
 
     def to_json(self) -> str:
         """laddu 0.28.1's JSON of the matrix-valued expression (a ``Matrix`` node)."""
-        from laddu_dask.expr.exprjson import to_json  # the format builds on this module
-
         return to_json(self)
 
     def column(self, col: int) -> Vector:

@@ -20,7 +20,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from laddu_dask.errors import ModelError
-from laddu_dask.expr.node import Expr, as_expr, walk
+from laddu_dask.expr.exprjson import to_json
+from laddu_dask.expr.exprjson_read import from_json
+from laddu_dask.expr.graph import walk
+from laddu_dask.expr.node import Expr, as_expr
 from laddu_dask.expr.parameter import ParameterSpec, draw_starts, merge_parameters
 from laddu_dask.expr.tags import TAG, project, strip_tags, tags_of
 from laddu_dask.expr.updates import ParameterUpdate, update_parameters
@@ -215,8 +218,6 @@ class Model:
     def to_json(self) -> str:
         """The model's expression (tags included) as laddu 0.28.1's JSON text, as laddu's
         ``Model.to_json`` writes it (:meth:`Expr.to_json`)."""
-        from laddu_dask.expr.exprjson import to_json
-
         return to_json(self.source)
 
     @staticmethod
@@ -231,8 +232,6 @@ class Model:
         >>> ld.Model.from_json(json=m.to_json()).parameter_names
         ['a']
         """
-        from laddu_dask.expr.exprjson import from_json
-
         expr = from_json(json, "Model.from_json")
         if not isinstance(expr, Expr):
             raise ModelError(f"Model.from_json: a model is a scalar expression, got a {expr!r}")

@@ -20,10 +20,7 @@ Expr(const 6.0)
 
 from __future__ import annotations
 
-import itertools
 import math
-import threading
-import weakref
 from collections.abc import Sequence
 from typing import Any, Union
 
@@ -31,18 +28,18 @@ import numpy as np
 
 from laddu_dask.errors import ModelError
 from laddu_dask.expr.expr_views import ExprViews
+from laddu_dask.expr.graph import Node
 from laddu_dask.expr.ops import COMPLEX, LEAVES, OPS, REAL, evaluate
 from laddu_dask.expr.positivity import is_nonnegative
+from laddu_dask.expr.predicate import compare
+from laddu_dask.expr.tags import project as _project
+from laddu_dask.expr.tags import tag as _tag
 
 Number = int | float | complex
 ExprLike = Union["Expr", int, float, complex]
 
-_INTERN: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
-_LOCK = threading.Lock()
-_SERIAL = itertools.count()
 
-
-class Expr(ExprViews):
+class Expr(Node, ExprViews):
     """A node of an expression graph (real- or complex-valued, per event).
 
     Build expressions with :func:`~laddu_dask.scalar`, :func:`~laddu_dask.parameter`,
@@ -60,13 +57,10 @@ class Expr(ExprViews):
         Whether the node's values are real or complex.
     """
 
-    __slots__ = ("op", "args", "attr", "kind", "serial", "__weakref__")
+    __slots__ = ()
 
     op: str
     args: tuple[Expr, ...]
-    attr: Any
-    kind: str
-    serial: int
 
     def __new__(cls, value: ExprLike) -> Expr:
         """``Expr(x)``: ``x`` itself when it is an expression, else the constant ``x`` (laddu's
@@ -76,40 +70,33 @@ class Expr(ExprViews):
     def __init__(self, value: ExprLike = None) -> None:  # the node was built by __new__
         pass
 
-    # -- construction -------------------------------------------------------
+    def _with_args(self, args: tuple[Expr, ...]) -> Expr:
+        return apply(self.op, *args, attr=self.attr)
+
     @staticmethod
-    def _intern(op: str, args: tuple[Expr, ...], attr: Any, kind: str) -> Expr:
-        key = (op, tuple(a.serial for a in args), _attr_key(attr), kind)
-        with _LOCK:
-            node = _INTERN.get(key)
-            if node is None:
-                node = object.__new__(Expr)
-                node.op, node.args, node.attr, node.kind = op, args, attr, kind
-                node.serial = next(_SERIAL)
-                _INTERN[key] = node
-            return node
+    def from_json(json: str) -> Any:
+        """The expression of laddu 0.28.1's JSON text (written by laddu or :meth:`to_json`).
 
-    @property
-    def is_const(self) -> bool:
-        """Whether this node is a constant."""
-        return self.op == "const"
+        A vector- or matrix-valued root gives a :class:`~laddu_dask.expr.linalg.Vector` or
+        :class:`~laddu_dask.expr.linalg.Matrix` of expressions.
 
-    @property
-    def is_real(self) -> bool:
-        """Whether this node is real-valued."""
-        return self.kind == REAL
+        Raises
+        ------
+        ModelError
+            For text that is not JSON or a node kind neither library writes, naming the node.
 
-    def __repr__(self) -> str:
-        if self.op == "const":
-            return f"Expr(const {self.attr!r})"
-        if self.op == "column":
-            return f"Expr(column {self.attr!r})"
-        if self.op == "param":
-            return f"Expr(param {self.attr.name!r})"
-        return f"Expr({self.op}, {len(self.args)} args, {self.kind})"
+        Examples
+        --------
+        >>> import laddu_dask as ld
+        >>> e = ld.parameter("a") * ld.scalar("x")
+        >>> ld.Expr.from_json(json=e.to_json()) is e
+        True
+        """
+        # The one import of a higher module (declared in .importlinter): the reader builds
+        # vectors, parameters, functions and tags, which all build on this module.
+        from laddu_dask.expr.exprjson_read import from_json
 
-    def __bool__(self) -> bool:
-        raise TypeError("an expression has no truth value; compare numbers after evaluation")
+        return from_json(json)
 
     def __hash__(self) -> int:
         return self.serial
@@ -264,8 +251,6 @@ class Expr(ExprViews):
         >>> ld.Model((a + b).project(["A"])).parameter_names
         ['a']
         """
-        from laddu_dask.expr.tags import tag as _tag  # the tags build on this module
-
         return _tag(self, tag)
 
     def project(self, tags: Sequence[str]) -> Expr:
@@ -282,18 +267,7 @@ class Expr(ExprViews):
         >>> ld.Model((s + d).norm_sqr().project(["S"])).evaluate(events, real=True).tolist()
         [1.0, 4.0]
         """
-        from laddu_dask.expr.tags import project as _project
-
         return _project(self, tags)
-
-
-def _attr_key(attr: Any) -> Any:
-    if isinstance(attr, (float, np.floating)):
-        return ("f", float(attr).hex())
-    if isinstance(attr, (complex, np.complexfloating)):
-        c = complex(attr)
-        return ("c", c.real.hex(), c.imag.hex())
-    return attr
 
 
 def _rebuild(op: str, args: tuple[Expr, ...], attr: Any, kind: str) -> Expr:
@@ -470,30 +444,5 @@ def powi(base: ExprLike, n: int) -> Expr:
 def _compare(op: str, left: Expr, right: object) -> Any:
     if not isinstance(right, (Expr, int, float, complex, np.number)) or isinstance(right, (bool, np.bool_)):
         return NotImplemented
-    from laddu_dask.expr.predicate import compare  # the predicates build on this module
-
     return compare(op, left, as_expr(right))
 
-
-def walk(root: Expr) -> list[Expr]:
-    """All nodes below ``root`` in a deterministic topological (post-) order.
-
-    Arguments come before the nodes that use them; ties are broken by argument
-    order, so the order of first appearance is stable.
-    """
-    order: list[Expr] = []
-    seen: set[int] = set()
-    stack: list[tuple[Expr, bool]] = [(root, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if node.serial in seen:
-            continue
-        if expanded:
-            seen.add(node.serial)
-            order.append(node)
-            continue
-        stack.append((node, True))
-        for arg in reversed(node.args):
-            if arg.serial not in seen:
-                stack.append((arg, False))
-    return order

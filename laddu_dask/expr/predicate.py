@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from laddu_dask.errors import ModelError
-from laddu_dask.expr.node import Expr, ExprLike, as_expr, walk
+from laddu_dask.expr.graph import ExprLike, Node, walk
 from laddu_dask.expr.ops import COMPLEX, REAL
 from laddu_dask.expr.tags import strip_tags
 
@@ -39,7 +39,7 @@ _CLOSED = {"both": (">=", "<="), "neither": (">", "<"), "left": (">=", "<"), "ri
 _FLAG_KEEPING = ("add", "sub", "mul", "div", "neg", "powi", "pow", "exp", "sin", "cos", "tan")
 
 
-def is_laddu_real(expr: Expr) -> bool:
+def is_laddu_real(expr: Node) -> bool:
     """Whether laddu counts ``expr`` as real: a real node, or a complex one that only the
     principal ``sqrt``/``log`` of real arguments (and arithmetic on them) made complex.
 
@@ -65,7 +65,7 @@ def is_laddu_real(expr: Expr) -> bool:
     return memo[expr.serial]
 
 
-def _real_side(expr: Expr, op: str) -> Expr:
+def _real_side(expr: Node, op: str) -> Node:
     if expr.kind == REAL:
         return expr
     if is_laddu_real(expr):
@@ -143,8 +143,12 @@ class Predicate:
         ops = _CLOSED.get(closed) if isinstance(closed, str) else None
         if ops is None:
             raise ModelError(f"closed must be 'both', 'neither', 'left', or 'right', got {closed!r}")
-        value = as_expr(value)
-        return compare(ops[0], value, as_expr(low)) & compare(ops[1], value, as_expr(high))
+        expressions = [v for v in (value, low, high) if isinstance(v, Node)]
+        if not expressions:
+            raise ModelError("Predicate.between compares an expression: value, low or high must be one")
+        convert = type(expressions[0])  # Expr(x): x itself, or the constant x
+        value = convert(value)
+        return compare(ops[0], value, convert(low)) & compare(ops[1], value, convert(high))
 
     # -- inspection ---------------------------------------------------------------
     def comparisons(self) -> list[Predicate]:
@@ -157,9 +161,9 @@ class Predicate:
         return out
 
     @property
-    def expressions(self) -> list[Expr]:
+    def expressions(self) -> list[Node]:
         """The distinct expressions the predicate compares, in order of first appearance."""
-        out: dict[int, Expr] = {}
+        out: dict[int, Node] = {}
         for c in self.comparisons():
             for side in comparison_sides(c):
                 out.setdefault(side.serial, side)
@@ -182,7 +186,7 @@ class Predicate:
         return f"({self.args[0]._text()} {self.op} {self.args[1]._text()})"
 
 
-def _expr_text(e: Expr) -> str:
+def _expr_text(e: Node) -> str:
     if e.op == "column":
         return e.attr
     if e.op == "const":
@@ -192,7 +196,7 @@ def _expr_text(e: Expr) -> str:
     return repr(e)
 
 
-def compare(op: str, left: Expr, right: Expr) -> Predicate:
+def compare(op: str, left: Node, right: Node) -> Predicate:
     """The comparison ``left op right`` (what ``<``, ``==``, ... on expressions build).
 
     Ordering comparisons check at once that both sides are real (their real part where
@@ -207,7 +211,7 @@ def compare(op: str, left: Expr, right: Expr) -> Predicate:
     return Predicate(op, (_real_side(left, op), _real_side(right, op)))
 
 
-def comparison_sides(predicate: Predicate) -> tuple[Expr, Expr]:
+def comparison_sides(predicate: Predicate) -> tuple[Node, Node]:
     """The two real expressions a comparison evaluates (``==``/``!=`` checked here).
 
     Raises

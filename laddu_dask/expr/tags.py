@@ -28,14 +28,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from laddu_dask.errors import ModelError
-from laddu_dask.expr.node import Expr, apply, constant, walk
+from laddu_dask.expr.graph import Node, walk
 from laddu_dask.expr.ops import COMPLEX, LEAVES
 
 #: The operation name of a tag node (its attribute is the sorted tuple of its tags).
 TAG = "tag"
 
 
-def tag(expr: Expr, name: str) -> Expr:
+def tag(expr: Node, name: str) -> Node:
     """``expr`` labelled with the projection tag ``name`` (laddu's ``Expr.tagged``).
 
     Tagging a tag node adds the label to the same node, so a node kept by any of its
@@ -50,8 +50,8 @@ def tag(expr: Expr, name: str) -> Expr:
         raise ModelError(f"a tag must be a string, got {type(name).__name__} {name!r}")
     if expr.op == TAG:
         labels = tuple(sorted({*expr.attr, name}))
-        return Expr._intern(TAG, expr.args, labels, expr.kind)
-    return Expr._intern(TAG, (expr,), (name,), expr.kind)
+        return type(expr)._intern(TAG, expr.args, labels, expr.kind)
+    return type(expr)._intern(TAG, (expr,), (name,), expr.kind)
 
 
 def _check_tags(tags: Iterable[str]) -> frozenset[str]:
@@ -64,8 +64,8 @@ def _check_tags(tags: Iterable[str]) -> frozenset[str]:
     return frozenset(tags)
 
 
-def rewrite(root: Expr, replace: Callable[[Expr, tuple[Expr, ...]], Expr | None],
-            descend: Callable[[Expr], bool] = lambda node: True) -> Expr:
+def rewrite(root: Node, replace: Callable[[Node, tuple[Node, ...]], Node | None],
+            descend: Callable[[Node], bool] = lambda node: True) -> Node:
     """Rebuild ``root`` bottom-up.
 
     ``replace(node, args)`` gets each node with its rewritten arguments and returns its
@@ -74,7 +74,7 @@ def rewrite(root: Expr, replace: Callable[[Expr, tuple[Expr, ...]], Expr | None]
     directly; unchanged subgraphs come back as the same nodes).  The arguments of a node
     for which ``descend(node)`` is false are not rewritten (``args`` is then empty).
     """
-    reached: dict[int, Expr] = {}
+    reached: dict[int, Node] = {}
     stack = [root]
     while stack:
         node = stack.pop()
@@ -82,7 +82,7 @@ def rewrite(root: Expr, replace: Callable[[Expr, tuple[Expr, ...]], Expr | None]
             reached[node.serial] = node
             if descend(node):
                 stack.extend(node.args)
-    memo: dict[int, Expr] = {}
+    memo: dict[int, Node] = {}
     for serial in sorted(reached):  # interning builds every argument before its users
         node = reached[serial]
         args = tuple(memo[a.serial] for a in node.args) if descend(node) else ()
@@ -91,14 +91,14 @@ def rewrite(root: Expr, replace: Callable[[Expr, tuple[Expr, ...]], Expr | None]
             if node.op in LEAVES or all(a is b for a, b in zip(args, node.args)):
                 out = node
             elif node.op == TAG:
-                out = Expr._intern(TAG, args, node.attr, node.kind)
+                out = type(node)._intern(TAG, args, node.attr, node.kind)
             else:
-                out = apply(node.op, *args, attr=node.attr)
+                out = node._with_args(args)  # through the constructors of the expression
         memo[serial] = out
     return memo[root.serial]
 
 
-def project(expr: Expr, tags: Iterable[str]) -> Expr:
+def project(expr: Node, tags: Iterable[str]) -> Node:
     """``expr`` with only the contributions carrying one of ``tags`` (laddu's ``Expr.project``).
 
     A tagged node with a selected tag is kept whole; one whose tags are all unselected
@@ -113,21 +113,21 @@ def project(expr: Expr, tags: Iterable[str]) -> Expr:
     """
     keep = _check_tags(tags)
 
-    def replace(node: Expr, args: tuple[Expr, ...]) -> Expr | None:
+    def replace(node: Node, args: tuple[Node, ...]) -> Node | None:
         if node.op != TAG:
             return None
         if keep.intersection(node.attr):
             return node
-        return constant(0j) if node.kind == COMPLEX else constant(0.0)
+        return type(node)._intern("const", (), 0j if node.kind == COMPLEX else 0.0, node.kind)
 
     return rewrite(expr, replace, descend=lambda node: node.op != TAG)
 
 
-def strip_tags(expr: Expr) -> Expr:
+def strip_tags(expr: Node) -> Node:
     """``expr`` without its tag nodes: the expression as written without tags."""
     return rewrite(expr, lambda node, args: args[0] if node.op == TAG else None)
 
 
-def tags_of(expr: Expr) -> list[str]:
+def tags_of(expr: Node) -> list[str]:
     """Every tag in ``expr``, sorted."""
     return sorted({t for n in walk(expr) if n.op == TAG for t in n.attr})

@@ -36,7 +36,7 @@ from typing import Any
 
 from laddu_dask.errors import ModelError
 from laddu_dask.expr import channel_json as cj
-from laddu_dask.expr.exprjson import from_dict
+from laddu_dask.expr.exprjson_read import from_dict
 from laddu_dask.expr.frames import VertexFrame
 from laddu_dask.expr.node import Expr
 from laddu_dask.expr.particles import Particle

@@ -20,7 +20,8 @@ Examples
 
 from __future__ import annotations
 
-from laddu_dask.expr.node import Expr, walk
+from laddu_dask.expr.graph import walk
+from laddu_dask.expr.node import Expr
 from laddu_dask.expr.ops import OPS
 
 __all__ = ["real_valued"]

@@ -24,7 +24,8 @@ import json
 from collections.abc import Iterator
 
 from laddu_dask.errors import ModelError
-from laddu_dask.expr.exprjson import from_dict, parse_json, to_dict
+from laddu_dask.expr.exprjson import parse_json, to_dict
+from laddu_dask.expr.exprjson_read import from_dict
 from laddu_dask.expr.functions import atan2
 from laddu_dask.expr.linalg import Vector
 from laddu_dask.expr.node import Expr, ExprLike, apply, as_expr, column

@@ -345,7 +345,7 @@ def test_fused_kernels_agree_with_array_kernels():
 
 def test_generated_expressions_reach_every_operation():
     """The strategy's building blocks compile and cover every differentiable operation."""
-    from laddu_dask.expr.node import walk
+    from laddu_dask.expr.graph import walk
     from laddu_dask.expr.ops import OPS
 
     x, y = ld.parameter("gp0") * ld.scalar("g1"), ld.parameter("gp1") + ld.scalar("g2")

@@ -28,7 +28,7 @@ from laddu_reference import agreement, laddu, needs_laddu
 from tutorial_models import coupled_channel, polarized
 
 import laddu_dask as ld
-from laddu_dask.expr.node import walk
+from laddu_dask.expr.graph import walk
 
 
 def _agreement(ours, theirs, points):

@@ -18,7 +18,7 @@ from scipy.special import sph_harm_y
 import laddu_dask as ld
 from laddu_dask.compile.compiled import CompiledModel
 from laddu_dask.errors import ModelError, ParameterError
-from laddu_dask.expr.node import walk
+from laddu_dask.expr.graph import walk
 
 Q_R = 0.1973
 M_KS = 0.497611

@@ -109,6 +109,18 @@ def test_predicate_inspection():
     assert repr(ld.scalar("x") >= 2.0) == "Predicate((x >= 2.0))"
 
 
+def test_between_converts_numbers_beside_an_expression():
+    x = ld.scalar("x")
+    # the numbers become constants of the expression's class, wherever the expression is
+    assert repr(ld.Predicate.between(x, low=0, high=1.5)) == "Predicate(((x >= 0.0) & (x <= 1.5)))"
+    assert repr(ld.Predicate.between(0.5, low=x, high=2.0, closed="neither")) == \
+        "Predicate(((0.5 > x) & (0.5 < 2.0)))"
+    sides = ld.Predicate.between(x.tagged("S"), low=0.0, high=1.0).expressions
+    assert sides == [x, ld.constant(0.0), ld.constant(1.0)]
+    with pytest.raises(ModelError, match="Predicate.between compares an expression"):
+        ld.Predicate.between(0.5, low=0.0, high=1.0)
+
+
 def test_predicate_errors_are_typed():
     x = ld.scalar("x")
     with pytest.raises(ModelError, match="closed must be 'both', 'neither', 'left', or 'right', got 'x'"):
