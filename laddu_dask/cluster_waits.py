@@ -239,6 +239,11 @@ def _wait_for_futures(client: Any, pending: dict[Hashable, tuple[str | None, Any
                 except TimeoutError as err:  # its worker went away: found below, or fetched next time
                     err.__traceback__ = None  # the cycle of the wait above
                     continue
+                except UnboundLocalError:
+                    # Python 3.11's asyncio.wait_for can end a timed-out fetch with CancelledError
+                    # instead of TimeoutError; distributed's sync() then fails this way (seen with
+                    # 64 workers on 2 cores): the same timeout, fetched again next time
+                    continue
                 if on_result is not None:
                     on_result(key, results[key])
             elif fut.status == "error":

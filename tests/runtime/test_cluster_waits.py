@@ -292,3 +292,29 @@ def test_tasks_per_thread_refuses_what_is_not_a_positive_integer(value):
         with pytest.raises(ParameterError,
                            match=r"laddu-dask\.analysis\.tasks-per-thread must be an integer >= 1"):
             config.count("analysis.tasks-per-thread")
+
+
+def test_a_fetch_that_python_3_11_cancels_is_fetched_again(monkeypatch):
+    """A finished future whose fetch ends in distributed's UnboundLocalError (Python 3.11's
+    wait_for ending a timed-out fetch with CancelledError, seen with 64 workers on 2 cores) is
+    fetched again at the next poll, not raised out of the evaluation."""
+    distributed = pytest.importorskip("distributed")
+    from laddu_dask.cluster_waits import Deadline, wait_for_futures
+
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        future = client.submit(sum, [1, 2, 3])
+        distributed.wait([future], timeout=30)
+        original, calls = distributed.Future.result, []
+
+        def flaky(self, timeout=None):
+            calls.append(timeout)
+            if len(calls) == 1:
+                raise UnboundLocalError("cannot access local variable 'result' where it is not associated "
+                                        "with a value")
+            return original(self, timeout)
+
+        monkeypatch.setattr(distributed.Future, "result", flaky)
+        done, lost = wait_for_futures(client, {"k": (None, future)}, Deadline("preparation-timeout"),
+                                      "a test", lambda err: False)
+    assert done == {"k": 6} and lost == [] and len(calls) == 2
