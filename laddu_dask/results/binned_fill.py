@@ -7,7 +7,7 @@ A partition's task evaluates the axis expressions, assigns every event a row-maj
 bin of each requested grid (``[low, high)``, the last edge outside; a non-finite
 coordinate is counted, not binned), evaluates each model selection at every point (the
 fitted point and an ensemble's draws, from one preparation), and returns, per grid and
-bin, the exact partial sums (:class:`~laddu_dask.runtime.grouped.GroupedPartials`) of the
+bin, the exact partial sums (:class:`~laddu_dask.sums.GroupedPartials`) of the
 rows
 
 ``w, 1, w^2``, then for every selection ``w I(p_0) ... w I(p_K), (w I(p_0))^2`` and, when asked,
@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -47,13 +48,13 @@ from laddu_dask.data.batch import EventBatch
 from laddu_dask.data.dataset import Dataset
 from laddu_dask.results.binned import Axis
 from laddu_dask.results.events import host, intensity, prepare
-from laddu_dask.runtime.grouped import WORK_BYTES as GROUPED_WORK_BYTES
-from laddu_dask.runtime.grouped import GroupedPartials
 from laddu_dask.runtime.memory import decide_storage, format_bytes
 from laddu_dask.runtime.partition import Params
 from laddu_dask.runtime.prepared import auto_chunk_size, budget_chunk
 from laddu_dask.runtime.reducer import PartitionReducer
 from laddu_dask.runtime.reduction import object_token
+from laddu_dask.sums import GroupedPartials, combine_tree
+from laddu_dask.sums.grouped import WORK_BYTES as GROUPED_WORK_BYTES
 
 #: The rows every fill sums first: ``w``, ``1`` (the events) and ``w^2``.
 BASE_ROWS = 3
@@ -201,12 +202,15 @@ def _fill(batch: EventBatch, axes: list[Any], grids: list, shapes: list[tuple[in
         for flat, shape, out in zip(flats, shapes, pieces, strict=True):
             out.append(GroupedPartials.from_terms(flat, block, shape, first_row=first))
         first += block.shape[0]
-    merged = [GroupedPartials.merge(p, shape) for p, shape in zip(pieces, shapes, strict=True)]
+    merged = [combine_tree(p, partial(GroupedPartials.merge, shape=shape))
+              for p, shape in zip(pieces, shapes, strict=True)]
     return merged, nonfinite, outside
 
 
 def _merge(shapes: list[tuple[int, int]], *parts: tuple) -> GridFill:
-    sums = [GroupedPartials.merge([p[0][g] for p in parts], shape).to_floats()
+    """The merged fill of every partition's :func:`_fill`: each grid's grouped partials
+    combined exactly (the generic reduction's ``combine``) and rounded once per bin."""
+    sums = [combine_tree([p[0][g] for p in parts], partial(GroupedPartials.merge, shape=shape)).to_floats()
             for g, shape in enumerate(shapes)]
     return GridFill(sums, [sum(p[1][g] for p in parts) for g in range(len(shapes))],
                     [sum(p[2][g] for p in parts) for g in range(len(shapes))])

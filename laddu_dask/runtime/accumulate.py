@@ -22,7 +22,6 @@ import math
 
 import numpy as np
 
-from laddu_dask.sums import _SUB as _SUB  # the exact pass's width, named by the tests
 from laddu_dask.sums import FIXED_SCALE_BITS, ExactPartials, exact_sum, fsum_rows, work_bytes
 
 __all__ = ["FIXED_SCALE_BITS", "CertifiedPartials", "ExactPartials", "Uncertified", "exact_sum",

@@ -20,6 +20,7 @@ from laddu_dask.generation.report import GenerationReport, PartitionStats, merge
 from laddu_dask.runtime import accumulate
 from laddu_dask.sums import (
     ExactPartials,
+    GroupedPartials,
     combine_tree,
     exact_aggregate,
     exact_chunk,
@@ -106,7 +107,8 @@ def test_merge_is_the_partials_own_merge_and_empty_needs_the_size():
 def test_the_runtime_names_the_base_types_without_defining_them_again():
     assert accumulate.ExactPartials is ExactPartials
     assert accumulate.exact_sum is exact_sum
-    assert ExactPartials.__module__ == "laddu_dask.sums"
+    assert ExactPartials.__module__ == "laddu_dask.sums.exact"  # the base package of exact sums
+    assert GroupedPartials.__module__ == "laddu_dask.sums.grouped"
 
 
 # -- exact sums by group (histograms) -----------------------------------------------------------

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import laddu_dask as ld
-from laddu_dask.runtime.grouped import GroupedPartials
+from laddu_dask.sums import GroupedPartials
 
 WAVES = ("S", "P", "D", "F")  # the amplitudes c_k x^k, k = 0..3
 POINT = {"s": 0.75, "p": -0.5, "d": 1.25, "f": 0.375}
@@ -134,7 +134,7 @@ def test_dense_grouped_sums_are_exact(monkeypatch):
                       for r in range(rows)] for g in range(2)])
     assert np.array_equal(GroupedPartials.from_terms(groups, terms, (2, rows)).to_floats(), want)
     with monkeypatch.context() as m:  # bins emptied every few slices (as every 2**20 columns)
-        m.setattr("laddu_dask.runtime.grouped._BLOCK", 20_000)
+        m.setattr("laddu_dask.sums.grouped._BLOCK", 20_000)
         assert np.array_equal(GroupedPartials.from_terms(groups, terms, (2, rows)).to_floats(), want)
     parts = [GroupedPartials.from_terms(groups[i:j], terms[:, i:j], (2, rows)) for i, j in ((0, 5), (5, n))]
     assert np.array_equal(GroupedPartials.merge(parts).to_floats(), want)

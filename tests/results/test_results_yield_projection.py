@@ -16,7 +16,7 @@ from test_results_projection import ACC, DATA, GEN, POINT, likelihoods, ours_ds,
 
 import laddu_dask as ld
 from laddu_dask.errors import ModelError, ParameterError, SchemaError
-from laddu_dask.runtime.grouped import GroupedPartials
+from laddu_dask.sums import GroupedPartials
 
 REL = 1e-10
 COMPONENTS = {"S": ["S"], "P+D": ["D", "P"]}

@@ -15,9 +15,9 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from laddu_dask import sums
 from laddu_dask.runtime import accumulate
 from laddu_dask.runtime.accumulate import CertifiedPartials, ExactPartials, Uncertified, exact_sum, fsum_rows
+from laddu_dask.sums import exact as exact_sums
 
 TINY = 5e-324  # the smallest subnormal: 2**-1074, an odd multiple of the fixed-point quantum
 
@@ -46,13 +46,13 @@ def test_ordinary_terms_are_binned_in_one_pass(monkeypatch):
     """The overflow redo is only for blocks with terms above 2**1003 (nan and inf included
     in a block do not cause it); its result is the exact sum either way."""
     calls = []
-    original = sums._block_bins
+    original = exact_sums.block_bins
 
     def counting(block, scale_huge):
         calls.append(scale_huge)
         return original(block, scale_huge)
 
-    monkeypatch.setattr(sums, "_block_bins", counting)
+    monkeypatch.setattr(exact_sums, "block_bins", counting)
     assert ExactPartials.from_terms([[1.0, -2.5, 1e300], [np.inf, 3.0, -1e-300]]).to_floats().tolist() == [
         -1.5 + 1e300, math.inf]
     assert calls == [False]

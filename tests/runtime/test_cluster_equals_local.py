@@ -39,9 +39,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import laddu_dask as ld
-from laddu_dask.runtime.accumulate import _SUB as EXACT_PASS
 from laddu_dask.runtime.jobs import INLINE_EVENTS as T
 from laddu_dask.runtime.jobs import MIN_SLICE_EVENTS
+from laddu_dask.sums.bins import SUB as EXACT_PASS
 
 distributed = pytest.importorskip("distributed")
 

@@ -524,7 +524,7 @@ def test_execution_takes_laddus_signature():
 RUNTIME = Path(__file__).resolve().parents[2] / "laddu_dask" / "runtime"
 
 #: The runtime's modules, lowest first: each may import only those before it.
-LAYERS = ("compilations", "point_programs", "heap", "accumulate", "finite", "grouped", "memory", "partition",
+LAYERS = ("compilations", "point_programs", "heap", "accumulate", "finite", "memory", "partition",
           "reduction",
           "direct_calls", "cuda_backend", "reducer", "disk_tier", "preparation", "jobs", "wire", "protocol",
           "tree", "worker_calls", "placement", "fit_board", "dashboard_page", "dashboard",

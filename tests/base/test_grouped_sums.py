@@ -1,4 +1,5 @@
-"""Tests written against the surviving mutants of ``runtime/grouped.py`` (issue 30, point 3).
+"""Grouped exact sums (``laddu_dask.sums.grouped``; tests first written against the surviving
+mutants of ``runtime/grouped.py``, issue 30, point 3).
 
 Every group's sum of every quantity is checked against an independent reference: the
 correctly rounded exact sum of that group's terms (``math.fsum``, or ``fractions.Fraction``
@@ -9,13 +10,16 @@ binned one (many groups: a projection's histogram).
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from laddu_dask.runtime.grouped import GroupedPartials
+from laddu_dask.sums import GroupedPartials, reduction
 
 
 def _reference(groups, terms, shape, first_row=0):
@@ -182,3 +186,35 @@ def test_float32_terms_are_summed_as_their_exact_float64_values(span):
     groups = np.arange(900) % span
     got = GroupedPartials.from_terms(groups, terms, (span, 2)).to_floats()
     np.testing.assert_array_equal(got, _reference(groups, terms.astype(np.float64), (span, 2)))
+
+
+@st.composite
+def cancelling_groups(draw):
+    """Rows of terms in groups (``-1``: none), each group's terms mostly pairs ``+-x`` of
+    magnitudes up to ``2**900`` that cancel exactly, around small terms of many magnitudes,
+    shuffled so that a pair's halves fall in different partitions."""
+    rows = draw(st.integers(1, 3))
+    span = draw(st.sampled_from([1, 2, 5, 40]))  # few keys: the dense path; many: the binned one
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    pairs, small = draw(st.integers(0, 30)), draw(st.integers(0, 30))
+    huge = rng.uniform(1.0, 2.0, (rows, pairs)) * 2.0 ** rng.integers(60, 900, (rows, pairs))
+    tiny = rng.uniform(-1.0, 1.0, (rows, small)) * 2.0 ** rng.integers(-1074, 60, (rows, small))
+    terms = np.concatenate([huge, -huge, tiny], axis=1)
+    groups = np.concatenate([np.tile(rng.integers(-1, span, pairs), 2), rng.integers(-1, span, small)])
+    order = rng.permutation(groups.size)
+    return groups[order], terms[:, order], span
+
+
+@pytest.mark.parametrize("partitions", [1, 3, 7])
+@given(case=cancelling_groups())
+@settings(max_examples=60)
+def test_grouped_sums_are_fsum_per_group_bitwise_for_any_partitions(partitions, case):
+    """Every group's sum, over 1, 3 or 7 partitions merged by the generic reduction, is
+    ``math.fsum`` of that group's terms, to the bit."""
+    groups, terms, span = case
+    shape = (span, terms.shape[0])
+    chunks = zip(np.array_split(groups, partitions), np.array_split(terms, partitions, axis=1), strict=True)
+    got = reduction(chunks, lambda c: GroupedPartials.from_terms(c[0], c[1], shape),
+                    functools.partial(GroupedPartials.merge, shape=shape), GroupedPartials.to_floats)
+    want = np.array([[math.fsum(row[groups == g].tolist()) for row in terms] for g in range(span)])
+    assert got.tobytes() == want.tobytes()
