@@ -220,6 +220,7 @@ def _wait_for_futures(client: Any, pending: dict[Hashable, tuple[str | None, Any
     results: dict[Hashable, Any] = {}
     lost: list[Hashable] = []
     left = dict(pending)
+    fetching: dict[Hashable, float] = {}  # the patience of the next fetch of a finished future
     no_workers: Deadline | None = None
     while left:
         try:
@@ -234,15 +235,18 @@ def _wait_for_futures(client: Any, pending: dict[Hashable, tuple[str | None, Any
             quiet = True
         for key, (addr, fut) in list(left.items()):
             if fut.status == "finished":
+                patience = fetching.get(key, POLL)
                 try:
-                    results[key] = fut.result(timeout=POLL)
-                except TimeoutError as err:  # its worker went away: found below, or fetched next time
+                    results[key] = fut.result(timeout=max(POLL, min(patience, deadline.remaining())))
+                except (TimeoutError, UnboundLocalError) as err:
+                    # its worker went away (found below) or is slow to send: fetched again, with
+                    # twice the patience, after the checks below (the deadline's among them).
+                    # UnboundLocalError: Python 3.11's asyncio.wait_for can end a timed-out fetch
+                    # with CancelledError, which distributed's sync() turns into that error (seen
+                    # with 64 workers on 2 cores)
                     err.__traceback__ = None  # the cycle of the wait above
-                    continue
-                except UnboundLocalError:
-                    # Python 3.11's asyncio.wait_for can end a timed-out fetch with CancelledError
-                    # instead of TimeoutError; distributed's sync() then fails this way (seen with
-                    # 64 workers on 2 cores): the same timeout, fetched again next time
+                    fetching[key] = 2 * patience
+                    quiet = True
                     continue
                 if on_result is not None:
                     on_result(key, results[key])

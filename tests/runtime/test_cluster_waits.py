@@ -317,4 +317,17 @@ def test_a_fetch_that_python_3_11_cancels_is_fetched_again(monkeypatch):
         monkeypatch.setattr(distributed.Future, "result", flaky)
         done, lost = wait_for_futures(client, {"k": (None, future)}, Deadline("preparation-timeout"),
                                       "a test", lambda err: False)
-    assert done == {"k": 6} and lost == [] and len(calls) == 2
+        assert done == {"k": 6} and lost == [] and len(calls) == 2
+
+        def slow(self, timeout=None):  # a worker too busy to send the result in time, every time
+            calls.append(timeout)
+            raise TimeoutError("timed out")
+
+        monkeypatch.setattr(distributed.Future, "result", slow)
+        calls.clear()
+        with dask.config.set({"laddu-dask.cluster.preparation-timeout": "3s"}), \
+                pytest.raises(ld.ClusterTimeoutError, match="a test"):
+            wait_for_futures(client, {"k": (None, future)}, Deadline("preparation-timeout"), "a test",
+                             lambda err: False)
+    # each fetch waits twice as long as the one before, within the deadline, which ends the wait
+    assert len(calls) >= 2 and calls[1] == 2 * calls[0] and max(calls) <= 3.0
