@@ -183,9 +183,10 @@ def scheduler_lost(client: Any, err: BaseException) -> SchedulerLostError | None
 
 def wait_for_futures(client: Any, pending: dict[Hashable, tuple[str | None, Any]], deadline: Deadline,
                      what: str, is_lost: Callable[[BaseException], bool],
-                     on_result: Callable[[Hashable, Any], None] | None = None,
+                     on_result: Callable[[Hashable, Any], None] | None = None, fetch: bool = True,
                      ) -> tuple[dict[Hashable, Any], list[Hashable]]:
-    """Results of ``{key: (worker or None, future)}``, and the keys whose worker was lost.
+    """Results of ``{key: (worker or None, future)}``, and the keys whose worker was lost
+    (``fetch=False``: ``None`` for each finished task, whose result stays on its worker).
 
     A future pinned to a worker (``allow_other_workers=False``) never finishes once
     that worker is gone: it is cancelled and its key returned among the lost ones.  A
@@ -203,7 +204,7 @@ def wait_for_futures(client: Any, pending: dict[Hashable, tuple[str | None, Any]
     from concurrent.futures import CancelledError
 
     try:
-        return _wait_for_futures(client, pending, deadline, what, is_lost, on_result)
+        return _wait_for_futures(client, pending, deadline, what, is_lost, on_result, fetch)
     except (CancelledError, OSError) as err:
         lost = scheduler_lost(client, err)
         if lost is None:
@@ -213,7 +214,7 @@ def wait_for_futures(client: Any, pending: dict[Hashable, tuple[str | None, Any]
 
 def _wait_for_futures(client: Any, pending: dict[Hashable, tuple[str | None, Any]], deadline: Deadline,
                       what: str, is_lost: Callable[[BaseException], bool],
-                      on_result: Callable[[Hashable, Any], None] | None,
+                      on_result: Callable[[Hashable, Any], None] | None, fetch: bool = True,
                       ) -> tuple[dict[Hashable, Any], list[Hashable]]:
     from distributed import wait
 
@@ -234,7 +235,9 @@ def _wait_for_futures(client: Any, pending: dict[Hashable, tuple[str | None, Any
             err.__traceback__ = None
             quiet = True
         for key, (addr, fut) in list(left.items()):
-            if fut.status == "finished":
+            if fut.status == "finished" and not fetch:
+                results[key] = None
+            elif fut.status == "finished":
                 patience = fetching.get(key, POLL)
                 try:
                     results[key] = fut.result(timeout=max(POLL, min(patience, deadline.remaining())))

@@ -286,8 +286,8 @@ class ClusterRunner(Runner):
                 nbytes += pd.stats.resident_bytes // max(pd.stats.batches, 1)
         if not pending:
             return
-        done, _ = wait_for_futures(self.client, pending, Deadline("preparation-timeout"),
-                                   "the move of prepared partitions to new workers", lambda err: False)
+        wait_for_futures(self.client, pending, Deadline("preparation-timeout"),  # (the data stay there)
+                         "the move of prepared partitions to new workers", lambda err: False, fetch=False)
         for (k, i), (_, fut) in pending.items():
             self.holder.pop(datasets[k].partitions[i].key, None)
             datasets[k].partitions[i] = fut  # the old key is released: Dask drops it

@@ -331,3 +331,22 @@ def test_a_fetch_that_python_3_11_cancels_is_fetched_again(monkeypatch):
                              lambda err: False)
     # each fetch waits twice as long as the one before, within the deadline, which ends the wait
     assert len(calls) >= 2 and calls[1] == 2 * calls[0] and max(calls) <= 3.0
+
+
+def test_a_wait_without_fetching_leaves_the_results_on_the_workers(monkeypatch):
+    """The move of prepared partitions to new workers waits for the moves only: no result is
+    fetched to the client (each is a prepared partition)."""
+    distributed = pytest.importorskip("distributed")
+    from laddu_dask.cluster_waits import Deadline, wait_for_futures
+
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        futures = {i: (None, client.submit(np.ones, 1000 + i)) for i in range(3)}
+
+        def refused(self, timeout=None):
+            raise AssertionError("a result was fetched")
+
+        monkeypatch.setattr(distributed.Future, "result", refused)
+        done, lost = wait_for_futures(client, futures, Deadline("preparation-timeout"), "a test",
+                                      lambda err: False, fetch=False)
+    assert done == {0: None, 1: None, 2: None} and lost == []
