@@ -181,6 +181,22 @@ def scheduler_lost(client: Any, err: BaseException) -> SchedulerLostError | None
     return None
 
 
+def start_fetch(client: Any, futures: list[Any]) -> Any:
+    """The fetch of finished ``futures``' results, started on the client's event loop: a
+    :class:`concurrent.futures.Future` of their list, to wait on in slices, never cancelled.
+
+    ``future.result(timeout)`` cancels a fetch that runs past its timeout, and distributed
+    shares one pending fetch among all that a client makes at once: cancelled while it waited
+    for its turn, that shared fetch stays cancelled, and every later fetch of the client fails
+    at once with it (Python 3.11 turns the ``CancelledError`` into ``UnboundLocalError``). A
+    slow worker (a busy one holding 2,000 tasks' results) made a preparation spin there.
+    """
+    import asyncio
+
+    return asyncio.run_coroutine_threadsafe(client.gather(futures, asynchronous=True),
+                                            client.loop.asyncio_loop)
+
+
 def wait_for_futures(client: Any, pending: dict[Hashable, tuple[str | None, Any]], deadline: Deadline,
                      what: str, is_lost: Callable[[BaseException], bool],
                      on_result: Callable[[Hashable, Any], None] | None = None, fetch: bool = True,
@@ -221,12 +237,13 @@ def _wait_for_futures(client: Any, pending: dict[Hashable, tuple[str | None, Any
     results: dict[Hashable, Any] = {}
     lost: list[Hashable] = []
     left = dict(pending)
-    fetching: dict[Hashable, float] = {}  # the patience of the next fetch of a finished future
+    fetching: list[tuple[list[Hashable], Any]] = []  # batches of results on their way (start_fetch)
+    started: set[Hashable] = set()
     no_workers: Deadline | None = None
     while left:
-        try:
-            wait([f for _, f in left.values()], timeout=min(POLL, deadline.remaining()),
-                 return_when="FIRST_COMPLETED")
+        try:  # all at once (one wait per pass: a wait for the first of 2,000 tasks, made 2,000
+            # times, took seconds)
+            wait([f for _, f in left.values()], timeout=min(POLL, deadline.remaining()))
             quiet = False
         except TimeoutError as err:
             # distributed's sync() raises it with its own frame in the traceback, a frame its
@@ -234,25 +251,31 @@ def _wait_for_futures(client: Any, pending: dict[Hashable, tuple[str | None, Any
             # cluster) until the garbage collector ran.  Without the traceback they go at once.
             err.__traceback__ = None
             quiet = True
+        ready: dict[str | None, list[Hashable]] = {}  # finished since the last pass, by worker
+        for key, (addr, fut) in left.items():
+            if fut.status == "finished" and key not in started:
+                ready.setdefault(addr, []).append(key)
+        for keys in ready.values() if fetch else ():  # one fetch each (a lost worker's: dropped)
+            fetching.append((keys, start_fetch(client, [left[key][1] for key in keys])))
+            started.update(keys)
+        patience = time.monotonic() + min(POLL, deadline.remaining())  # for all fetches of a pass
+        for keys, fetched in list(fetching):
+            try:
+                values = fetched.result(timeout=max(0.0, patience - time.monotonic()))
+            except TimeoutError:  # a worker slow to send them: the fetch goes on, the checks
+                quiet = True      # below run (the deadline's among them)
+                continue
+            fetching.remove((keys, fetched))
+            for key, value in zip(keys, values, strict=True):
+                results[key] = value
+                del left[key]
+                if on_result is not None:
+                    on_result(key, value)
         for key, (addr, fut) in list(left.items()):
+            if key in started:  # its fetch is under way
+                continue
             if fut.status == "finished" and not fetch:
                 results[key] = None
-            elif fut.status == "finished":
-                patience = fetching.get(key, POLL)
-                try:
-                    results[key] = fut.result(timeout=max(POLL, min(patience, deadline.remaining())))
-                except (TimeoutError, UnboundLocalError) as err:
-                    # its worker went away (found below) or is slow to send: fetched again, with
-                    # twice the patience, after the checks below (the deadline's among them).
-                    # UnboundLocalError: Python 3.11's asyncio.wait_for can end a timed-out fetch
-                    # with CancelledError, which distributed's sync() turns into that error (seen
-                    # with 64 workers on 2 cores)
-                    err.__traceback__ = None  # the cycle of the wait above
-                    fetching[key] = 2 * patience
-                    quiet = True
-                    continue
-                if on_result is not None:
-                    on_result(key, results[key])
             elif fut.status == "error":
                 if not is_lost(fut.exception(timeout=POLL)):
                     fut.result()  # raises the task's own error, with its traceback
@@ -274,6 +297,7 @@ def _wait_for_futures(client: Any, pending: dict[Hashable, tuple[str | None, Any
                 fut.cancel()
                 lost.append(key)
                 del left[key]
+        fetching = [(keys, fetched) for keys, fetched in fetching if keys[0] in left]
         if not workers:
             no_workers = no_workers or Deadline("worker-timeout")
             if no_workers.expired():
