@@ -69,6 +69,7 @@ from laddu_dask.runtime.preparation import (
 from laddu_dask.runtime.protocol import Member, Request
 from laddu_dask.runtime.reducer import PartitionReducer
 from laddu_dask.runtime.reduction import merge_list, tree_graph
+from laddu_dask.runtime.shares import Plan, SharePlans, Shares, assign_shares, held_by_dataset
 from laddu_dask.runtime.tree import members, plan_tree, with_children
 from laddu_dask.runtime.wire import encode_points
 from laddu_dask.runtime.worker_calls import call_all, is_lost_worker_error
@@ -146,6 +147,8 @@ class ClusterRunner(Runner):
         self._tokens: dict[int, tuple[Any, str]] = {}
         self._layouts: dict[tuple, str] = {}  # a worker's share of an evaluation -> its token
         self._layout_jobs: dict[str, list[WorkerJob]] = {}  # token -> the share, as it travels
+        self.version = 0  # bumped at every change of the placement (live workers, holders)
+        self.plans = SharePlans()  # the workers' shares of recent evaluations, by version
         self._datasets: weakref.WeakSet[PreparedDataset] = weakref.WeakSet()
         self.calls = 0
         self.evaluations = 0
@@ -255,6 +258,7 @@ class ClusterRunner(Runner):
     def _place(self, futures: list[Any]) -> list[Any]:
         """Refresh the holders of ``futures``; returns those no serving worker holds."""
         holders = who_has(self.client, [f.key for f in futures])
+        self.version += 1  # (the workers serving are refreshed before each placement)
         load: dict[str, int] = {}
         orphans = []
         for f in futures:
@@ -289,11 +293,17 @@ class ClusterRunner(Runner):
         wait_for_futures(self.client, pending, Deadline("preparation-timeout"),  # (the data stay there)
                          "the move of prepared partitions to new workers", lambda err: False, fetch=False)
         for (k, i), (_, fut) in pending.items():
-            self.holder.pop(datasets[k].partitions[i].key, None)
-            datasets[k].partitions[i] = fut  # the old key is released: Dask drops it
-            datasets[k].groups.clear()
+            self._replace(datasets[k], i, fut)
         self.moves.append({"partitions": len(pending), "bytes": nbytes,
                            "seconds": time.perf_counter() - start})
+
+    def _replace(self, pd: PreparedDataset, i: int, moved: Any) -> None:
+        """Partition ``i`` of ``pd`` is now the future ``moved`` (a copy under a new key, whose
+        holder is known): the old key is released, and Dask drops it."""
+        self.holder.pop(pd.partitions[i].key, None)
+        pd.partitions[i] = moved
+        pd.groups.clear()
+        self.version += 1  # the workers' shares are worked out again, with the new key
 
     def _await(self, missing: list[tuple[PreparedDataset, int]]) -> None:
         """Wait until Dask has moved or recomputed the ``missing`` partitions, and place them."""
@@ -328,65 +338,36 @@ class ClusterRunner(Runner):
         self._refresh(what)
 
     # -- evaluation --------------------------------------------------------------------
-    def _assign(self, jobs: list[ReductionJob], todo: dict[int, list[int]]
-                ) -> tuple[dict[str, list[tuple[int, list[int]]]], list[tuple[PreparedDataset, int]]]:
-        """Each worker's share of ``todo`` (job -> partitions), and the partitions nobody holds."""
-        shares: dict[str, list[tuple[int, list[int]]]] = {}
-        missing = []
-        ring = sorted(self.live)
-        for j, indices in todo.items():
-            pd = jobs[j].prepared
-            per: dict[str, list[int]] = {}
-            for i in indices:
-                if pd.storage == "resident":
-                    addr = self.holder.get(pd.partitions[i].key)
-                    if addr not in self.live:
-                        missing.append((pd, i))
-                        continue
-                else:
-                    addr = ring[i % len(ring)]
-                per.setdefault(addr, []).append(i)
-            for addr, ids in per.items():
-                shares.setdefault(addr, []).append((j, ids))
-        return shares, missing
-
-    def _note_placement(self, jobs: list[ReductionJob],
-                        shares: dict[str, list[tuple[int, list[int]]]]) -> None:
+    def _note_placement(self, jobs: list[ReductionJob], shares: Shares) -> None:
         """Note, for the laddu-dask page, which worker reduces which partitions of each
-        dataset, when that changed (a list comparison per evaluation)."""
-        held: dict[str, dict[str, list[int]]] = {}
-        for addr, share in shares.items():
-            for j, ids in share:
-                held.setdefault(jobs[j].prepared.name, {}).setdefault(addr, []).extend(ids)
-        for name, workers in held.items():
+        dataset, when that changed (at a new plan of shares)."""
+        for name, workers in held_by_dataset(jobs, shares).items():
             if self._placements.get(name) != workers:
                 self._placements[name] = workers
                 record_fit_note(self.client, name.split("/")[0], "placement",
                                 {"dataset": name, "workers": workers})
 
     def _payload(self, jobs: list[ReductionJob], share: list[tuple[int, list[int]]], addr: str,
-                 label: str) -> Request:
+                 label: str, plan: Plan) -> Request:
         """The request to ``addr``: its share's layout by token (with the objects it lacks,
         pickled) and the points of every job (:mod:`~laddu_dask.runtime.wire`)."""
         sent = self.sent.setdefault(addr, set())
         used: dict[str, Any] = {}
-        signature = []
-        for j, ids in share:
+        for j, _ids in share:
             job, pd = jobs[j], jobs[j].prepared
             used[self._token(job.reducer)] = job.reducer
-            if pd.storage == "resident":  # the keys themselves: a moved partition has a new one
-                where = tuple(pd.partitions[i].key for i in ids)
-            else:
-                where = self._token(pd.dataset)
-                used[where] = pd.dataset
-            signature.append((self._token(job.reducer), where, len(job.points), job.plan,
-                              job.with_gradient, job.exact, tuple(ids)))
-        token = self._layouts.get(tuple(signature))
-        if token is None:
-            if len(self._layouts) >= MAX_LAYOUTS:  # placements come and go: keep the recent ones
-                self._layout_jobs.pop(self._layouts.pop(next(iter(self._layouts))), None)
-            token = self._layouts[tuple(signature)] = f"layout-{uuid.uuid4().hex}"
-            self._layout_jobs[token] = [self._worker_job(jobs[j], ids) for j, ids in share]
+            if pd.storage != "resident":
+                used[self._token(pd.dataset)] = pd.dataset
+        token = plan.layouts.get(addr)
+        if token not in self._layout_jobs:  # this plan's first evaluation (or the layout was let go)
+            signature = tuple(self._signature(jobs[j], ids) for j, ids in share)
+            token = self._layouts.get(signature)
+            if token is None:
+                if len(self._layouts) >= MAX_LAYOUTS:  # placements come and go: keep the recent ones
+                    self._layout_jobs.pop(self._layouts.pop(next(iter(self._layouts))), None)
+                token = self._layouts[signature] = f"layout-{uuid.uuid4().hex}"
+                self._layout_jobs[token] = [self._worker_job(jobs[j], ids) for j, ids in share]
+            plan.layouts[addr] = token
         used[token] = self._layout_jobs[token]
         objects = {t: obj for t, obj in used.items() if t not in sent}
         sent.update(objects)
@@ -394,6 +375,14 @@ class ClusterRunner(Runner):
         return Request(label=label, layout=token, jobs=[j for j, _ids in share],
                        objects=pickle.dumps(objects, protocol=pickle.HIGHEST_PROTOCOL) if objects else None,
                        points=[encode_points(jobs[j].points) for j, _ids in share], dtype=first)
+
+    def _signature(self, job: ReductionJob, ids: list[int]) -> tuple:
+        """What ``job``'s share of partitions ``ids`` on one worker is, as a dictionary key."""
+        pd = job.prepared
+        where = (tuple(pd.partitions[i].key for i in ids) if pd.storage == "resident"  # a moved
+                 else self._token(pd.dataset))                                        # one: a new key
+        return (self._token(job.reducer), where, len(job.points), job.plan, job.with_gradient, job.exact,
+                tuple(ids))
 
     def _worker_job(self, job: ReductionJob, ids: list[int]) -> WorkerJob:
         """``job``'s share of partitions ``ids`` on one worker, as it travels."""
@@ -429,13 +418,20 @@ class ClusterRunner(Runner):
         todo = {j: list(range(job.prepared.stats.batches)) for j, job in enumerate(jobs)}
         partials: list[list[PointPartials]] = [[] for _ in jobs]
         events = calls = 0
+        whole = True  # every partition of every job asked for: the shares may be those of a plan
+        kinds = tuple((id(job.prepared), self._token(job.reducer), len(job.points), job.plan,
+                       job.with_gradient, job.exact) for job in jobs)
         for _ in range(MAX_ROUNDS):
-            shares, missing = self._assign(jobs, todo)
-            if missing:
-                self._await(missing)
-                continue
-            payloads = {addr: self._payload(jobs, share, addr, label) for addr, share in shares.items()}
-            self._note_placement(jobs, shares)
+            plan = self.plans.get((self.version, kinds), jobs) if whole else None
+            if plan is None:
+                shares, missing = assign_shares(jobs, todo, self.live, self.holder)
+                if missing:
+                    self._await(missing)
+                    continue
+                plan = self.plans.put((self.version, kinds), jobs, shares) if whole else Plan(shares, ())
+                self._note_placement(jobs, shares)
+            shares = plan.shares
+            payloads = {addr: self._payload(jobs, share, addr, label, plan) for addr, share in shares.items()}
             # at most fan-in calls from here; each called worker forwards its subtree's requests
             # and merges their exact partial sums (laddu_dask.runtime.tree)
             requests = with_children(payloads, plan_tree(sorted(payloads), fan_in()))
@@ -444,7 +440,7 @@ class ClusterRunner(Runner):
             replies = (self.direct.run(call_all, self.client, self.watch.removed, requests, deadline)
                        if requests else {})
             calls += len(replies)
-            todo, failed = {}, []
+            todo, failed, whole = {}, [], False
             answered: dict[str, Member] = {}
             for top, reply in replies.items():
                 sums, per_member = members(top, reply)
@@ -469,7 +465,8 @@ class ClusterRunner(Runner):
                     # "missing" is pickled by our own worker plugin
                     gone = set(pickle.loads(reply["missing"])) if reply.get("missing") else set()
                     again = [(j, [i for i in ids if jobs[j].prepared.storage == "resident"
-                                  and jobs[j].prepared.partitions[i].key in gone]) for j, ids in again]
+                                  and jobs[j].prepared.partitions[i].key in gone] if gone else [])
+                             for j, ids in again]
                     # every partition asked for is either in the sums or asked for again: a
                     # partition in neither would be a silently wrong number
                     for (j, ids), (_, retry), n in zip(shares[addr], again, reply["counts"]):

@@ -251,8 +251,8 @@ def test_a_partition_moved_under_a_new_key_is_read_under_it(client, sample):
     holder = runner.holder[old.key]
     new = client.submit(_same, old, key=(f"{old.key[0]}-moved", old.key[1]), workers=[holder], pure=False)
     wait([new])
-    prepared.partitions[1] = new  # as a rebalance does: same worker, same index, a new key
-    runner.holder[new.key] = holder
+    runner.holder[new.key] = holder  # as a rebalance does: same worker, same index, a new key
+    runner._replace(prepared, 1, new)
     old_key = old.key
     del old
     # the old key released (what the scheduler says, no event announces it); a key still
@@ -260,3 +260,39 @@ def test_a_partition_moved_under_a_new_key_is_read_under_it(client, sample):
     wait_until(lambda: not client.who_has([old_key]).get(old_key), 120, "the old key's release")
     got = remote.value_and_gradient(POINT)
     assert got[0] == expected[0] and np.array_equal(got[1], expected[1])
+
+
+def test_the_workers_shares_are_worked_out_once_per_placement(client, sample, monkeypatch):
+    """Which worker reduces which partitions is worked out at the first evaluation and again
+    only when the placement changes (here: a partition moved under a new key), so the client's
+    work per evaluation does not grow with the partitions; the numbers stay the local ones."""
+    import laddu_dask.runtime.cluster as cluster_module
+
+    local = _likelihood(sample, ld.Execution(), "resident")
+    remote = _likelihood(sample, ld.Execution(client=client), "resident")
+    expected = local.value_and_gradient(POINT)
+    remote.value_and_gradient(POINT)
+    remote.value(POINT)
+    original, calls = cluster_module.assign_shares, []
+
+    def counted(*args):
+        calls.append(args[1])
+        return original(*args)
+
+    monkeypatch.setattr(cluster_module, "assign_shares", counted)
+    for _ in range(3):  # a value and a gradient, then a value alone: two sets of jobs, both kept
+        got = remote.value_and_gradient(POINT)
+        assert got[0] == expected[0] and np.array_equal(got[1], expected[1])
+        assert remote.value(POINT) == expected[0]
+    assert calls == []
+    runner = remote.execution._runner
+    prepared = remote.terms[0].prepare(remote.execution).data
+    old = prepared.partitions[0]
+    moved = client.submit(cluster_module._same, old, key=(f"{old.key[0]}-moved", old.key[1]),
+                          workers=[runner.holder[old.key]], pure=False)
+    distributed.wait([moved])
+    runner.holder[moved.key] = runner.holder[old.key]
+    runner._replace(prepared, 0, moved)
+    got = remote.value_and_gradient(POINT)
+    assert got[0] == expected[0] and np.array_equal(got[1], expected[1])
+    assert len(calls) == 1 and all(ids == list(range(len(ids))) for ids in calls[0].values())
