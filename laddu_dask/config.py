@@ -30,7 +30,7 @@ key                                         default          meaning
 ``laddu-dask.cluster.direct-calls``         ``True``         an evaluation calls the workers from its own
                                                              thread (``False``: through the client's
                                                              event loop, ``client.sync``)
-``laddu-dask.cluster.fan-in``               ``16``           workers an evaluation's client calls at most:
+``laddu-dask.cluster.fan-in``               ``4``            workers an evaluation's client calls at most:
                                                              beyond, each called worker forwards the
                                                              request to up to this many others and
                                                              merges their exact partial sums (a tree)
@@ -85,7 +85,7 @@ DEFAULTS: dict[str, Any] = {
             "evaluation-timeout": "10 minutes",
             "direct-calls": True,
             "fit-timeout": "1 hour",
-            "fan-in": 16,
+            "fan-in": 4,
         },
         "analysis": {"task-bytes": "256 MiB", "tasks-per-thread": 2},
         "disk": {"directory": None, "budget": "50% available"},

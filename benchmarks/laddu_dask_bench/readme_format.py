@@ -47,8 +47,9 @@ def table_row(label: str, ours: float | None, theirs: float | None) -> str:
     return f"| {label} | {seconds(ours)} | {seconds(theirs)} | {ratio(div(ours, theirs))} |"
 
 
-def run_line(prov: dict[str, Any], packages: tuple[str, ...]) -> str:
-    """One sentence: command, date, machine, load, versions."""
+def run_line(prov: dict[str, Any], packages: tuple[str, ...], own_processes: int | None = None) -> str:
+    """One sentence: command, date, machine, load, versions (``own_processes``: the most
+    worker processes the run itself started, which load the machine at its end)."""
     from dask.utils import format_bytes
 
     m, v = prov["machine"], prov["versions"]
@@ -56,8 +57,10 @@ def run_line(prov: dict[str, Any], packages: tuple[str, ...]) -> str:
     load = ""
     if start and end:
         load = f"; 1-minute load average {start[0]:.2f} at the start and {end[0]:.2f} at the end"
-        if max(start[0], end[0]) > m["cores"]:
+        if start[0] > m["cores"] or end[0] > m["cores"] and not own_processes:
             load += " (more than its cores: other work shared the machine)"
+        elif end[0] > m["cores"]:
+            load += f" (its own {own_processes} worker processes)"
     names = ", ".join(f"{p} {v[p]}" for p in packages if p in v)
     return (f"Command `{prov['command']}`, run {prov['date'][:10]} on {m['cpu']} ({m['cores']} cores, "
             f"{format_bytes(m['memory_bytes'])}){load}; Python {v['python']}, {names}.")

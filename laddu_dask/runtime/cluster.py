@@ -26,7 +26,7 @@ Examples
 --------
 >>> from laddu_dask.runtime.cluster import fan_in
 >>> fan_in()
-16
+4
 """
 
 from __future__ import annotations
