@@ -252,10 +252,10 @@ def _wait_for_futures(client: Any, pending: dict[Hashable, tuple[str | None, Any
             err.__traceback__ = None
             quiet = True
         ready: dict[str | None, list[Hashable]] = {}  # finished since the last pass, by worker
-        for key, (addr, fut) in left.items():
+        for key, (addr, fut) in left.items() if fetch else ():
             if fut.status == "finished" and key not in started:
                 ready.setdefault(addr, []).append(key)
-        for keys in ready.values() if fetch else ():  # one fetch each (a lost worker's: dropped)
+        for keys in ready.values():  # one fetch each (a lost worker's is dropped below)
             fetching.append((keys, start_fetch(client, [left[key][1] for key in keys])))
             started.update(keys)
         patience = time.monotonic() + min(POLL, deadline.remaining())  # for all fetches of a pass
