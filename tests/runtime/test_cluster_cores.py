@@ -2,7 +2,7 @@
 
 One worker process of two threads holds every prepared partition of four KsKs NLL
 terms over one sample (data and accepted MC reduced event by event, 2 + 16 partitions
-of 25,000 events each); its value-and-gradient evaluations equal the local thread pool's
+of 12,500 events each); its value-and-gradient evaluations equal the local thread pool's
 to the last bit.  What keeps the worker's cores busy is what its evaluation handler
 decides, and that is what is asserted, never a CPU-utilisation percentage or a time
 (which depend on the machine's other work):
@@ -38,10 +38,10 @@ distributed = pytest.importorskip("distributed")
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 POINT = np.array([ksks.TRUTH[n] for n in ksks.TRUTH]) * 1.01
-#: Likelihood terms over the same sample, so that an evaluation's work (about 1.8 M events
+#: Likelihood terms over the same sample, so that an evaluation's work (about 0.9 M events
 #: with their gradient) dwarfs the fixed cost of a call (a few milliseconds).
 TERMS = 4
-N_DATA, N_MC, CHUNK = 50_000, 400_000, 25_000
+N_DATA, N_MC, CHUNK = 25_000, 200_000, 12_500
 THREADS = 2
 #: Seconds a held reduction waits for a second one: a bound on a hang, never reached under load.
 OVERLAP_BOUND = 60.0
