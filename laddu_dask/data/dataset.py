@@ -318,7 +318,8 @@ class Dataset(DatasetCollection, DatasetOperations, DatasetWriting, DatasetDispl
             dataset at once, computing nothing: its rows are learned while its first
             evaluation prepares it (each block read once, locally or on the cluster's
             workers), or counted by one pass over its blocks at another first use
-            (:attr:`n_events`, a partition's load, a streamed or disk-tier preparation), and
+            (:attr:`n_events`, a partition's load, a streamed preparation or one on this
+            machine's disk tier), and
             :attr:`lengths_known` says whether that happened. Dask knows the lengths of
             ``dd.read_parquet`` (from the files' metadata), ``dd.from_pandas``, column
             selections and element-wise operations on these, Dask arrays with known

@@ -298,8 +298,10 @@ class PreparedModel:
             own = MemoryPlan(host=dataset.memory).host_bytes()
             budget = own if budget is None or own is None else min(budget, own)
         learned = None
+        # on a cluster the disk tier is the workers' own spill of resident partitions
+        held = ("fastest", "resident", "disk") if execution.client is not None else ("fastest", "resident")
         if (not dataset.lengths_known and dataset.blocks is not None and self.device != "gpu"
-                and dataset.memory_policy in ("fastest", "resident")):
+                and dataset.memory_policy in held):
             # rows unknown to Dask (a filtered frame): learned by reading each block once to
             # prepare it; the storage is decided after, on the learned size (None: counted)
             learned = execution.runner.learn(self.reducer, dataset, name,

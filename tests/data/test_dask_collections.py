@@ -484,6 +484,13 @@ def test_a_filtered_frame_learns_its_lengths_on_a_cluster(ksks_sample, row_group
         assert lazy.lengths_known and sorted(CALLS) == [1000] * 3  # each block read once, on the workers
         assert "learned while each block was read once" in lazy.memory_decision()["reason"]
         _assert_same(got, reference)
+        # the disk tier on a cluster is the workers' spill of resident partitions: learned alike
+        on_disk = ld.Dataset.from_dask(cut, memory_policy="disk")
+        CALLS.clear()
+        _assert_same(_nll(on_disk, mc, execution=execution), reference)
+        assert on_disk.lengths_known and sorted(CALLS) == [1000] * 3  # no counting pass first
+        reason = on_disk.memory_decision()["reason"]
+        assert "spills to its local disk" in reason and "learned while each block was read once" in reason
         kept = ld.Dataset.from_dask(zero[zero.x != 1.0])
         nll = ld.NLL(ld.Model(ld.scalar("m") * ld.parameter("a")), data=kept, accepted_mc=ones)
         with pytest.raises(ld.NonPositiveIntensityError,
