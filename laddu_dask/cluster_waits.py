@@ -33,6 +33,7 @@ Examples
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Hashable
 from typing import Any
@@ -191,8 +192,6 @@ def start_fetch(client: Any, futures: list[Any]) -> Any:
     at once with it (Python 3.11 turns the ``CancelledError`` into ``UnboundLocalError``). A
     slow worker (a busy one holding 2,000 tasks' results) made a preparation spin there.
     """
-    import asyncio
-
     return asyncio.run_coroutine_threadsafe(client.gather(futures, asynchronous=True),
                                             client.loop.asyncio_loop)
 

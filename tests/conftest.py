@@ -122,7 +122,7 @@ def _compilations_end_with_their_test():
 
 def pytest_configure(config):
     """Byte-compile laddu-dask once, before the test processes start, where Python is told not
-    to write bytecode (``PYTHONDONTWRITEBYTECODE``, set on CI's machines): otherwise every
+    to write bytecode (``PYTHONDONTWRITEBYTECODE``, set on this project's machines): otherwise every
     process the suite starts (cluster workers, the command-line and fresh-process tests, some
     200 of them) compiles the package's 240 modules from source again, about 0.85 s each
     (runtime and jobs tests on 2 cores: 230 s without, 213 s with).  Only this run's own

@@ -118,7 +118,3 @@ class SharePlans:
         while len(self._plans) > self.size:
             self._plans.popitem(last=False)
         return plan
-
-    def clear(self) -> None:
-        """Forget every plan."""
-        self._plans.clear()
