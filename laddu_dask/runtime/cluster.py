@@ -54,8 +54,9 @@ from laddu_dask.data.dataset import Dataset
 from laddu_dask.errors import ClusterError, ParameterError
 from laddu_dask.runtime.accumulate import fsum_rows
 from laddu_dask.runtime.dashboard import record_client_evaluation, record_fit_note
-from laddu_dask.runtime.jobs import PointPartials, ReductionJob, Runner, WorkerJob
+from laddu_dask.runtime.jobs import PointPartials, ReductionJob, Runner
 from laddu_dask.runtime.memory import MemoryDecision
+from laddu_dask.runtime.payloads import Payloads
 from laddu_dask.runtime.placement import WorkerWatch, balance, choose
 from laddu_dask.runtime.preparation import (
     PreparedDataset,
@@ -66,11 +67,11 @@ from laddu_dask.runtime.preparation import (
     preparation_graph,
     weight_sum,
 )
-from laddu_dask.runtime.protocol import Member, Request
+from laddu_dask.runtime.protocol import Member, Request, outcome
 from laddu_dask.runtime.reducer import PartitionReducer
 from laddu_dask.runtime.reduction import merge_list, tree_graph
 from laddu_dask.runtime.shares import Plan, SharePlans, Shares, assign_shares, held_by_dataset
-from laddu_dask.runtime.tree import members, plan_tree, with_children
+from laddu_dask.runtime.tree import descendants, members, plan_tree, routes, with_children
 from laddu_dask.runtime.wire import encode_points
 from laddu_dask.runtime.worker_calls import call_all, is_lost_worker_error
 from laddu_dask.views import show_progress
@@ -79,8 +80,6 @@ from laddu_dask.views import show_progress
 SERVING = ("running", "paused")
 #: Rounds an evaluation may take to reach all its partitions (each after a move or loss).
 MAX_ROUNDS = 8
-#: Worker shares (layouts) the client keeps a token for.
-MAX_LAYOUTS = 256
 
 
 def _on_client_evaluation(client: Any, label: str, number: int, seconds: float) -> None:
@@ -122,6 +121,14 @@ def _gathered(client: Any, futures: list[Any], what: str) -> list[Any]:
     return [done[i] for i in range(len(futures))]
 
 
+def _not_called(plan: Plan, listed: dict[str, Member]) -> dict[str, Member]:
+    """The workers below a listed member that forwarded nothing (its call broke, or it lacked
+    its route), each as unanswered: their partitions are asked for again."""
+    return {a: Member(lost=None) for addr, m in listed.items()
+            if "lost" in m or plan.routes.get(addr, ("",))[0] in m.get("need", ())
+            for a in plan.below[addr] if a not in listed}
+
+
 class ClusterRunner(Runner):
     """Preparations and evaluations on the cluster of ``client`` (see the module docstring).
 
@@ -143,10 +150,7 @@ class ClusterRunner(Runner):
         self._placements: dict[str, dict[str, list[int]]] = {}  # as last noted for the dashboard
         self.live: dict[str, int] = {}  # serving workers and their threads
         self.holder: dict[Hashable, str] = {}  # partition key -> the worker asked for it
-        self.sent: dict[str, set[str]] = {}  # worker -> tokens of the objects it has
-        self._tokens: dict[int, tuple[Any, str]] = {}
-        self._layouts: dict[tuple, str] = {}  # a worker's share of an evaluation -> its token
-        self._layout_jobs: dict[str, list[WorkerJob]] = {}  # token -> the share, as it travels
+        self.payloads = Payloads()  # what each worker is sent, and the objects it holds
         self.version = 0  # bumped at every change of the placement (live workers, holders)
         self.plans = SharePlans()  # the workers' shares of recent evaluations, by version
         self._datasets: weakref.WeakSet[PreparedDataset] = weakref.WeakSet()
@@ -163,12 +167,6 @@ class ClusterRunner(Runner):
             check_scheduler(self.client)
             self.client.register_plugin(LadduWorker(), name=PLUGIN)
             self.watch.plugin_registered = True
-
-    def _token(self, obj: Any) -> str:
-        hit = self._tokens.get(id(obj))
-        if hit is None:
-            hit = self._tokens[id(obj)] = (obj, f"{type(obj).__name__}-{uuid.uuid4().hex}")
-        return hit[1]
 
     @property
     def workers(self) -> int:
@@ -246,8 +244,8 @@ class ClusterRunner(Runner):
         generation = self.watch.generation
         self.live = self._serving(what)
         self.watch.follow(self.live)
-        for addr in [a for a in self.sent if a not in self.live]:
-            del self.sent[addr]
+        for addr in [a for a in self.payloads.sent if a not in self.live]:
+            del self.payloads.sent[addr]
         datasets = list(self._datasets)
         self._place([f for pd in datasets for f in pd.partitions])
         running = running_workers(self.client)
@@ -334,7 +332,7 @@ class ClusterRunner(Runner):
         while any(a not in self.watch.removed for a in failed) and time.monotonic() < end:
             time.sleep(0.02)
         for addr in failed:
-            self.sent.pop(addr, None)
+            self.payloads.sent.pop(addr, None)
         self._refresh(what)
 
     # -- evaluation --------------------------------------------------------------------
@@ -347,51 +345,23 @@ class ClusterRunner(Runner):
                 record_fit_note(self.client, name.split("/")[0], "placement",
                                 {"dataset": name, "workers": workers})
 
-    def _payload(self, jobs: list[ReductionJob], share: list[tuple[int, list[int]]], addr: str,
-                 label: str, plan: Plan) -> Request:
-        """The request to ``addr``: its share's layout by token (with the objects it lacks,
-        pickled) and the points of every job (:mod:`~laddu_dask.runtime.wire`)."""
-        sent = self.sent.setdefault(addr, set())
-        used: dict[str, Any] = {}
-        for j, _ids in share:
-            job, pd = jobs[j], jobs[j].prepared
-            used[self._token(job.reducer)] = job.reducer
-            if pd.storage != "resident":
-                used[self._token(pd.dataset)] = pd.dataset
-        token = plan.layouts.get(addr)
-        if token not in self._layout_jobs:  # this plan's first evaluation (or the layout was let go)
-            signature = tuple(self._signature(jobs[j], ids) for j, ids in share)
-            token = self._layouts.get(signature)
-            if token is None:
-                if len(self._layouts) >= MAX_LAYOUTS:  # placements come and go: keep the recent ones
-                    self._layout_jobs.pop(self._layouts.pop(next(iter(self._layouts))), None)
-                token = self._layouts[signature] = f"layout-{uuid.uuid4().hex}"
-                self._layout_jobs[token] = [self._worker_job(jobs[j], ids) for j, ids in share]
-            plan.layouts[addr] = token
-        used[token] = self._layout_jobs[token]
-        objects = {t: obj for t, obj in used.items() if t not in sent}
-        sent.update(objects)
-        first = jobs[share[0][0]].points[0].array.dtype.str if share and jobs[share[0][0]].points else "<f8"
-        return Request(label=label, layout=token, jobs=[j for j, _ids in share],
-                       objects=pickle.dumps(objects, protocol=pickle.HIGHEST_PROTOCOL) if objects else None,
-                       points=[encode_points(jobs[j].points) for j, _ids in share], dtype=first)
-
-    def _signature(self, job: ReductionJob, ids: list[int]) -> tuple:
-        """What ``job``'s share of partitions ``ids`` on one worker is, as a dictionary key."""
-        pd = job.prepared
-        where = (tuple(pd.partitions[i].key for i in ids) if pd.storage == "resident"  # a moved
-                 else self._token(pd.dataset))                                        # one: a new key
-        return (self._token(job.reducer), where, len(job.points), job.plan, job.with_gradient, job.exact,
-                tuple(ids))
-
-    def _worker_job(self, job: ReductionJob, ids: list[int]) -> WorkerJob:
-        """``job``'s share of partitions ``ids`` on one worker, as it travels."""
-        pd = job.prepared
-        head = (self._token(job.reducer), len(job.points), job.plan, job.with_gradient, job.exact)
-        if pd.storage == "resident":
-            return WorkerJob(*head, keys=[pd.partitions[i].key for i in ids])
-        return WorkerJob(*head, dataset=self._token(pd.dataset), indices=ids,
-                         stream_threads=pd.stream_workers)
+    def _requests(self, jobs: list[ReductionJob], plan: Plan, whole: bool, label: str, points: list[bytes],
+                  dtype: str) -> dict[str, Request]:
+        """The calls of one round: at most fan-in, each with its subtree's requests (under
+        ``"children"``, with each relay's route among its objects) or, once every worker of
+        ``plan`` holds its objects and route, naming the route (:mod:`~laddu_dask.runtime.tree`)."""
+        shares = plan.shares
+        if plan.ready:
+            return {addr: self.payloads.request(jobs, shares[addr], addr, label, plan, points, dtype,
+                                                plan.routes.get(addr), use_route=True) for addr in plan.tree}
+        for addr, share in shares.items():
+            self.payloads.layout(jobs, share, addr, plan)
+        if whole:  # made again, so that they name the layouts as they are now
+            plan.routes = routes(plan.tree, plan.layouts, {a: [j for j, _ in sh] for a, sh in shares.items()},
+                                 lambda: f"route-{uuid.uuid4().hex}")
+        return with_children({addr: self.payloads.request(jobs, share, addr, label, plan, points, dtype,
+                                                          plan.routes.get(addr) if whole else None)
+                              for addr, share in shares.items()}, plan.tree)
 
     def run(self, jobs: list[ReductionJob]) -> list[PointPartials]:
         """One call per worker for all ``jobs``; partitions moved or lost are asked for again.
@@ -419,8 +389,11 @@ class ClusterRunner(Runner):
         partials: list[list[PointPartials]] = [[] for _ in jobs]
         events = calls = 0
         whole = True  # every partition of every job asked for: the shares may be those of a plan
-        kinds = tuple((id(job.prepared), self._token(job.reducer), len(job.points), job.plan,
+        kinds = tuple((id(job.prepared), self.payloads.token(job.reducer), len(job.points), job.plan,
                        job.with_gradient, job.exact) for job in jobs)
+        fan = fan_in()
+        points = [encode_points(job.points) for job in jobs]
+        dtype = next((job.points[0].array.dtype.str for job in jobs if job.points), "<f8")
         for _ in range(MAX_ROUNDS):
             plan = self.plans.get((self.version, kinds), jobs) if whole else None
             if plan is None:
@@ -431,24 +404,35 @@ class ClusterRunner(Runner):
                 plan = self.plans.put((self.version, kinds), jobs, shares) if whole else Plan(shares, ())
                 self._note_placement(jobs, shares)
             shares = plan.shares
-            payloads = {addr: self._payload(jobs, share, addr, label, plan) for addr, share in shares.items()}
-            # at most fan-in calls from here; each called worker forwards its subtree's requests
-            # and merges their exact partial sums (laddu_dask.runtime.tree)
-            requests = with_children(payloads, plan_tree(sorted(payloads), fan_in()))
+            if plan.fan_in != fan:  # at most fan-in calls from here (laddu_dask.runtime.tree)
+                plan.tree, plan.fan_in, plan.ready = plan_tree(sorted(shares), fan), fan, False
+                plan.below = descendants(plan.tree)
+                plan.total = sum(plan.asked(addr) for addr in shares)
+            requests = self._requests(jobs, plan, whole, label, points, dtype)
             for request in requests.values():
                 request["timeout"] = deadline.remaining()
             replies = (self.direct.run(call_all, self.client, self.watch.removed, requests, deadline)
                        if requests else {})
             calls += len(replies)
-            todo, failed, whole = {}, [], False
+            todo, failed, ready, planned, whole = {}, [], whole, whole, False
             answered: dict[str, Member] = {}
+            reduced = 0  # partitions the complete members of subtrees reduced (not listed)
             for top, reply in replies.items():
-                sums, per_member = members(top, reply)
+                sums, listed, (complete, some_events, some) = members(top, reply)
                 for j, partial in sums:
                     partials[j].append(partial)
-                answered.update(per_member)
-            for addr in payloads.keys() - answered.keys():  # below a call that broke: ask again
-                answered[addr] = Member(lost=None)
+                answered.update(listed)
+                events, reduced = events + some_events, reduced + some
+                below = _not_called(plan, listed)
+                answered.update(below)
+                accounted = complete + len(listed) + len(below)
+                if accounted != 1 + len(plan.below[top]):
+                    raise ClusterError(f"the reply of worker {top} accounts for {accounted} of the "
+                                       f"{1 + len(plan.below[top])} workers it called")
+            expected = plan.total - sum(plan.asked(addr) for addr in answered)
+            if reduced != expected:  # of the members not listed: a partition lost would be a wrong number
+                raise ClusterError(f"the workers reduced {reduced} partitions of {what} where {expected} "
+                                   "were asked for")
             for addr, reply in answered.items():
                 again = shares[addr]
                 if "lost" in reply:  # the worker, or the call through its parent, broke
@@ -460,7 +444,7 @@ class ClusterRunner(Runner):
                 elif "error" in reply:
                     raise reply["error"]
                 elif "need" in reply:  # the worker restarted at the same address
-                    self.sent[addr].difference_update(reply["need"])
+                    self.payloads.sent.setdefault(addr, set()).difference_update(reply["need"])
                 else:
                     # "missing" is pickled by our own worker plugin
                     gone = set(pickle.loads(reply["missing"])) if reply.get("missing") else set()
@@ -478,6 +462,10 @@ class ClusterRunner(Runner):
                 for j, ids in again:
                     if ids:
                         todo.setdefault(j, []).extend(ids)
+                        ready = False
+                ready = ready and outcome(reply) == "sums"
+            if planned:  # every worker answered with its whole share: it holds its objects and route
+                plan.ready = ready
             if not todo:
                 break
             if failed:

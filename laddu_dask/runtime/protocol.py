@@ -11,13 +11,14 @@ the merges of a reduction tree) build and read them through these types.
   list of :class:`~laddu_dask.runtime.jobs.WorkerJob`) and the reducers and streamed
   datasets it names travel once, pickled under ``objects``, and are named by their tokens
   afterwards, so that an evaluation carries only its parameter points.  In a reduction
-  tree it also carries its subtree's requests under ``children``.
+  tree it also carries its subtree's requests under ``children``, or, once the worker
+  holds it, the token of its cached ``route`` to them.
 * :class:`Reply`: partial sums (``jobs``, ``shapes``, ``data``) with the bookkeeping of
   the worker that reduced them (``counts``, ``events``, ``missing``), or one of three
   answers without sums: ``need`` (the worker lacks objects: it restarted), ``error`` (a
   reduction failed: raised again on the client), ``lost`` (a child in a tree that broke).
-  A tree's reply merges its members' sums and keeps each member's bookkeeping under
-  ``members``.
+  A tree's reply merges its members' sums, lists the bookkeeping of the members whose
+  share is not complete under ``members`` and only counts the others.
 
 Examples
 --------
@@ -46,13 +47,17 @@ class Request(TypedDict, total=False):
     objects : bytes or None
         Pickled ``{token: object}`` the worker has not been sent yet (laddu-dask's own).
     points : list of bytes
-        Each job's parameter points (:func:`~laddu_dask.runtime.wire.encode_points`).
+        The parameter points of every job of the evaluation, by the client's job index
+        (:func:`~laddu_dask.runtime.wire.encode_points`); the worker reads those of ``jobs``.
     dtype : str
         The points' dtype.
     jobs : list of int
         The client's index of each job of the layout.
     children : dict
         The requests of the workers below this one (a reduction tree), by address.
+    route : str
+        Instead of ``children``: the token of this worker's cached
+        :data:`~laddu_dask.runtime.tree.Route`, from which it builds its children's requests.
     timeout : float
         Seconds the caller waits for the reply.
     """
@@ -64,6 +69,7 @@ class Request(TypedDict, total=False):
     dtype: str
     jobs: list[int]
     children: dict[str, Request]
+    route: str
     timeout: float
 
 
@@ -105,13 +111,20 @@ class Reply(Member, total=False):
     shapes, data
         The encoded partial sums.
     members : dict
-        A tree's reply: each member's :class:`Member`, by address.
+        A tree's reply: the :class:`Member` of each member whose share is not complete, by
+        address.
+    complete : int
+        A tree's reply: how many members reduced their whole share (they are not listed).
+    partitions : int
+        A tree's reply: the partitions those complete members reduced (``events``: their events).
     """
 
     jobs: list[int]
     shapes: list
     data: bytes
     members: dict[str, Member]
+    complete: int
+    partitions: int
 
 
 #: The keys of an answer without partial sums, in the order the client acts on them.

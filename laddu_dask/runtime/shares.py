@@ -83,12 +83,37 @@ def held_by_dataset(jobs: Sequence[Any], shares: Shares) -> dict[str, dict[str, 
 
 @dataclass
 class Plan:
-    """The shares of one set of jobs under one placement, and each worker's layout token
-    (filled in by the first evaluation that sends it)."""
+    """The shares of one set of jobs under one placement, each worker's layout token (filled
+    in by the first evaluation that sends it) and the reduction tree of its calls.
+
+    Attributes
+    ----------
+    tree : dict
+        Who calls whom (:func:`~laddu_dask.runtime.tree.plan_tree`), at fan-in ``fan_in``.
+    below : dict
+        Each worker's descendants in ``tree`` (:func:`~laddu_dask.runtime.tree.descendants`).
+    total : int
+        Partitions asked of all the workers.
+    routes : dict
+        Each relay's ``(token, route)`` (:func:`~laddu_dask.runtime.tree.routes`).
+    ready : bool
+        Every worker of the plan holds its objects and route (an evaluation of the whole
+        plan succeeded): requests name routes instead of carrying their subtree's requests.
+    """
 
     shares: Shares
     datasets: tuple[weakref.ref, ...]
     layouts: dict[str, str] = field(default_factory=dict)
+    tree: dict[str, dict] = field(default_factory=dict)
+    fan_in: int = 0
+    below: dict[str, list[str]] = field(default_factory=dict)
+    routes: dict[str, tuple[str, Any]] = field(default_factory=dict)
+    ready: bool = False
+    total: int = 0
+
+    def asked(self, addr: str) -> int:
+        """Partitions asked of the worker ``addr``."""
+        return sum(len(ids) for _j, ids in self.shares.get(addr, ()))
 
 
 class SharePlans:

@@ -12,8 +12,8 @@ reducers and the streamed datasets the client sent it, under a token each, so th
 evaluation carries only parameters.
 
 A call carries a :class:`~laddu_dask.runtime.protocol.Request` (this worker's share of every
-job, and in a reduction tree its children's requests, which it forwards and whose replies
-it merges, :mod:`~laddu_dask.runtime.tree`) and returns a
+job, and in a reduction tree its children's requests or the token of its cached route to
+them, which it forwards and whose replies it merges, :mod:`~laddu_dask.runtime.tree`) and returns a
 :class:`~laddu_dask.runtime.protocol.Reply`: one exact partial sum per job and point, or
 why it has none (:mod:`~laddu_dask.runtime.protocol`).
 
@@ -48,7 +48,7 @@ from laddu_dask.runtime.jobs import (
 )
 from laddu_dask.runtime.placement import TOPIC
 from laddu_dask.runtime.protocol import Reply, Request, needs
-from laddu_dask.runtime.tree import merge_replies
+from laddu_dask.runtime.tree import child_requests, merge_replies
 from laddu_dask.runtime.wire import decode_points, encode_partials
 
 #: The name of the comm handler on every worker.
@@ -91,9 +91,18 @@ class LadduWorker(WorkerPlugin):
 
     async def reduce(self, request: Request) -> Reply:
         """The handler: reduce this worker's share of every job of one evaluation, and, for a
-        request with ``"children"`` (a reduction tree, :mod:`laddu_dask.runtime.tree`),
-        forward theirs meanwhile and merge their replies into this one."""
+        request with ``"children"`` or a ``"route"`` to them (a reduction tree,
+        :mod:`laddu_dask.runtime.tree`), forward theirs meanwhile and merge their replies into
+        this one."""
+        if request.get("objects"):  # pickled by laddu-dask's client (Dask unpickles alike)
+            self.objects.update(pickle.loads(request["objects"]))
         children = request.get("children")
+        if not children and request.get("route"):
+            route = self.objects.get(request["route"])
+            if route is None:  # a restarted worker: the client sends it again
+                return needs([request["route"]])
+            self.objects.move_to_end(request["route"])
+            children = child_requests(request, route)
         if not children:
             return await self._reduce_own(request)
         timeout = 0.9 * float(request.get("timeout", 600.0))  # this reply must beat the caller's wait
@@ -115,8 +124,6 @@ class LadduWorker(WorkerPlugin):
         """This worker's own share of the request."""
         self.calls += 1
         start = time.perf_counter()
-        if request.get("objects"):  # pickled by laddu-dask's client (Dask unpickles alike)
-            self.objects.update(pickle.loads(request["objects"]))
         layout = self.objects.get(request["layout"])
         if layout is None:
             return needs([request["layout"]])
@@ -126,8 +133,9 @@ class LadduWorker(WorkerPlugin):
         if need:
             return needs([request["layout"], *need])
         tokens.add(request["layout"])
-        points = [decode_points(raw, job.n_points, request["dtype"])
-                  for raw, job in zip(request["points"], jobs)]
+        raw = request["points"]
+        points = [decode_points(raw[j], job.n_points, request["dtype"])
+                  for j, job in zip(request["jobs"], jobs, strict=True)]
         for token in tokens:
             self.objects.move_to_end(token)
         while len(self.objects) > MAX_OBJECTS:  # the least recently used: sent again if needed
@@ -193,8 +201,7 @@ class LadduWorker(WorkerPlugin):
         _on_worker_evaluation(self.worker, request.get("label", ""), time.perf_counter() - start, events)
         # one buffer of doubles: far cheaper to send than the arrays of every partial sum
         shapes, data = encode_partials(results)
-        reply = Reply(jobs=request.get("jobs", list(range(len(jobs)))), shapes=shapes, data=data,
-                      events=events, counts=counts)
+        reply = Reply(jobs=request["jobs"], shapes=shapes, data=data, events=events, counts=counts)
         if missing:
             reply["missing"] = pickle.dumps(missing, protocol=pickle.HIGHEST_PROTOCOL)
         return reply

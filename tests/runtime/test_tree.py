@@ -99,3 +99,71 @@ def test_the_tree_gives_the_flat_fan_ins_bits_with_fewer_calls_and_survives_a_fa
         with dask.config.set({"laddu-dask.cluster.fan-in": 1}), \
                 pytest.raises(ld.ParameterError, match=r"laddu-dask.cluster.fan-in must be an integer >= 2"):
             lik.value(POINTS[0])
+
+
+@pytest.mark.timeout(300)
+def test_after_the_first_evaluation_a_call_names_its_route_and_a_reply_lists_only_anomalies():
+    """Past the first evaluation of a placement the client's requests carry no subtree (each
+    relay builds its children's requests from its cached route) and each reply to the client
+    lists no member (complete members are only counted): the client's work does not grow
+    with the workers below. A relay that lost its objects (a restart) costs a round, not the
+    numbers, and the next evaluation names routes again."""
+    local = [_likelihood().value_and_gradient(p) for p in POINTS]
+    with distributed.LocalCluster(n_workers=7, threads_per_worker=1, processes=False,
+                                  dashboard_address=None, silence_logs=50) as cluster, \
+            distributed.Client(cluster) as client, dask.config.set({"laddu-dask.cluster.fan-in": 2}):
+        lik = _likelihood(ld.Execution(client=client, normalization="general"))
+        addresses = sorted(client.scheduler_info()["workers"])
+        tree = plan_tree(addresses, 2)  # three levels: 0 -> 1 -> 2, 0 -> 3; 4 -> 5, 4 -> 6
+        assert tree[addresses[0]] == {addresses[1]: {addresses[2]: {}}, addresses[3]: {}}
+        first = lik.value_and_gradient(POINTS[0])  # prepares, and sends the subtrees and routes
+        assert first[0] == local[0][0] and first[1].tobytes() == local[0][1].tobytes()
+        seen = []  # (worker, request keys, reply) of every call, top or forwarded
+        workers = {w.address: w for w in cluster.workers.values()}
+        for addr, worker in workers.items():
+            handler = worker.handlers["laddu_reduce"]
+
+            async def recording(request, handler=handler, addr=addr):
+                reply = await handler(request=request)
+                seen.append((addr, set(request), reply))
+                return reply
+
+            worker.handlers["laddu_reduce"] = recording
+        runner = lik.execution.runner
+        for p, (lv, lg) in zip(POINTS, local, strict=True):
+            seen.clear()
+            before = runner.calls
+            v, g = lik.value_and_gradient(p)
+            assert v == lv and g.tobytes() == lg.tobytes()
+            assert runner.calls - before == 2
+            assert sorted(a for a, _, _ in seen) == addresses  # each worker once
+            assert not any("children" in keys for _, keys, _ in seen)
+            relays = {a for a, keys, _ in seen if "route" in keys}
+            assert relays == {addresses[i] for i in (0, 1, 4)}
+            tops = [next(r for a, _, r in seen if a == addresses[i]) for i in (0, 4)]
+            assert [(r["members"], r["complete"]) for r in tops] == [({}, 4), ({}, 3)]
+            assert sum(r["partitions"] for r in tops) == 8 + 16  # every partition of data and MC, once
+        # the middle relay restarts: it lacks its route and layout, says so, and its subtree is
+        # asked again without routes; the numbers do not change
+        plugin = workers[addresses[1]].plugins["laddu-dask"]
+        plugin.objects.clear()
+        seen.clear()
+        v, g = lik.value_and_gradient(POINTS[1])
+        assert v == local[1][0] and g.tobytes() == local[1][1].tobytes()
+        assert any(a == addresses[1] and "need" in r for a, _, r in seen)
+        seen.clear()
+        v, g = lik.value_and_gradient(POINTS[2])  # its objects and a new route were sent again
+        assert v == local[2][0] and g.tobytes() == local[2][1].tobytes()
+        v, g = lik.value_and_gradient(POINTS[2])
+        assert not any("need" in r for _, _, r in seen)
+        seen.clear()
+        v, g = lik.value_and_gradient(POINTS[0])
+        assert v == local[0][0] and g.tobytes() == local[0][1].tobytes()
+        assert not any("children" in keys for _, keys, _ in seen)
+        assert {a for a, keys, _ in seen if "route" in keys} == {addresses[i] for i in (0, 1, 4)}
+        with dask.config.set({"laddu-dask.cluster.fan-in": 3}):  # another tree: subtrees sent once
+            for again in (True, False):
+                seen.clear()
+                v, g = lik.value_and_gradient(POINTS[1])
+                assert v == local[1][0] and g.tobytes() == local[1][1].tobytes()
+                assert any("children" in keys for _, keys, _ in seen) is again

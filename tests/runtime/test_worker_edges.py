@@ -93,7 +93,7 @@ def _request(jobs_, points, objects=None, label="lab"):
     return {"label": label, "layout": "layout",
             "objects": pickle.dumps({"layout": jobs_, **(objects or {})}) if objects is not None else None,
             "points": [encode_points([Params((a, 0.5)) for a in pts]) for pts in points],
-            "dtype": "float64"}
+            "jobs": list(range(len(points))), "dtype": "float64"}
 
 
 def _values(reply):
@@ -332,7 +332,7 @@ def test_float32_points_are_read_in_their_precision():
                                         "red": WeightsReducer()}),
                "points": [encode_points([Params((np.float32(1.5), np.float32(0.25))),
                                          Params((np.float32(-2.0), np.float32(4.0)))])],
-               "dtype": "float32"}
+               "jobs": [0], "dtype": "float32"}
     w = p.weights.tolist()
     expected = [[[math.fsum(1.5 * x for x in w)], [math.fsum(-2.0 * x for x in w)]]]
     assert _values(_reduce(plugin, request)) == expected
