@@ -140,10 +140,22 @@ def _cluster(n: int) -> Any:
 
 
 def _settle(client: Any, cluster: Any, lik: Any, n: int) -> int:
-    """Scale to ``n`` workers, let them take their partitions; the workers holding data."""
+    """Scale to ``n`` workers, let them take their partitions and finish compiling their
+    kernels; the workers holding data.
+
+    Until a worker's fused kernel is compiled (a child process, in the background) it
+    evaluates with the tier-0 kernel and the compiler takes one of the two cores: the first
+    2-3 s of evaluations then take about three times as long. The figures are of the
+    evaluations that follow, as a fit's are."""
+    from laddu_dask.runtime.compilations import wait_compilations
+
     cluster.scale(n)
     client.wait_for_workers(n, timeout=900)
     for _ in range(20):  # the new workers take their partitions (moves), kernels load
+        lik.value_and_gradient([1.0, 0.2])
+    client.run(wait_compilations, 600.0)
+    wait_compilations(600.0)
+    for _ in range(20):
         lik.value_and_gradient([1.0, 0.2])
     return len({w for w in client.who_has().values() for w in w})
 
@@ -291,7 +303,8 @@ def readme_lines(r: dict[str, Any]) -> list[str]:
     out = ["### Fan-out: one evaluation on 4 to 64 workers, flat and as a tree", "",
            f"A tiny NLL ({p['partitions']} partitions of {p['events_per_partition']} events for the data and "
            "for the accepted MC, both reduced on the workers), so that an evaluation is its dispatch and "
-           "merge, on a `LocalCluster` of worker processes of one thread scaled to each size; blocks of "
+           "merge, on a `LocalCluster` of worker processes of one thread scaled to each size (measured "
+           "once the workers' kernels are compiled); blocks of "
            f"{p['evals']} `value_and_gradient` calls alternate the flat fan-in (the client calls every "
            f"worker) and the tree (`laddu-dask.cluster.fan-in` = {p['fan_in']}), median of {p['blocks']} "
            "blocks each. Client CPU: the evaluating thread's CPU time (the calls leave from it and the "
