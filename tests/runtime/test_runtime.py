@@ -527,7 +527,8 @@ RUNTIME = Path(__file__).resolve().parents[2] / "laddu_dask" / "runtime"
 LAYERS = ("compilations", "point_programs", "heap", "accumulate", "finite", "memory", "partition",
           "reduction",
           "direct_calls", "cuda_backend", "reducer", "disk_tier", "preparation", "jobs", "wire", "protocol",
-          "tree", "shares", "payloads", "worker_calls", "placement", "fit_board", "dashboard_page", "dashboard",
+          "tree", "shares", "payloads", "worker_calls", "placement", "fit_board", "dashboard_page",
+          "dashboard",
           "worker", "threaded", "local", "cluster", "execution", "capabilities",
           "normalization", "prepared", "__init__")
 
