@@ -11,7 +11,10 @@ Dask's protocol to the workers' own servers: nothing new listens anywhere.
 Those comms are this thread's own, so they skip distributed's offload check: before each
 message, a comm sizes it (``dask.sizeof``, some 40 microseconds for a request of a few
 dozen bytes, more than packing it) to decide whether to serialize it in another thread,
-which here would only make the same waiting thread wait longer.
+which here would only make the same waiting thread wait longer.  The requests sent on them
+say so (``inline``): the worker's end of such a connection, which serves laddu-dask's calls
+alone, skips the check for its replies too.  A relay of a reduction tree calls its children
+through a pool of the same kind (:func:`inline_pool`).
 
 Where the calling thread already runs an event loop (a Jupyter cell, an asynchronous
 client), the coroutine goes through ``client.sync`` as before; so it does when
@@ -63,13 +66,30 @@ def _inline_pool() -> type:
     return InlinePool
 
 
+def inline_pool(connection_args: dict, timeout: Any) -> ConnectionPool:
+    """A new (unstarted) connection pool of laddu-dask's own worker calls: its comms skip
+    the offload sizing, and its requests say so (``inline``) so that the worker's end of
+    each connection skips it too."""
+    return _inline_pool()(limit=64, deserialize=True, connection_args=connection_args, timeout=timeout)
+
+
+def is_inline(pool: Any) -> bool:
+    """Whether ``pool`` is one of :func:`inline_pool`'s (so laddu-dask's calls alone use it)."""
+    return isinstance(pool, _inline_pool())
+
+
+def abort_comms(pool: ConnectionPool) -> None:
+    """Abort every comm of ``pool`` at once (no close handshake: nothing awaits here)."""
+    for comms in (*pool.available.values(), *pool.occupied.values()):
+        for comm in list(comms):
+            comm.abort()
+
+
 def _close(opened: list[tuple[asyncio.AbstractEventLoop, ConnectionPool]]) -> None:
     """Abort the comms of every pool and close the loops (none of them is running)."""
     while opened:
         loop, pool = opened.pop()
-        for comms in (*pool.available.values(), *pool.occupied.values()):
-            for comm in list(comms):
-                comm.abort()
+        abort_comms(pool)
         if not loop.is_running():
             loop.close()
 
@@ -90,8 +110,7 @@ class DirectCalls:
         if opened is None or opened[0].is_closed():
             client = self._client()
             loop = asyncio.new_event_loop()
-            pool = _inline_pool()(limit=64, deserialize=True, connection_args=client.connection_args,
-                                  timeout=client.rpc.timeout)
+            pool = inline_pool(client.connection_args, client.rpc.timeout)
             loop.run_until_complete(pool.start())
             opened = self._local.opened = (loop, pool)
             with self._lock:

@@ -60,6 +60,10 @@ class Request(TypedDict, total=False):
         :data:`~laddu_dask.runtime.tree.Route`, from which it builds its children's requests.
     timeout : float
         Seconds the caller waits for the reply.
+    inline : bool
+        The call came through laddu-dask's own connection pool
+        (:func:`~laddu_dask.runtime.direct_calls.inline_pool`): the worker's end of the
+        connection sends its replies without sizing them for an offload first.
     """
 
     label: str
@@ -71,6 +75,7 @@ class Request(TypedDict, total=False):
     children: dict[str, Request]
     route: str
     timeout: float
+    inline: bool
 
 
 class Member(TypedDict, total=False):

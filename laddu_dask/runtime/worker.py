@@ -38,6 +38,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 from distributed.protocol import to_serialize
 
 from laddu_dask.runtime.dashboard import record_worker_evaluation
+from laddu_dask.runtime.direct_calls import abort_comms, inline_pool
 from laddu_dask.runtime.jobs import (
     INLINE_EVENTS,
     PointPartials,
@@ -81,6 +82,7 @@ class LadduWorker(WorkerPlugin):
         self.pool = ThreadPoolExecutor(self.threads, thread_name_prefix="laddu-dask-reduce")
         self.objects: OrderedDict[str, Any] = OrderedDict()
         self.calls = 0
+        self.children: Any = None  # the pool of a relay's calls to its children, at its first
         worker.handlers[HANDLER] = self.reduce
         worker.log_event(TOPIC, {"worker": worker.address})  # clients rebalance onto it
 
@@ -88,12 +90,18 @@ class LadduWorker(WorkerPlugin):
         if worker.handlers.get(HANDLER) == self.reduce:
             del worker.handlers[HANDLER]
         self.pool.shutdown(wait=False, cancel_futures=True)
+        if self.children is not None:
+            abort_comms(self.children)
 
-    async def reduce(self, request: Request) -> Reply:
+    async def reduce(self, comm: Any = None, request: Request | None = None) -> Reply:
         """The handler: reduce this worker's share of every job of one evaluation, and, for a
         request with ``"children"`` or a ``"route"`` to them (a reduction tree,
         :mod:`laddu_dask.runtime.tree`), forward theirs meanwhile and merge their replies into
-        this one."""
+        this one.  ``comm`` is the caller's connection (distributed passes it to a handler
+        whose first argument has that name): where the request comes through laddu-dask's
+        own pool (``inline``), this end sends its replies without sizing them first."""
+        if comm is not None and request.get("inline"):
+            comm.allow_offload = False
         if request.get("objects"):  # pickled by laddu-dask's client (Dask unpickles alike)
             self.objects.update(pickle.loads(request["objects"]))
         children = request.get("children")
@@ -106,17 +114,22 @@ class LadduWorker(WorkerPlugin):
         if not children:
             return await self._reduce_own(request)
         timeout = 0.9 * float(request.get("timeout", 600.0))  # this reply must beat the caller's wait
+        if self.children is None:
+            self.children = inline_pool(self.worker.connection_args, self.worker.rpc.timeout)
+            await self.children.start()
         relays = {addr: asyncio.ensure_future(self._relay(addr, child, timeout))
                   for addr, child in children.items()}
+        await asyncio.sleep(0)  # the children's requests leave before this worker's own share
         own = await self._reduce_own(request)
         replies = {addr: await call for addr, call in relays.items()}
         return merge_replies(self.worker.address, own, replies)
 
     async def _relay(self, addr: str, request: Request, timeout: float) -> Reply | Exception:
         """A child's reply, or the exception of a call that broke or took longer than ``timeout``."""
-        request = Request(request, timeout=timeout)
-        try:
-            return await asyncio.wait_for(self.worker.rpc(addr).laddu_reduce(request=request), timeout)
+        request = Request(request, timeout=timeout, inline=True)
+        try:  # the request is written in this task's first step (no task of a wait_for between)
+            async with asyncio.timeout(timeout):
+                return await self.children(addr).laddu_reduce(request=request)
         except Exception as err:  # noqa: BLE001 - reported as lost: the client asks again
             return err
 

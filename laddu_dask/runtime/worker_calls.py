@@ -22,6 +22,7 @@ from typing import Any
 
 from laddu_dask.cluster_waits import POLL, Deadline, check_scheduler
 from laddu_dask.errors import ClusterError
+from laddu_dask.runtime.direct_calls import is_inline
 from laddu_dask.runtime.protocol import Reply, Request
 
 __all__ = ["WorkerLostError", "call_all", "is_lost_worker_error"]
@@ -67,7 +68,11 @@ async def call_all(rpc: Any, client: Any, removed: Container[str], payloads: dic
         The scheduler is gone, or a call ran past ``deadline``.
     """
 
+    inline = is_inline(rpc)
+
     async def one(addr: str, payload: Request) -> Reply | Exception:
+        if inline:
+            payload = Request(payload, inline=True)
         try:
             return await rpc(addr).laddu_reduce(request=payload)
         except Exception as err:  # noqa: BLE001 - a broken call is sorted out by the caller

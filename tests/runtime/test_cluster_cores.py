@@ -104,7 +104,7 @@ def _watch(dask_worker) -> int:
             _SEEN["most"] = 0
             _SEEN["calls"].append({"objects": bool(request.get("objects")), "units": [], "most": 0,
                                    "points": sum(len(p) for p in request["points"])})
-        reply = await handler(request)
+        reply = await handler(request=request)
         _SEEN["calls"][-1].update(most=_SEEN["most"], reply=sorted(reply),
                                   data=len(reply.get("data", b"")))
         return reply

@@ -8,6 +8,8 @@ the same bits), and the counts of calls the client and each worker served.
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -55,6 +57,17 @@ def _likelihood(execution=None):
 
 
 POINTS = [[1.0, 0.2], [0.7, -0.4], [1.3, 0.5]]
+
+
+@contextlib.contextmanager
+def _binary_tree(n: int):
+    """``n`` in-process workers called as a tree of fan-in 2: the cluster, its client, the
+    likelihood on it and the workers' addresses (sorted, as the tree is planned)."""
+    with distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=False,
+                                  dashboard_address=None, silence_logs=50) as cluster, \
+            distributed.Client(cluster) as client, dask.config.set({"laddu-dask.cluster.fan-in": 2}):
+        yield (cluster, client, _likelihood(ld.Execution(client=client, normalization="general")),
+               sorted(client.scheduler_info()["workers"]))
 
 
 @pytest.mark.timeout(300)
@@ -109,11 +122,7 @@ def test_after_the_first_evaluation_a_call_names_its_route_and_a_reply_lists_onl
     with the workers below. A relay that lost its objects (a restart) costs a round, not the
     numbers, and the next evaluation names routes again."""
     local = [_likelihood().value_and_gradient(p) for p in POINTS]
-    with distributed.LocalCluster(n_workers=7, threads_per_worker=1, processes=False,
-                                  dashboard_address=None, silence_logs=50) as cluster, \
-            distributed.Client(cluster) as client, dask.config.set({"laddu-dask.cluster.fan-in": 2}):
-        lik = _likelihood(ld.Execution(client=client, normalization="general"))
-        addresses = sorted(client.scheduler_info()["workers"])
+    with _binary_tree(7) as (cluster, client, lik, addresses):
         tree = plan_tree(addresses, 2)  # three levels: 0 -> 1 -> 2, 0 -> 3; 4 -> 5, 4 -> 6
         assert tree[addresses[0]] == {addresses[1]: {addresses[2]: {}}, addresses[3]: {}}
         first = lik.value_and_gradient(POINTS[0])  # prepares, and sends the subtrees and routes
@@ -167,3 +176,50 @@ def test_after_the_first_evaluation_a_call_names_its_route_and_a_reply_lists_onl
                 v, g = lik.value_and_gradient(POINTS[1])
                 assert v == local[1][0] and g.tobytes() == local[1][1].tobytes()
                 assert any("children" in keys for _, keys, _ in seen) is again
+
+
+@pytest.mark.timeout(300)
+def test_a_tree_calls_through_laddu_dasks_own_connections_and_a_relay_forwards_before_its_share():
+    """The client's direct calls and a relay's calls to its children go through laddu-dask's own
+    connection pools, whose both ends skip distributed's offload sizing (the workers' ends of
+    every other connection keep it); a relay's children have their requests before the relay
+    reduces its own share; the numbers stay the local bits."""
+    local = [_likelihood().value_and_gradient(p) for p in POINTS]
+    with _binary_tree(3) as (cluster, client, lik, addresses):
+        tree = plan_tree(addresses, 2)
+        relay, child = next((a, next(iter(below))) for a, below in tree.items() if below)
+        for p in POINTS[:2]:  # prepares, then names routes over open connections
+            lik.value_and_gradient(p)
+        workers = {w.address: w for w in cluster.workers.values()}
+        plugin = workers[relay].plugins["laddu-dask"]
+        in_flight = []
+        own = plugin._reduce_own
+
+        async def recording(request, own=own):
+            in_flight.append(len(plugin.children.occupied[child]))
+            return await own(request)
+
+        plugin._reduce_own = recording
+        try:
+            v, g = lik.value_and_gradient(POINTS[2])
+        finally:
+            del plugin._reduce_own
+        assert v == local[2][0] and g.tobytes() == local[2][1].tobytes()
+        assert in_flight == [1]  # the child's call had left when the relay's own share began
+
+        def comms(pool):
+            return [c for cs in (*pool.available.values(), *pool.occupied.values()) for c in cs]
+
+        ours = [c for _, pool in lik.execution.runner.direct._opened for c in comms(pool)]
+        ours += comms(plugin.children)
+        assert ours and not any(c.allow_offload for c in ours)
+        own_ends = {c.local_address for c in ours}
+        ends = [(c.peer_address in own_ends, c.allow_offload) for w in workers.values() for c in w._comms]
+        assert sum(mine for mine, _ in ends) == len(ours)  # every worker's end of our connections
+        assert all(allow is not mine for mine, allow in ends)  # and only those skip the sizing
+        with dask.config.set({"laddu-dask.cluster.direct-calls": False}):  # through client.rpc
+            v, g = lik.value_and_gradient(POINTS[0])
+        assert v == local[0][0] and g.tobytes() == local[0][1].tobytes()
+        theirs = {c.local_address for c in comms(client.rpc)}
+        assert theirs and all(c.allow_offload for w in workers.values() for c in w._comms
+                              if c.peer_address in theirs)

@@ -102,7 +102,7 @@ def _values(reply):
 
 
 def _reduce(plugin, request):
-    return asyncio.run(plugin.reduce(request))
+    return asyncio.run(plugin.reduce(request=request))
 
 
 @pytest.fixture(autouse=True)
