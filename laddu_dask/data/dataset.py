@@ -316,10 +316,10 @@ class Dataset(DatasetCollection, DatasetOperations, DatasetWriting, DatasetDispl
             count them now (one pass over the collection, like Dask's
             ``to_dask_array(lengths=True)``). Without it such a collection still builds a
             dataset at once, computing nothing: its rows are learned while its first
-            evaluation prepares it (each block read once, locally or on the cluster's
-            workers), or counted by one pass over its blocks at another first use
-            (:attr:`n_events`, a partition's load, a streamed preparation or one on this
-            machine's disk tier), and
+            evaluation prepares it (each block read once, locally, in memory or past the
+            budget on this machine's disk tier, or on the cluster's workers), or counted by
+            one pass over its blocks at another first use (:attr:`n_events`, a partition's
+            load, a streamed preparation), and
             :attr:`lengths_known` says whether that happened. Dask knows the lengths of
             ``dd.read_parquet`` (from the files' metadata), ``dd.from_pandas``, column
             selections and element-wise operations on these, Dask arrays with known

@@ -59,6 +59,7 @@ from laddu_dask.runtime.memory import MemoryDecision
 from laddu_dask.runtime.payloads import Payloads
 from laddu_dask.runtime.placement import WorkerWatch, balance, choose
 from laddu_dask.runtime.preparation import (
+    Learned,
     PreparedDataset,
     PreparedStats,
     key_label,
@@ -187,11 +188,12 @@ class ClusterRunner(Runner):
     # -- preparation -------------------------------------------------------------------
     def prepare(self, reducer: PartitionReducer, dataset: Dataset, name: str,
                 decision: MemoryDecision, stream_workers: int,
-                parts: list[Any] | None = None) -> PreparedDataset:
-        """Prepared partitions as Dask data on the workers (resident; ``parts``: their futures
-        when :meth:`learn` prepared them), or the weight sum only."""
+                learned: Learned | None = None) -> PreparedDataset:
+        """Prepared partitions as Dask data on the workers (resident; ``learned``: their
+        futures when :meth:`learn` prepared them), or the weight sum only."""
         self._ensure_plugin()
         what = f"the preparation of dataset {name!r} on the cluster"
+        parts = None if learned is None else learned.parts
         if decision.strategy == "resident":
             if parts:
                 infos = [self.client.submit(partition_summary, f) for f in parts]
@@ -229,9 +231,9 @@ class ClusterRunner(Runner):
         return prepared
 
     def learn(self, reducer: PartitionReducer, dataset: Dataset, name: str, budget: int | None,
-              bytes_per_event: int) -> list[Any] | None:
+              bytes_per_event: int, spill: bool = False) -> Learned | None:
         """:func:`~laddu_dask.runtime.preparation.learn_on_cluster` (the workers' memory is
-        Dask's to manage, so ``budget`` does not stop it)."""
+        Dask's to manage, spilled by Dask, so neither ``budget`` nor ``spill`` applies)."""
         return learn_on_cluster(self.client, reducer, dataset, name, _gathered)
 
     # -- placement ---------------------------------------------------------------------

@@ -159,9 +159,11 @@ class DiskPartition:
         Bytes of its arrays (what it would hold in memory).
     size : int
         Bytes of the file.
+    offset : int
+        The index of its first event in its dataset.
     """
 
-    __slots__ = ("index", "layout", "n", "nbytes", "path", "size")
+    __slots__ = ("index", "layout", "n", "nbytes", "offset", "path", "size")
 
     def __init__(self, path: str, index: int, layout: dict[str, Any], size: int, nbytes: int) -> None:
         self.path = path
@@ -170,6 +172,14 @@ class DiskPartition:
         self.n = int(layout["n"])
         self.size = size
         self.nbytes = nbytes
+        self.offset = int(layout["offset"])
+
+    def placed_at(self, offset: int) -> DiskPartition:
+        """The same file, read back as the events from ``offset`` on in its dataset (a block
+        written before the lengths of those before it were known)."""
+        handle = DiskPartition(self.path, self.index, self.layout, self.size, self.nbytes)
+        handle.offset = int(offset)
+        return handle
 
     def load(self) -> PreparedPartition | None:
         """The partition, its arrays mapped copy-on-write from the file; ``None`` when the
@@ -187,17 +197,17 @@ class DiskPartition:
             return None
         arrays = [_array(mapped, np.dtype(a["dtype"]), a["shape"], start + a["offset"])
                   for a in self.layout["arrays"]]
-        return PreparedPartition(arrays[:-1], arrays[-1], self.n, int(self.layout["offset"]),
-                                 self.layout["source"])
+        return PreparedPartition(arrays[:-1], arrays[-1], self.n, self.offset, self.layout["source"])
 
     def restore(self, part: PreparedPartition) -> None:
         """Write ``part`` (this partition prepared again) back to the file, when its folder
         still exists: the next evaluation maps it again instead of preparing it."""
         if os.path.isdir(os.path.dirname(self.path)):
             try:
-                write_file(self.path, part, self.index)
+                written = write_file(self.path, part, self.index)
             except DiskTierError:  # a full disk: the partition is prepared again next time
-                pass
+                return
+            self.layout, self.size = written.layout, written.size  # (its offset may be the learned one)
 
     def __repr__(self) -> str:
         return f"DiskPartition({self.path!r}, {self.n} events, {self.size} bytes)"

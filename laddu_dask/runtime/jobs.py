@@ -38,7 +38,7 @@ from laddu_dask.runtime.accumulate import CertifiedPartials
 from laddu_dask.runtime.disk_tier import DiskPartition
 from laddu_dask.runtime.memory import MemoryDecision
 from laddu_dask.runtime.partition import Params, PreparedPartition
-from laddu_dask.runtime.preparation import PreparedDataset, prepare_partition
+from laddu_dask.runtime.preparation import Learned, PreparedDataset, prepare_partition
 from laddu_dask.runtime.reducer import PartitionReducer
 
 #: An evaluation (or a worker's share of one) of at most this many resident events runs
@@ -235,17 +235,18 @@ class Runner:
 
     def prepare(self, reducer: PartitionReducer, dataset: Dataset, name: str,
                 decision: MemoryDecision, stream_workers: int,
-                parts: list[PreparedPartition] | None = None) -> PreparedDataset:
-        """Prepare ``dataset`` under the storage of ``decision`` (kept resident, or streamed);
-        ``parts``: its resident partitions, prepared already (while learning its lengths,
-        :func:`~laddu_dask.runtime.preparation.prepare_learning`; in this process only)."""
+                learned: Learned | None = None) -> PreparedDataset:
+        """Prepare ``dataset`` under the storage of ``decision`` (kept resident, on the disk
+        tier, or streamed); ``learned``: its partitions, prepared already under that storage
+        while its lengths were learned (:meth:`learn`)."""
         raise NotImplementedError
 
     def learn(self, reducer: PartitionReducer, dataset: Dataset, name: str, budget: int | None,
-              bytes_per_event: int) -> list[Any] | None:
+              bytes_per_event: int, spill: bool = False) -> Learned | None:
         """Prepare a dataset whose lengths Dask does not know, learning them on the way (see
-        :func:`~laddu_dask.runtime.preparation.prepare_learning`): its resident partitions,
-        or None (nothing kept: the caller counts the rows and prepares as usual)."""
+        :func:`~laddu_dask.runtime.preparation.prepare_learning`; ``spill``: past ``budget``,
+        on to this machine's disk tier): its prepared partitions, or None (nothing kept: the
+        caller counts the rows and prepares as usual)."""
         return None
 
     def run(self, jobs: list[ReductionJob]) -> list[PointPartials]:

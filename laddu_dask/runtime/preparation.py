@@ -78,29 +78,56 @@ def prepare_loaded(reducer: PartitionReducer, batch: EventBatch) -> PreparedPart
     return prepare_batch(reducer.compiled, batch, reducer.precision, reducer.device, reducer.gpu)
 
 
+@dataclass
+class Learned:
+    """What a preparation that learned a dataset's lengths (:func:`prepare_learning`) kept:
+    its prepared partitions in memory (``parts``: futures on a cluster), or, with ``store``,
+    on this machine's disk tier (``parts``: each block's :class:`DiskPartition` and the exact
+    sum of its weights, as :func:`write_prepared` gives them)."""
+
+    parts: list
+    store: DiskStore | None = None
+
+    @property
+    def storage(self) -> str:
+        """``"disk"`` or ``"resident"``."""
+        return "disk" if self.store is not None else "resident"
+
+
 def prepare_learning(reducer: PartitionReducer, dataset: Dataset, threads: int,
-                     budget: int | None, bytes_per_event: int) -> list[PreparedPartition] | None:
+                     budget: int | None, bytes_per_event: int, spill: str | None = None) -> Learned | None:
     """Prepare every block of a dataset whose lengths Dask does not know, learning them.
 
     Each block of :attr:`Dataset.blocks` is computed once, read whole and prepared, at most
     ``threads`` at a time; its rows are then known, the partitions get their offsets, and
     the dataset records the lengths (:meth:`~laddu_dask.data.blocks.BlockOrigin.learn_lengths`):
-    no pass only to count. None, with nothing kept, when the prepared events pass ``budget``
-    (at ``bytes_per_event``; the caller then counts the rows and decides the storage again),
-    or when a block is rejected: the caller's ordinary preparation then reports it with the
-    event's index in the whole dataset, which only the lengths of the blocks before give.
+    no pass only to count.  The prepared events stay in memory up to ``budget`` (at
+    ``bytes_per_event``; None: no limit).  Past it, with ``spill`` (the dataset's name), the
+    blocks go on to a new :class:`DiskStore` (those held so far first) and every block is
+    still read once; without it the preparation stops.
+
+    None, with nothing kept, when it stopped at the budget or at the disk tier's own
+    (:func:`~laddu_dask.runtime.disk_tier.disk_budget_bytes`): the caller then counts the
+    rows and decides the storage again; or when a block is rejected: the caller's ordinary
+    preparation then reports it with the event's index in the whole dataset, which only
+    the lengths of the blocks before give.
     """
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
+    from laddu_dask.runtime.disk_tier import disk_budget_bytes
+
     blocks, columns = dataset.blocks, list(reducer.compiled.columns)
     dtype = np.dtype(real_dtype(reducer.precision))
+    store: DiskStore | None = None
 
-    def one(i: int) -> PreparedPartition:
-        return prepare_batch(reducer.compiled, blocks.load_block(i, columns, dtype), reducer.precision)
+    def one(i: int) -> Any:
+        part = prepare_batch(reducer.compiled, blocks.load_block(i, columns, dtype), reducer.precision)
+        target = store  # (set by the loop below once the budget is passed)
+        return part if target is None else write_prepared(target, i, part)
 
     n = len(blocks.inputs)
-    parts: list[PreparedPartition | None] = [None] * n
-    events, started, running = 0, 0, {}
+    parts: list[Any] = [None] * n
+    events, written, started, running, stopped = 0, 0, 0, {}, False
     with ThreadPoolExecutor(max(1, threads), thread_name_prefix="laddu-dask-prepare") as pool:
         while started < n or running:
             while started < n and len(running) < max(1, threads):
@@ -112,16 +139,36 @@ def prepare_learning(reducer: PartitionReducer, dataset: Dataset, threads: int,
                 try:
                     parts[i] = future.result()
                 except LadduDaskError:
-                    parts[i] = None
-                    started = n  # start nothing more; report it the ordinary way
+                    started, stopped = n, True  # start nothing more; report it the ordinary way
                     continue
-                events += parts[i].n
-            if budget is not None and events * bytes_per_event > budget:
-                started = n
-    if any(p is None for p in parts) or (budget is not None and events * bytes_per_event > budget):
+                if store is not None and isinstance(parts[i], PreparedPartition):
+                    parts[i] = write_prepared(store, i, parts[i])  # started before the spill
+                if store is None:
+                    events += parts[i].n
+                else:
+                    written += parts[i][0].size
+            if store is None and budget is not None and events * bytes_per_event > budget:
+                if spill is None:
+                    started, stopped = n, True
+                else:  # on to the disk tier, with what is held so far
+                    store = DiskStore.create(spill)
+                    for k, part in enumerate(parts):
+                        if isinstance(part, PreparedPartition):
+                            parts[k] = write_prepared(store, k, part)
+                            written += parts[k][0].size
+            if store is not None and not stopped and written > disk_budget_bytes():
+                started, stopped = n, True
+    if stopped:
+        if store is not None:
+            store.close()
         return None
-    return [placed_at(p, offset) for p, offset in zip(parts, learned_offsets(blocks, [p.n for p in parts]),
-                                                      strict=True)]
+    if store is None:
+        lengths = [p.n for p in parts]
+        return Learned([placed_at(p, offset) for p, offset in zip(parts, learned_offsets(blocks, lengths),
+                                                                  strict=True)])
+    lengths = [handle.n for handle, _ in parts]
+    return Learned([(handle.placed_at(offset), total) for (handle, total), offset
+                    in zip(parts, learned_offsets(blocks, lengths), strict=True)], store)
 
 
 def learned_offsets(blocks: Any, lengths: list[int]) -> list[int]:
@@ -141,11 +188,12 @@ def part_events(part: PreparedPartition) -> int:
 
 
 def learn_on_cluster(client: Any, reducer: PartitionReducer, dataset: Dataset, name: str,
-                     gathered: Callable[[Any, list, str], list]) -> list[Any] | None:
+                     gathered: Callable[[Any, list, str], list]) -> Learned | None:
     """:func:`prepare_learning` on a cluster: every block read once and prepared on the
     workers (as worker data, which Dask's memory manager spills), the rows gathered, the
     lengths recorded and each partition given its offset where it is; the futures of the
-    prepared partitions, or None when a block is rejected (see :func:`prepare_learning`).
+    prepared partitions (:class:`Learned`), or None when a block is rejected (see
+    :func:`prepare_learning`).
     ``gathered(client, futures, what)`` waits for results within the preparation timeout."""
     from dask.base import tokenize
 
@@ -163,8 +211,8 @@ def learn_on_cluster(client: Any, reducer: PartitionReducer, dataset: Dataset, n
         client.cancel(futures)
         return None
     offsets = learned_offsets(blocks, [int(n) for n in lengths])
-    return [client.submit(placed_at, f, offset, key=f"prepared-{label}-{token}-{i}")
-            for i, (f, offset) in enumerate(zip(futures[:len(keys)], offsets, strict=True))]
+    return Learned([client.submit(placed_at, f, offset, key=f"prepared-{label}-{token}-{i}")
+                    for i, (f, offset) in enumerate(zip(futures[:len(keys)], offsets, strict=True))])
 
 
 def key_label(name: str) -> str:

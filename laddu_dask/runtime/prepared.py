@@ -298,15 +298,18 @@ class PreparedModel:
             own = MemoryPlan(host=dataset.memory).host_bytes()
             budget = own if budget is None or own is None else min(budget, own)
         learned = None
-        # on a cluster the disk tier is the workers' own spill of resident partitions
-        held = ("fastest", "resident", "disk") if execution.client is not None else ("fastest", "resident")
+        policy = dataset.memory_policy
         if (not dataset.lengths_known and dataset.blocks is not None and self.device != "gpu"
-                and dataset.memory_policy in held):
+                and policy != "streaming"):
             # rows unknown to Dask (a filtered frame): learned by reading each block once to
-            # prepare it; the storage is decided after, on the learned size (None: counted)
-            learned = execution.runner.learn(self.reducer, dataset, name,
-                                             budget if dataset.memory_policy == "fastest" else None,
-                                             resident_bpe)
+            # prepare it, in memory up to the budget, then on this machine's disk tier (on a
+            # cluster, the disk tier is the workers' own spill of resident partitions); the
+            # storage is decided after, on the learned size (None: counted)
+            local = execution.client is None
+            learned = execution.runner.learn(
+                self.reducer, dataset, name,
+                budget if policy == "fastest" else 0 if policy == "disk" and local else None,
+                resident_bpe, spill=local and policy in ("fastest", "disk"))
         # the largest row group, whatever the chunk size (every one is read by a partition)
         group = max((p.decoded_rows for p in dataset.partitions), default=0)
         read_bytes = max((p.read_bytes for p in dataset.partitions), default=0)
@@ -338,7 +341,6 @@ class PreparedModel:
             stream_workers = 1
             budget = execution.memory.device_bytes()
             partition_bytes = stream_bpe * max(chunk, 1)
-        policy = dataset.memory_policy
         wants_disk = policy == "disk" or (policy == "fastest" and budget is not None
                                           and resident_bytes > budget)
         decision = decide_storage(
@@ -358,16 +360,19 @@ class PreparedModel:
                 f"{decision.reason}; on a cluster the disk tier is Dask's own: the prepared "
                 f"partitions are worker data, which each worker spills to its local disk past "
                 f"distributed.worker.memory.spill of its memory limit"))
-        if learned is not None and decision.strategy == "resident":
+        if learned is not None and decision.strategy == learned.storage:
             decision = replace(decision, reason=(
                 f"{decision.reason}; the rows of its {dataset.n_partitions} blocks, unknown to "
-                "Dask, were learned while each block was read once and prepared"))
-        else:
+                "Dask, were learned while each block was read once and prepared"
+                + (" onto the disk" if learned.storage == "disk" else "")))
+        elif learned is not None:
+            if learned.store is not None:
+                learned.store.close()
             learned = None  # (on a cluster, dropping the futures releases the partitions)
         execution.record(decision)
         given.note_memory_decision(decision.as_dict())
         return execution.runner.prepare(self.reducer, dataset, name, decision, stream_workers,
-                                        parts=learned)
+                                        learned=learned)
 
     # -- per-batch evaluation --------------------------------------------------------------
     def evaluate_batch(self, params: ParameterValues, batch: EventBatch) -> Any:

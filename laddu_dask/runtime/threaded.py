@@ -42,8 +42,8 @@ from laddu_dask.runtime.jobs import (
     task_groups,
 )
 from laddu_dask.runtime.memory import MemoryDecision
-from laddu_dask.runtime.partition import PreparedPartition
 from laddu_dask.runtime.preparation import (
+    Learned,
     PreparedDataset,
     PreparedStats,
     disk_graph,
@@ -166,17 +166,21 @@ class ThreadedRunner(Runner):
 
     def prepare(self, reducer: PartitionReducer, dataset: Dataset, name: str,
                 decision: MemoryDecision, stream_workers: int,
-                parts: list[PreparedPartition] | None = None) -> PreparedDataset:
-        """Prepare every partition in this process (resident; ``parts`` when prepared already),
-        or onto the local disk (at most ``stream_workers`` partitions in memory at once), or
-        only sum the weights."""
+                learned: Learned | None = None) -> PreparedDataset:
+        """Prepare every partition in this process (resident), or onto the local disk (at most
+        ``stream_workers`` partitions in memory at once), or only sum the weights; ``learned``:
+        the partitions prepared already under that storage while learning the lengths."""
         store = None
         disk_bytes = 0
+        parts = None if learned is None else learned.parts
         if decision.strategy == "disk":
-            store = DiskStore.create(name)
-            graph, keys = disk_graph(reducer, dataset, name, store)
-            written = self.get(dict(graph), keys, progress=f"preparing {name} onto the disk",
-                               num_workers=stream_workers)
+            if learned is not None and learned.store is not None:
+                store, written = learned.store, learned.parts
+            else:
+                store = DiskStore.create(name)
+                graph, keys = disk_graph(reducer, dataset, name, store)
+                written = self.get(dict(graph), keys, progress=f"preparing {name} onto the disk",
+                                   num_workers=stream_workers)
             parts = [handle for handle, _ in written]
             sum_w = float(ExactPartials.merge([s for _, s in written]).to_floats()[0]) if written else 0.0
             nbytes = 0
@@ -206,9 +210,11 @@ class ThreadedRunner(Runner):
         return prepared
 
     def learn(self, reducer: PartitionReducer, dataset: Dataset, name: str, budget: int | None,
-              bytes_per_event: int) -> list[PreparedPartition] | None:
-        """:func:`~laddu_dask.runtime.preparation.prepare_learning` on this process's threads."""
-        return prepare_learning(reducer, dataset, self.num_workers, budget, bytes_per_event)
+              bytes_per_event: int, spill: bool = False) -> Learned | None:
+        """:func:`~laddu_dask.runtime.preparation.prepare_learning` on this process's threads
+        (``spill``: past ``budget``, onto the local disk tier)."""
+        return prepare_learning(reducer, dataset, self.num_workers, budget, bytes_per_event,
+                                name if spill else None)
 
     def run(self, jobs: list[ReductionJob]) -> list[PointPartials]:
         """One graph for all ``jobs``, on the threaded scheduler."""

@@ -8,6 +8,7 @@ compute nothing when built; wrong inputs get the typed, naming errors files get.
 
 from __future__ import annotations
 
+import os
 import pickle
 import threading
 import uuid
@@ -153,6 +154,24 @@ def test_from_dask_counts_its_tasks_only_when_evaluated(ksks_sample, row_groups,
     assert counted.n_events == 3000 and CALLS == [1000] * 3
 
 
+def _zero_frame() -> dd.DataFrame:
+    """Nine events in three partitions, the last with a zero ``m``."""
+    return dd.from_pandas(pd.DataFrame({"x": np.arange(9.0), "m": np.r_[np.ones(8), 0.0]}), npartitions=3)
+
+
+def _zero_at_event_7(memory_policy: str = "fastest") -> ld.Dataset:
+    """A filtered frame whose event 7 (in its last partition) has a zero intensity: its NLL's
+    first evaluation raises, naming that event by the offsets learned while preparing it."""
+    zero = _zero_frame()
+    kept = ld.Dataset.from_dask(zero[zero.x != 1.0], memory_policy=memory_policy)
+    nll = ld.NLL(ld.Model(ld.scalar("m") * ld.parameter("a")), data=kept,
+                 accepted_mc=ld.Dataset.from_arrays(scalars={"m": np.ones(4)}))
+    with pytest.raises(ld.NonPositiveIntensityError,
+                       match=r"0\.0 at event 7 \(dask DataFrame .* partition 2\)"):
+        ld.Likelihood([nll]).value_and_gradient([1.0])
+    return kept
+
+
 def test_a_filtered_frame_builds_lazily_and_equals_the_eager_result(ksks_sample, row_groups):
     """A filter leaves Dask without partition lengths: from_dask computes nothing, counts the
     rows at the first use, and gives bitwise the likelihood of the same events counted
@@ -208,14 +227,8 @@ def test_a_filtered_frame_builds_lazily_and_equals_the_eager_result(ksks_sample,
     with pytest.raises(DataError, match=r"column 'm' .*event 7 "):
         ld.Likelihood([nll]).value_and_gradient([1.0])
     # a zero intensity at the last event, found by the kernels: the learned offsets name it
-    zero = dd.from_pandas(pd.DataFrame({"x": np.arange(9.0), "m": np.r_[np.ones(8), 0.0]}), npartitions=3)
-    kept = ld.Dataset.from_dask(zero[zero.x != 1.0])
-    nll = ld.NLL(ld.Model(ld.scalar("m") * ld.parameter("a")), data=kept,
-                 accepted_mc=ld.Dataset.from_arrays(scalars={"m": np.ones(4)}))
-    with pytest.raises(ld.NonPositiveIntensityError,
-                       match=r"0\.0 at event 7 \(dask DataFrame .* partition 2\)"):
-        ld.Likelihood([nll]).value_and_gradient([1.0])
-    assert "learned while each block" in kept.memory_decision()["reason"]
+    assert "learned while each block" in _zero_at_event_7().memory_decision()["reason"]
+    zero = _zero_frame()
     # an infinite amplitude product in a lazy accepted MC's statistics: named the same way
     nll = ld.NLL(model, data=ld.Dataset.from_arrays(scalars={"m": np.ones(4)}),
                  accepted_mc=ld.Dataset.from_dask(zero[zero.x != 1.0]))
@@ -232,30 +245,47 @@ def test_a_filtered_frame_builds_lazily_and_equals_the_eager_result(ksks_sample,
         ld.Likelihood([nll]).value_and_gradient([1.0])
 
 
-def test_a_lazy_frame_that_outgrows_the_budget_is_counted_and_kept_on_disk():
-    """Learning the lengths while preparing stops at the host budget: the rows are then
-    counted and the storage decided on them (the disk tier here), with the resident bits."""
+def test_a_lazy_frame_that_outgrows_the_budget_learns_its_lengths_onto_the_disk():
+    """Learning the lengths while preparing goes on past the host budget onto this machine's
+    disk tier (memory_policy "fastest", or "disk" from the first block): every block is
+    computed once, no pass only counts, and the evaluations give the bits of the same events
+    counted eagerly, kept resident; offsets learned after the blocks were written still name
+    the event at fault, and a lost file is prepared again from the source."""
     rng = np.random.default_rng(1)
     frame = dd.from_pandas(pd.DataFrame({"x": rng.uniform(0, 1, 200_000),
                                          "m": rng.uniform(0.5, 1.5, 200_000)}), npartitions=100)
-    cut = frame[frame.x > 0.1]  # about 180,000 events, 2.75 MiB prepared; lengths unknown to Dask
+    counted = frame.map_partitions(_counted, meta=frame._meta)
+    cut = counted[counted.x > 0.1]  # about 180,000 events, 2.75 MiB prepared; lengths unknown to Dask
     model = ld.Model(ld.scalar("m") * ld.parameter("a"))
     mc = ld.Dataset.from_arrays(scalars={"m": rng.uniform(0.5, 1.5, 1000)})
 
-    def nll(data: ld.Dataset, **kw) -> tuple[float, np.ndarray]:
-        return ld.Likelihood([ld.NLL(model, data=data, accepted_mc=mc)], **kw).value_and_gradient([1.3])
+    def likelihood(data: ld.Dataset, **kw) -> ld.Likelihood:
+        return ld.Likelihood([ld.NLL(model, data=data, accepted_mc=mc)], **kw)
 
-    reference = nll(ld.Dataset.from_dask(cut, lengths=True))
-    lazy = ld.Dataset.from_dask(cut)
-    got = nll(lazy, execution=ld.Execution(memory="1 MiB"))
-    decision = lazy.memory_decision()
-    assert lazy.lengths_known and decision["strategy"] == "disk" and "learned" not in decision["reason"]
-    assert lazy.n_events == int((frame.x > 0.1).sum().compute())
-    _assert_same(got, reference)
+    reference = [likelihood(ld.Dataset.from_dask(cut, lengths=True)).value_and_gradient([a])
+                 for a in (1.3, 0.7)]
+    for policy, memory in (("fastest", "1 MiB"), ("disk", None)):
+        lazy = ld.Dataset.from_dask(cut, memory_policy=policy)
+        CALLS.clear()
+        lik = likelihood(lazy, execution=ld.Execution(memory=memory))
+        _assert_same(lik.value_and_gradient([1.3]), reference[0])
+        assert sorted(CALLS) == [2000] * 100, policy  # each block computed once: read and prepared
+        decision = lazy.memory_decision()
+        assert decision["strategy"] == "disk", policy
+        assert "learned while each block was read once and prepared onto the disk" in decision["reason"]
+        assert lazy.lengths_known and lazy.n_events == int((frame.x > 0.1).sum().compute())
+        handles = lik.terms[0].prepare(lik.execution).data.partitions
+        os.remove(handles[-1].path)  # lost: prepared again from the source, at its learned offset
+        _assert_same(lik.value_and_gradient([0.7]), reference[1])
+        assert handles[-1].load().offset == sum(h.n for h in handles[:-1])  # written again
     roomy = ld.Dataset.from_dask(cut)
-    _assert_same(nll(roomy, execution=ld.Execution(memory="4 MiB")), reference)
+    _assert_same(likelihood(roomy, execution=ld.Execution(memory="4 MiB")).value_and_gradient([1.3]),
+                 reference[0])
     assert roomy.memory_decision()["strategy"] == "resident"
-    assert "learned while each block was read once" in roomy.memory_decision()["reason"]
+    assert "learned while each block was read once and prepared;" in roomy.memory_decision()["reason"] + ";"
+    # a zero intensity in the last block, found by the kernels reading the disk tier: named by
+    # its event in the whole dataset (the offsets were learned after the blocks were written)
+    assert "prepared onto the disk" in _zero_at_event_7("disk").memory_decision()["reason"]
 
 
 def test_from_dask_arrays_and_from_arrays_of_dask_arrays(ksks_arrays, reference):
@@ -473,7 +503,7 @@ def test_a_filtered_frame_learns_its_lengths_on_a_cluster(ksks_sample, row_group
     cut = frame[frame.kshort1_e > frame.kshort1_e.mean().compute()]
     mc = ld.read_parquet(ksks_sample["accmc"], chunk_size=1500)
     reference = _nll(ld.Dataset.from_dask(cut, lengths=True), mc)
-    zero = dd.from_pandas(pd.DataFrame({"x": np.arange(9.0), "m": np.r_[np.ones(8), 0.0]}), npartitions=3)
+    zero = _zero_frame()
     ones = ld.Dataset.from_arrays(scalars={"m": np.ones(4)})
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                                   dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
