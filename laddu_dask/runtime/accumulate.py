@@ -79,6 +79,47 @@ class CertifiedPartials:
             bound = bound + p.bound
         return CertifiedPartials(terms, bound * (1.0 + 1e-12))
 
+    #: Widths up to which :meth:`compact` leaves rows as they are (a partition's own rows).
+    COMPACT_WIDTH = 4
+    #: The longest expansion :meth:`compact` writes a row as (past it the row stays as it is).
+    MAX_EXPANSION = 8
+
+    def compact(self) -> CertifiedPartials:
+        """The same exact sums with each row rewritten as a short expansion (the bounds as they
+        are), so that what a worker sends does not grow with the partitions it merged.
+
+        A row's expansion is its :func:`math.fsum` (the correctly rounded exact sum), then the
+        ``fsum`` of what that leaves, and so on until nothing is left: the terms' exact sum is
+        kept, and a few doubles carry it (its bits rarely span more than two).  Rows that are
+        not finite, or would need more than :attr:`MAX_EXPANSION` doubles, keep all their
+        terms (:meth:`certified_floats` then decides on them as before).
+
+        Examples
+        --------
+        >>> p = CertifiedPartials(np.array([[1e16, 1.0, -1e16, 2.0**-60, 3.0, 0.5]]), np.array([0.0]))
+        >>> p.compact().terms.tolist()
+        [[4.5, 8.673617379884035e-19]]
+        """
+        if self.terms.shape[1] <= self.COMPACT_WIDTH:
+            return self
+        rows = []
+        try:
+            for row in self.terms.tolist():
+                expansion: list[float] = []
+                left = math.fsum(row)
+                while left != 0.0:
+                    if not math.isfinite(left) or len(expansion) == self.MAX_EXPANSION:
+                        return self
+                    expansion.append(left)
+                    left = math.fsum([*row, *(-e for e in expansion)])
+                rows.append(expansion)
+        except (OverflowError, ValueError):  # an intermediate overflow, inf - inf
+            return self
+        terms = np.zeros((len(rows), max(1, *map(len, rows)) if rows else 1))
+        for k, expansion in enumerate(rows):
+            terms[k, :len(expansion)] = expansion
+        return CertifiedPartials(terms, self.bound)
+
     def certified_floats(self) -> np.ndarray:
         """The correctly rounded sums, or :class:`Uncertified`.
 

@@ -42,15 +42,18 @@ def decode_points(raw: bytes, count: int, dtype: str) -> tuple[Params, ...]:
 
 def encode_partials(results: Sequence[PointPartials | None]) -> tuple[list, bytes]:
     """The partial sums of every job (``None``: the worker held none of its partitions) as
-    their shapes (``None``, or one ``[rows, width]`` per point) and one buffer of doubles."""
+    their shapes (``None``, or one ``[rows, width]`` per point) and one buffer of doubles;
+    rows merged from many partitions travel as their short exact expansions
+    (:meth:`~laddu_dask.runtime.accumulate.CertifiedPartials.compact`)."""
     shapes: list = []
     arrays: list[np.ndarray] = []
     for result in results:
         if result is None:
             shapes.append(None)
             continue
-        shapes.append([list(p.terms.shape) for p in result])
-        for p in result:
+        compact = [p.compact() for p in result]  # as few doubles as the exact sums need
+        shapes.append([list(p.terms.shape) for p in compact])
+        for p in compact:
             arrays += [p.terms.ravel(), p.bound]
     data = np.concatenate(arrays).astype(np.float64, copy=False).tobytes() if arrays else b""
     return shapes, data

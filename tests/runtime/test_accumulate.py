@@ -297,3 +297,77 @@ def test_certified_sums_of_non_finite_terms_are_not_certified():
         CertifiedPartials(np.array([[inf, 1.0]]), np.array([1e-300])).certified_floats()
     with pytest.raises(Uncertified, match="not finite"):
         CertifiedPartials(np.array([[1.0, 2.0]]), np.array([inf])).certified_floats()
+
+
+def _exact(row) -> Fraction:
+    return sum((Fraction(t) for t in row), Fraction(0))
+
+
+@given(st.lists(term_lists, min_size=1, max_size=4))
+@settings(max_examples=200)
+def test_compact_keeps_each_exact_sum_in_a_few_doubles(rows):
+    """What a worker sends: each row rewritten as a short expansion with the same exact sum
+    (exact fractions as the reference), or left whole where it cannot be (not finite, an
+    intermediate overflow, a sum spanning too many bits); bounds unchanged."""
+    from laddu_dask.runtime.accumulate import CertifiedPartials
+
+    width = max(CertifiedPartials.COMPACT_WIDTH + 1, *map(len, rows))
+    matrix = np.array([r + [0.0] * (width - len(r)) for r in rows])
+    bound = np.linspace(0.0, 1e-3, len(rows))
+    partials = CertifiedPartials(matrix, bound)
+    compact = partials.compact()
+    assert compact.bound is partials.bound
+    if compact is partials:  # left whole: only where a shorter exact form was not written
+        assert any(not math.isfinite(reference(r)) or _overflows(r) for r in matrix.tolist()) or \
+            any(len(_fsum_chain(r)) > CertifiedPartials.MAX_EXPANSION for r in matrix.tolist())
+        return
+    assert compact.terms.shape[1] <= CertifiedPartials.MAX_EXPANSION
+    for before, after in zip(matrix.tolist(), compact.terms.tolist(), strict=True):
+        assert _exact(after) == _exact(before)
+
+
+def _overflows(row) -> bool:
+    try:
+        math.fsum(row)
+    except OverflowError:
+        return True
+    return False
+
+
+def _fsum_chain(row) -> list[float]:
+    out: list[float] = []
+    while (left := math.fsum([*row, *(-e for e in out)])) != 0.0 and len(out) <= 40:
+        out.append(left)
+    return out
+
+
+def test_compact_rows_of_many_partitions_certify_alike_in_two_or_three_doubles():
+    """Rows as the kernels give them (per partition: a sum and its compensation), merged from
+    500 partitions: two or three doubles each once compacted, and the certification (value
+    or Uncertified) is the one of all the terms, on the near-tie cases too."""
+    from laddu_dask.runtime.accumulate import CertifiedPartials, Uncertified
+
+    rng = random.Random(7)
+    rows = []
+    for _ in range(3):
+        row = []
+        for _ in range(500):
+            s = rng.uniform(-1, 1) * 10.0 ** rng.randint(-3, 6)
+            row += [s, rng.uniform(-0.5, 0.5) * math.ulp(s)]
+        rows.append(row)
+    wide = CertifiedPartials(np.array(rows), np.array([0.0, 1e-30, 0.0]))
+    compact = wide.compact()
+    assert compact.terms.shape[1] <= 3
+    assert compact.certified_floats().tobytes() == wide.certified_floats().tobytes()
+    cases = [_near_tie_rows(rng) for _ in range(300)]
+    for rows, bound in cases:
+        rows = [r + [0.0] * (CertifiedPartials.COMPACT_WIDTH + 1) for r in rows]  # wide enough
+        both = [CertifiedPartials(np.array(rows), np.array(bound)), None]
+        both[1] = both[0].compact()
+        outcomes = []
+        for p in both:
+            try:
+                outcomes.append(p.certified_floats().tobytes())
+            except Uncertified:
+                outcomes.append("uncertified")
+        assert outcomes[0] == outcomes[1]

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import laddu_dask as ld
+from laddu_dask.runtime.accumulate import CertifiedPartials
 from laddu_dask.runtime.tree import plan_tree
 
 distributed = pytest.importorskip("distributed")
@@ -152,6 +153,9 @@ def test_after_the_first_evaluation_a_call_names_its_route_and_a_reply_lists_onl
             tops = [next(r for a, _, r in seen if a == addresses[i]) for i in (0, 4)]
             assert [(r["members"], r["complete"]) for r in tops] == [({}, 4), ({}, 3)]
             assert sum(r["partitions"] for r in tops) == 8 + 16  # every partition of data and MC, once
+            # a subtree's sums travel as short exact expansions, however many partitions it merged
+            widths = [w for r in tops for shape in r["shapes"] if shape for _, w in shape]
+            assert widths and max(widths) <= CertifiedPartials.MAX_EXPANSION
         # the middle relay restarts: it lacks its route and layout, says so, and its subtree is
         # asked again without routes; the numbers do not change
         plugin = workers[addresses[1]].plugins["laddu-dask"]
