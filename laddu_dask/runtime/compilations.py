@@ -1,13 +1,13 @@
 """The fused kernels' compilations: whether Numba is there, and waiting for the background
 compilations of this process (:meth:`~laddu_dask.runtime.reducer.PartitionReducer.compile_ahead`
-registers each thread in :data:`_COMPILING`)."""
+starts and registers each thread through :func:`start_compilation`)."""
 
 from __future__ import annotations
 
 import threading
 import weakref
 
-__all__ = ["numba_available", "wait_compilations"]
+__all__ = ["numba_available", "start_compilation", "wait_compilations"]
 
 
 def numba_available() -> bool:
@@ -20,6 +20,15 @@ def numba_available() -> bool:
 
 
 _COMPILING: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
+
+
+def start_compilation(thread: threading.Thread) -> threading.Thread:
+    """Start ``thread`` (a background compilation) and register it for
+    :func:`wait_compilations`, in that order: a wait in another thread joins only threads
+    that have started (joining one before its start raises ``RuntimeError``)."""
+    thread.start()
+    _COMPILING.add(thread)
+    return thread
 
 
 def wait_compilations(timeout: float | None = None) -> bool:

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from laddu_dask.compile.point_code import PointSources, tier0_functions
-from laddu_dask.runtime.compilations import _COMPILING, numba_available
+from laddu_dask.runtime.compilations import numba_available, start_compilation
 
 __all__ = ["COMPILE_AFTER", "PointProgram", "point_program"]
 
@@ -90,10 +90,8 @@ class PointProgram:
             if self.calls >= COMPILE_AFTER and self._thread is None:
                 with self._lock:
                     if self._thread is None:
-                        self._thread = threading.Thread(target=self._compile_quietly, daemon=True,
-                                                        name="laddu-dask-compile-points")
-                        _COMPILING.add(self._thread)
-                        self._thread.start()
+                        self._thread = start_compilation(threading.Thread(
+                            target=self._compile_quietly, daemon=True, name="laddu-dask-compile-points"))
             if not self._ready[name]:
                 from laddu_dask.compile.tier0_prelude import Tier0Fallback
 

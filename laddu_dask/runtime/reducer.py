@@ -49,7 +49,7 @@ from laddu_dask.errors import NonFiniteError
 from laddu_dask.expr.arrayfuncs import array_module
 from laddu_dask.options import Kernel
 from laddu_dask.runtime.accumulate import CertifiedPartials, Uncertified
-from laddu_dask.runtime.compilations import _COMPILING, numba_available
+from laddu_dask.runtime.compilations import numba_available, start_compilation
 from laddu_dask.runtime.finite import finite_terms
 from laddu_dask.runtime.partition import Params, PreparedPartition
 from laddu_dask.runtime.point_programs import PointProgram, point_program
@@ -129,11 +129,10 @@ class PartitionReducer:
             thread = self._compiling[with_gradient]
             if thread is not None:
                 return thread
-            thread = self._compiling[with_gradient] = threading.Thread(
+            # started under the lock: a caller handed this thread may join it at once
+            thread = self._compiling[with_gradient] = start_compilation(threading.Thread(
                 target=self._compile, args=(with_gradient, label, notify),
-                name="laddu-dask-compile", daemon=True)
-            _COMPILING.add(thread)
-        thread.start()
+                name="laddu-dask-compile", daemon=True))
         return thread
 
     def wait_compiled(self, timeout: float | None = None) -> bool:

@@ -162,3 +162,25 @@ def test_the_prelude_compiles_once_per_machine(tmp_path):
     assert "_accumulate" in second and set(second) <= set(first)
     assert all(hits > 0 and misses == 0 for hits, misses in second.values()), second
 
+
+
+def test_a_wait_for_the_compilations_never_meets_a_thread_that_has_not_started():
+    """wait_compilations (a test's teardown, a benchmark) may run in another thread while an
+    evaluation starts a compilation: the thread it finds has started (joining one before its
+    start raises RuntimeError), and the wait lasts until the compilation ends."""
+    import threading
+
+    from laddu_dask.runtime.compilations import start_compilation, wait_compilations
+
+    release = threading.Event()
+
+    class WaitedOnAtStart(threading.Thread):
+        def start(self) -> None:  # another thread's wait lands while this one starts
+            assert wait_compilations(5.0)
+            super().start()
+
+    thread = start_compilation(WaitedOnAtStart(target=release.wait, args=(30,), daemon=True))
+    assert thread.is_alive()
+    assert not wait_compilations(0.05)  # it runs: the wait times out, False
+    release.set()
+    assert wait_compilations(5.0) and not thread.is_alive()
