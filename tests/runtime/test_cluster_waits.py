@@ -167,7 +167,9 @@ def test_a_stalled_worker_bounds_the_generator_and_selections(stalled):
     ds = ld.Dataset.from_arrays(scalars={"x": np.linspace(0.0, 1.0, 100)}, chunk_size=25)
     assert ds.select(ld.Predicate.between(ld.scalar("x"), low=0.0, high=0.5)).n_events == 50
     stop()
-    with dask.config.set({"laddu-dask.cluster.preparation-timeout": "1s"}):
+    # the stalled client named as Dask's default scheduler for the selections' passes (as a
+    # Client does when it is made), whatever another test's client did to the global config
+    with dask.config.set({"laddu-dask.cluster.preparation-timeout": "1s", "scheduler": client}):
         with pytest.raises(ld.ClusterTimeoutError, match=r"Generator's partitions did not finish within "
                                                          r"1\.00 s .*preparation-timeout"):
             _bounded(lambda: _generator().weighted(100, seed=1, execution=ld.Execution(client=client)), 30)
