@@ -360,7 +360,10 @@ class PreparedModel:
                 f"{decision.reason}; on a cluster the disk tier is Dask's own: the prepared "
                 f"partitions are worker data, which each worker spills to its local disk past "
                 f"distributed.worker.memory.spill of its memory limit"))
-        if learned is not None and decision.strategy == learned.storage:
+        # kept only as the partitions they are: one per block (a chunk size that splits the
+        # blocks makes other partitions, prepared the ordinary way)
+        if (learned is not None and decision.strategy == learned.storage
+                and len(learned.parts) == dataset.n_partitions):
             decision = replace(decision, reason=(
                 f"{decision.reason}; the rows of its {dataset.n_partitions} blocks, unknown to "
                 "Dask, were learned while each block was read once and prepared"

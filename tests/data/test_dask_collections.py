@@ -634,3 +634,26 @@ def test_chunk_size_comes_from_the_dask_config(ksks_sample):
         with pytest.raises(ValueError, match="Dask config 'laddu-dask.chunk-size': chunk_size must be a "
                                              "positive integer or None, got 'lots'"):
             ld.read_parquet(ksks_sample["data"])
+
+
+@pytest.mark.parametrize("policy", ["fastest", "disk"])
+def test_a_chunk_size_that_splits_unknown_blocks_prepares_its_own_partitions(policy):
+    """Arrays of unknown chunks with a chunk size that splits their blocks: the partitions are
+    pieces of blocks, so what a preparation learned block by block is not kept as them; the
+    evaluation gives the bits of the same events in memory."""
+    rng = np.random.default_rng(2)
+    x = rng.uniform(0.5, 1.5, 3000)
+    keep = da.from_array(x, chunks=1000) > 0.7
+    lazy = ld.Dataset.from_arrays(scalars={"m": da.from_array(x, chunks=1000)[keep]}, chunk_size=300,
+                                  memory_policy=policy)
+    eager = ld.Dataset.from_arrays(scalars={"m": x[x > 0.7]}, chunk_size=300)
+    mc = ld.Dataset.from_arrays(scalars={"m": rng.uniform(0.5, 1.5, 500)})
+    model = ld.Model(ld.scalar("m") * ld.parameter("a"))
+
+    def nll(data: ld.Dataset) -> tuple[float, np.ndarray]:
+        return ld.Likelihood([ld.NLL(model, data=data, accepted_mc=mc)]).value_and_gradient([1.3])
+
+    _assert_same(nll(lazy), nll(eager))
+    assert lazy.n_partitions > 3  # pieces of the three blocks
+    assert lazy.memory_decision()["strategy"] == ("disk" if policy == "disk" else "resident")
+    assert "learned" not in lazy.memory_decision()["reason"]
